@@ -1,0 +1,261 @@
+"""The ``testbed`` command: a registry of subcommands.
+
+Exit codes: 0 success; 1 a job or run failed; 2 bad input (nothing run, no run directory made);
+3 no usable MPI; 130 the run was interrupted (its partial results are kept and say so).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from testbed import __version__
+from testbed.coordinator import Coordinator
+from testbed.machine import Machine, build_machine
+from testbed.mix import MixParams, generate_mix
+from testbed.mpi_info import MpiNotFound, detect_mpi
+from testbed.policies import POLICIES, make_policy
+from testbed.report import format_table, run_dirs, write_results
+from testbed.workload import JobSpec, Workload, WorkloadError, load_workload
+
+EXIT_BAD_INPUT = 2
+EXIT_NO_MPI = 3
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad input: reported as one line, exit code 2."""
+
+
+def _scheduler_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mpl", type=int, default=2, help="multiprogramming level (rows); fcfs uses 1")
+    p.add_argument("--timeslice", type=float, default=0.2, help="timeslice T, seconds")
+    p.add_argument("--pes", type=int, default=None, help="PEs (default: CPUs in the affinity mask)")
+    p.add_argument("--nodes", type=int, default=1, help="emulated nodes the PEs are split into")
+    p.add_argument("--allocator", choices=("buddy", "first-fit"), default="buddy")
+    p.add_argument("--job-timeout", type=float, default=None,
+                   help="kill a job after this many seconds of runtime (limit= on a line wins)")
+    p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
+
+
+def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
+    for name in schedulers:
+        if name not in POLICIES:
+            raise UsageError(f"unknown scheduler {name!r} (known: {', '.join(sorted(POLICIES))})")
+    if args.mpl < 1:
+        raise UsageError(f"--mpl must be >= 1, got {args.mpl}")
+    if args.timeslice <= 0:
+        raise UsageError(f"--timeslice must be > 0, got {args.timeslice}")
+    if args.job_timeout is not None and args.job_timeout <= 0:
+        raise UsageError(f"--job-timeout must be > 0, got {args.job_timeout}")
+    try:
+        return build_machine(args.pes, args.nodes)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+
+
+def _new_run_dir(out: Path | None, label: str) -> Path:
+    path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+    if path.exists() and (not path.is_dir() or any(path.iterdir())):
+        raise UsageError(f"{path}: exists and is not empty (runs are never overwritten)")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argparse.Namespace,
+             run_dir: Path) -> tuple[str, dict[str, Any]]:
+    mpl = 1 if scheduler == "fcfs" else args.mpl
+    mpi = detect_mpi()
+    policy = make_policy(scheduler, machine.pes, mpl, args.timeslice, args.allocator)
+    config = {
+        "scheduler": scheduler, "mpl": mpl, "timeslice": args.timeslice,
+        "allocator": args.allocator, "job_timeout": args.job_timeout,
+        "workload": {"path": workload.path, "jobs": len(workload.jobs), "meta": workload.meta},
+        "seed": workload.meta.get("seed"),
+        "machine": machine.describe(), "mpi": mpi.describe(),
+        "testbed": __version__, "python": platform.python_version(),
+        "kernel": platform.release(), "argv": sys.argv,
+    }
+    coordinator = Coordinator(workload, policy, machine, mpi, run_dir, config, args.job_timeout)
+    status = coordinator.run()
+    return status, write_results(run_dir)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run a workload under one scheduler and print its table."""
+    machine = _check_common(args, [args.scheduler])
+    workload = _load(args.workload, args.timeslice, machine)
+    run_dir = _new_run_dir(args.out, args.scheduler)
+    status, summary = _run_one(workload, args.scheduler, machine, args, run_dir)
+    print(format_table({args.scheduler: summary}))
+    print(f"run directory: {run_dir}")
+    return EXIT_INTERRUPTED if status == "interrupted" else 0
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run a workload under several schedulers, one after another, and compare them."""
+    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    if not schedulers:
+        raise UsageError("--schedulers names no scheduler")
+    machine = _check_common(args, schedulers)
+    workload = _load(args.workload, args.timeslice, machine)
+    out = _new_run_dir(args.out, "compare")
+    summaries = {}
+    for scheduler in schedulers:
+        print(f"running {scheduler} ...", flush=True)
+        status, summaries[scheduler] = _run_one(workload, scheduler, machine, args,
+                                                out / scheduler)
+        if status == "interrupted":
+            break
+    print(format_table(summaries))
+    print(f"run directory: {out}")
+    return EXIT_INTERRUPTED if any(s["status"] == "interrupted" for s in summaries.values()) else 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Re-derive results from the event logs of a run or compare directory and print them."""
+    try:
+        dirs = run_dirs(args.dir)
+    except (FileNotFoundError, NotADirectoryError) as err:
+        raise UsageError(str(err)) from None
+    print(format_table({name: write_results(path) for name, path in dirs.items()}))
+    return 0
+
+
+def cmd_exec(args: argparse.Namespace) -> int:
+    """Run one MPI command as a job (like the T3D mppexec) and pass its output and exit code on."""
+    if not args.command:
+        raise UsageError("exec needs a command after --")
+    machine = _check_common(args, [args.scheduler])
+    job = JobSpec("j1", 0, 0.0, args.n, tuple(args.command), limit=args.job_timeout)
+    workload = Workload("<exec>", [job])
+    workload.check_fits(machine.pes) if args.n >= 1 else None
+    if args.n < 1:
+        raise UsageError(f"-n must be >= 1, got {args.n}")
+    run_dir = _new_run_dir(args.out, f"exec-{args.scheduler}")
+    status, _ = _run_one(workload, args.scheduler, machine, args, run_dir)
+    for suffix, stream in ((".out", sys.stdout), (".err", sys.stderr)):
+        path = run_dir / "jobs" / f"j1{suffix}"
+        if path.exists():
+            stream.write(path.read_text(errors="replace"))
+    if status == "interrupted":
+        return EXIT_INTERRUPTED
+    rows = (run_dir / "jobs.csv").read_text().splitlines()
+    code = rows[1].split(",")[13] if len(rows) > 1 else ""
+    return int(code) if code.lstrip("-").isdigit() and int(code) >= 0 else 1
+
+
+def cmd_mix(args: argparse.Namespace) -> int:
+    """Write the THESIS §4.6 job mix to stdout or ``--output``."""
+    params = MixParams(args.jobs, args.pes, args.load, args.seed, args.compress, args.work_min,
+                       args.work_max, args.io_blocks)
+    try:
+        text = generate_mix(params)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        tmp = args.output.with_name(f".{args.output.name}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, args.output)
+    return 0
+
+
+def _load(path: str, timeslice: float, machine: Machine) -> Workload:
+    try:
+        workload = load_workload(path, timeslice)
+        workload.check_fits(machine.pes)
+    except WorkloadError as err:
+        raise UsageError(str(err)) from None
+    if not workload.jobs:
+        raise UsageError(f"{path}: no jobs")
+    return workload
+
+
+def _setup_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload")
+    p.add_argument("--scheduler", default="gang", help=f"one of {', '.join(sorted(POLICIES))}")
+    _scheduler_options(p)
+
+
+def _setup_compare(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload")
+    p.add_argument("--schedulers", default="fcfs,gang,local")
+    _scheduler_options(p)
+
+
+def _setup_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path)
+
+
+def _setup_exec(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-n", type=int, required=True, help="number of ranks")
+    p.add_argument("--scheduler", default="gang")
+    _scheduler_options(p)
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+
+
+def _setup_mix(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int, required=True)
+    p.add_argument("--pes", type=int, required=True)
+    p.add_argument("--load", type=float, default=0.75, help="offered load")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--compress", type=float, default=100.0, help="time compression factor")
+    p.add_argument("--work-min", type=float, default=10.0, help="seconds, before compression")
+    p.add_argument("--work-max", type=float, default=14400.0, help="seconds, before compression")
+    p.add_argument("--io-blocks", type=int, default=0, help="B for every job")
+    p.add_argument("--output", "-o", type=Path, default=None)
+
+
+Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
+COMMANDS: dict[str, Command] = {
+    "run": (_setup_run, cmd_run),
+    "compare": (_setup_compare, cmd_compare),
+    "report": (_setup_report, cmd_report),
+    "exec": (_setup_exec, cmd_exec),
+}
+WORKLOAD_COMMANDS: dict[str, Command] = {"mix": (_setup_mix, cmd_mix)}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``testbed`` argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(prog="testbed", description="MPI scheduling testbed")
+    parser.add_argument("--version", action="version", version=f"testbed {__version__}")
+    sub = parser.add_subparsers(dest="command_name", required=True)
+    for name, (setup, handler) in COMMANDS.items():
+        p = sub.add_parser(name, help=(handler.__doc__ or "").splitlines()[0])
+        setup(p)
+        p.set_defaults(handler=handler)
+    workload = sub.add_parser("workload", help="generate workload files")
+    wsub = workload.add_subparsers(dest="workload_command", required=True)
+    for name, (setup, handler) in WORKLOAD_COMMANDS.items():
+        p = wsub.add_parser(name, help=(handler.__doc__ or "").splitlines()[0])
+        setup(p)
+        p.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``testbed`` command; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    if getattr(args, "command", None) and args.command[:1] == ["--"]:
+        args.command = args.command[1:]
+    try:
+        return args.handler(args)
+    except UsageError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except MpiNotFound as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_NO_MPI
+
+
+if __name__ == "__main__":
+    sys.exit(main())

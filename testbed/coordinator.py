@@ -1,0 +1,280 @@
+"""The machine manager (THESIS §4.3.3) and the run loop.
+
+The MM reads the workload, feeds the policy events (arrivals, heartbeats, terminations), turns
+its actions into messages for the node managers, and writes every event to ``events.jsonl``.
+It sleeps until the next arrival, heartbeat, job limit or mpiexec exit, whichever is first, so
+arrivals and terminations are handled at once rather than at the next heartbeat.
+
+Nothing outlives a run: on a normal end, Ctrl-C or SIGTERM the MM kills what is left itself;
+if the MM is SIGKILLed, its watchdog (``testbed.watchdog``) does.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from testbed import procs
+from testbed.eventlog import EventLog
+from testbed.machine import Machine
+from testbed.messages import (
+    Heartbeat,
+    KillJob,
+    LaunchFailure,
+    LaunchJob,
+    PidInfo,
+    Release,
+    Shutdown,
+    SwitchDone,
+    Termination,
+)
+from testbed.mpi_info import MpiInfo
+from testbed.node_manager import NodeManager
+from testbed.policies import Action, JobRequest, Launch, Policy, Run
+from testbed.workload import JobSpec, Workload
+
+DISCOVERY_POLL = 0.002
+IDLE_POLL = 0.5
+SHUTDOWN_GRACE = 5.0
+
+
+class Interrupted(Exception):
+    """The run was stopped by a signal."""
+
+
+class Coordinator:
+    """Runs one workload under one policy into ``run_dir`` (which must exist and be empty)."""
+
+    def __init__(self, workload: Workload, policy: Policy, machine: Machine, mpi: MpiInfo,
+                 run_dir: Path, config: dict[str, Any], job_timeout: float | None = None) -> None:
+        self.workload = workload
+        self.specs = {job.id: job for job in workload.jobs}
+        self.policy = policy
+        self.machine = machine
+        self.run_dir = run_dir
+        self.config = config
+        self.job_timeout = job_timeout
+        self.run_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.t0 = time.monotonic()
+        env = dict(os.environ, **{procs.MARKER: self.run_id})
+        self.nms = [NodeManager(node, machine, mpi.mpiexec, env, self.run_id, self.clock)
+                    for node in machine.nodes]
+        self.selector = selectors.DefaultSelector()
+        self.log: EventLog | None = None
+        self.deadlines: dict[str, float] = {}
+        self.killing: set[str] = set()
+        self.interrupted: int | None = None
+        self.seq = 0
+
+    def clock(self) -> float:
+        """Seconds since the run started (monotonic)."""
+        return time.monotonic() - self.t0
+
+    def run(self) -> str:
+        """Run the workload to the end; return ``complete`` or ``interrupted``.
+
+        Writes ``config.json`` and ``events.jsonl`` (and job outputs under ``jobs/``).
+        """
+        (self.run_dir / "jobs").mkdir()
+        self.log = EventLog(self.run_dir / "events.jsonl")
+        procs.become_subreaper()
+        self.config["coordinator_priority"] = procs.raise_priority()
+        (self.run_dir / "config.json").write_text(json.dumps(self.config, indent=2) + "\n")
+        watchdog = subprocess.Popen([sys.executable, "-m", "testbed.watchdog", self.run_id],
+                                    stdin=subprocess.PIPE, start_new_session=True)
+        wake_r, wake_w = socket.socketpair()
+        wake_w.setblocking(False)
+        self.selector.register(wake_r, selectors.EVENT_READ, None)
+        old_wakeup = signal.set_wakeup_fd(wake_w.fileno())
+        old_handlers = {sig: signal.signal(sig, self._on_signal)
+                        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        self.t0 = time.monotonic()
+        self.log.emit("run_start", 0.0, run_id=self.run_id, wall_time=time.time(),
+                      config=self.config)
+        self.log.emit("workload", 0.0, path=self.workload.path, meta=self.workload.meta,
+                      jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
+                             "work": j.work} for j in self.workload.jobs])
+        status = "complete"
+        try:
+            self._loop(wake_r)
+        except Interrupted:
+            status = "interrupted"
+        finally:
+            self._shutdown(status)
+            for sig, handler in old_handlers.items():
+                signal.signal(sig, handler)
+            signal.set_wakeup_fd(old_wakeup)
+            wake_r.close()
+            wake_w.close()
+            assert watchdog.stdin is not None
+            watchdog.stdin.close()
+            watchdog.wait()
+            self.log.close()
+        return status
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.interrupted = signum
+
+    def _check_interrupt(self) -> None:
+        if self.interrupted is not None:
+            raise Interrupted
+
+    def _loop(self, wake: socket.socket) -> None:
+        assert self.log is not None
+        pending = list(self.workload.jobs)
+        next_tick = math.inf
+        timeslice = self.policy.timeslice
+        while True:
+            self._check_interrupt()
+            now = self.clock()
+            while pending and pending[0].arrival <= now:
+                self._arrive(pending.pop(0), now)
+            busy = bool(self.policy.matrix.placed)
+            if timeslice is None or not busy:
+                next_tick = math.inf
+            elif next_tick == math.inf:
+                next_tick = now + timeslice
+            elif now >= next_tick:
+                self._apply(self.policy.tick(now), due=next_tick)
+                next_tick += timeslice * max(1, math.ceil((now - next_tick) / timeslice))
+            for job, deadline in self.deadlines.items():
+                if now >= deadline and job not in self.killing:
+                    self.killing.add(job)
+                    self.log.emit("limit", now, job=job, limit=deadline - now)
+                    self._broadcast(KillJob(job, "timeout"))
+            awaiting = False
+            for nm in self.nms:
+                for info in nm.discover():
+                    self._pids(info)
+                nm.sample_cpu()
+                awaiting = awaiting or nm.awaiting_pids()
+            if not pending and not self.policy.queue and not self.policy.matrix.placed:
+                return
+            wake_at = min([next_tick, *self.deadlines.values(),
+                           pending[0].arrival if pending else math.inf])
+            timeout = min(wake_at - self.clock(), DISCOVERY_POLL if awaiting else IDLE_POLL)
+            for key, _ in self.selector.select(max(0.0, timeout)):
+                if key.data is None:
+                    wake.recv(4096)
+                else:
+                    self._reaped(*key.data)
+
+    def _arrive(self, spec: JobSpec, now: float) -> None:
+        assert self.log is not None
+        self.log.emit("arrival", now, job=spec.id, due=spec.arrival, pes=spec.pes,
+                      work=spec.work, limit=spec.limit, user=spec.user, argv=list(spec.argv))
+        self._apply(self.policy.arrive(JobRequest(spec.id, spec.pes, spec.arrival), now))
+
+    def _apply(self, actions: list[Action], due: float | None = None) -> None:
+        for action in actions:
+            if isinstance(action, Launch):
+                self._launch(action)
+            elif isinstance(action, Run):
+                self._heartbeat(action, due)
+
+    def _launch(self, action: Launch) -> None:
+        assert self.log is not None
+        spec = self.specs[action.job]
+        jobs_dir = self.run_dir / "jobs"
+        argv = spec.argv
+        if spec.is_bsp:
+            argv = (*argv, "--stats", str(jobs_dir / f"{spec.id}.stats.jsonl"))
+        now = self.clock()
+        self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
+                      cpus=[self.machine.cpus[pe] for pe in action.pes])
+        limit = spec.limit if spec.limit is not None else self.job_timeout
+        if limit is not None:
+            self.deadlines[spec.id] = now + limit
+        msg = LaunchJob(spec.id, action.slot, action.pes, argv, spec.id in self.policy.current,
+                        str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"))
+        for reply in self._broadcast(msg):
+            if isinstance(reply, LaunchFailure):
+                self._ended(Termination(reply.job, "failed", None, reply.reason, 0.0))
+        for nm in self.nms:
+            for fd, job in nm.launcher_fds().items():
+                if job == spec.id:
+                    self.selector.register(fd, selectors.EVENT_READ, (nm, job))
+
+    def _heartbeat(self, action: Run, due: float | None) -> None:
+        assert self.log is not None
+        self.seq += 1
+        sent = self.clock()
+        replies = [r for r in self._broadcast(Heartbeat(self.seq, action.slot, action.jobs, sent))
+                   if isinstance(r, SwitchDone)]
+        stopped = sorted({j for r in replies for j in r.stopped})
+        continued = sorted({j for r in replies for j in r.continued})
+        if not stopped and not continued and due is not None and self.policy.matrix.mpl == 1:
+            return
+        latency = max((r.latency for r in replies), default=0.0)
+        self.log.emit("switch", sent, seq=self.seq, slot=action.slot, jobs=sorted(action.jobs),
+                      stopped=stopped, continued=continued, latency_us=round(latency * 1e6, 1),
+                      lag_us=None if due is None else round((sent - due) * 1e6, 1))
+        for job in stopped:
+            self.log.emit("suspend", sent, job=job)
+        for job in continued:
+            self.log.emit("resume", sent, job=job)
+
+    def _pids(self, info: PidInfo) -> None:
+        assert self.log is not None
+        self.log.emit("pids", self.clock(), job=info.job, pids={str(k): v for k, v in
+                                                               sorted(info.pids.items())},
+                      after_s=round(info.seconds_after_launch, 6))
+        self._broadcast(info)
+
+    def _reaped(self, nm: NodeManager, job: str) -> None:
+        fd = next(fd for fd, j in nm.launcher_fds().items() if j == job)
+        self.selector.unregister(fd)
+        self._ended(nm.reap(job))
+
+    def _ended(self, term: Termination) -> None:
+        assert self.log is not None
+        now = self.clock()
+        self.log.emit("finish", now, job=term.job, status=term.status, exit_code=term.exit_code,
+                      reason=term.reason, cpu_s=round(term.cpu_s, 3))
+        stats = self.run_dir / "jobs" / f"{term.job}.stats.jsonl"
+        if stats.exists():
+            records = [json.loads(line) for line in stats.read_text().splitlines() if line]
+            self.log.emit("stats", now, job=term.job, ranks=records)
+        self.deadlines.pop(term.job, None)
+        self.killing.discard(term.job)
+        self._broadcast(Release(term.job))
+        self._apply(self.policy.finish(term.job, now))
+
+    def _broadcast(self, msg: object) -> list[object]:
+        return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore[arg-type]
+
+    def _shutdown(self, status: str) -> None:
+        """Kill every job left, wait for their launchers, and sweep the run's processes."""
+        assert self.log is not None
+        now = self.clock()
+        if status == "interrupted":
+            name = signal.Signals(self.interrupted).name if self.interrupted else "unknown"
+            self.log.emit("interrupted", now, signal=name)
+        self._broadcast(Shutdown(f"run {status}"))
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        for nm in self.nms:
+            for fd, job in list(nm.launcher_fds().items()):
+                self.selector.unregister(fd)
+                ready = selectors.DefaultSelector()
+                ready.register(fd, selectors.EVENT_READ)
+                ready.select(max(0.0, deadline - time.monotonic()))
+                ready.close()
+                self._log_unfinished(nm.reap(job))
+        swept = procs.kill_marked(self.run_id)
+        procs.reap_orphans(keep=set())
+        self.log.emit("run_end", self.clock(), status=status, swept=swept)
+
+    def _log_unfinished(self, term: Termination) -> None:
+        assert self.log is not None
+        self.log.emit("finish", self.clock(), job=term.job, status="killed",
+                      exit_code=term.exit_code, reason=term.reason, cpu_s=round(term.cpu_s, 3))

@@ -1,0 +1,99 @@
+"""The Ousterhout matrix: MPL time slots (rows) by PEs (columns), with allocators.
+
+A cell holds the id of the job whose rank runs on that PE in that slot.  Allocation is done by a
+buddy allocator (blocks of power-of-two size aligned to their size, as in THESIS §4.3.3 and
+MEMORY) or by first fit (any free PEs, lowest first).  ``alternates`` implements alternate
+scheduling (T3D §3.1, THESIS Fig 2.2): in a slot, PEs left idle may run a job from another slot
+whose PEs are all idle there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+Allocator = Callable[[list[str | None], int], tuple[int, ...] | None]
+
+
+def buddy_fit(row: list[str | None], size: int) -> tuple[int, ...] | None:
+    """Free PEs for a job of ``size`` in ``row``: the first free buddy block, or None.
+
+    The block has the smallest power-of-two size >= ``size``, is aligned to it, and the job gets
+    its first ``size`` PEs.  A machine whose PE count is not a power of two also accepts a final,
+    shorter block.
+    """
+    block = 1
+    while block < size:
+        block *= 2
+    for start in range(0, len(row), block):
+        cells = range(start, min(start + block, len(row)))
+        if len(cells) >= size and all(row[pe] is None for pe in cells):
+            return tuple(cells[:size])
+    return None
+
+
+def first_fit(row: list[str | None], size: int) -> tuple[int, ...] | None:
+    """The ``size`` lowest free PEs of ``row``, or None if fewer are free."""
+    free = [pe for pe, cell in enumerate(row) if cell is None]
+    return tuple(free[:size]) if len(free) >= size else None
+
+
+ALLOCATORS: dict[str, Allocator] = {"buddy": buddy_fit, "first-fit": first_fit}
+
+
+class Matrix:
+    """An Ousterhout matrix of ``mpl`` slots by ``pes`` PEs."""
+
+    def __init__(self, mpl: int, pes: int, allocator: str = "buddy") -> None:
+        if mpl < 1:
+            raise ValueError(f"MPL must be at least 1, got {mpl}")
+        self.rows: list[list[str | None]] = [[None] * pes for _ in range(mpl)]
+        self.fit = ALLOCATORS[allocator]
+        self.placed: dict[str, tuple[int, tuple[int, ...]]] = {}
+
+    @property
+    def mpl(self) -> int:
+        """Number of time slots."""
+        return len(self.rows)
+
+    def place(self, job: str, size: int) -> tuple[int, tuple[int, ...]] | None:
+        """Put ``job`` in the first slot where it fits; return (slot, PEs) or None."""
+        for slot, row in enumerate(self.rows):
+            pes = self.fit(row, size)
+            if pes is not None:
+                for pe in pes:
+                    row[pe] = job
+                self.placed[job] = (slot, pes)
+                return slot, pes
+        return None
+
+    def remove(self, job: str) -> None:
+        """Free the cells of ``job``."""
+        slot, pes = self.placed.pop(job)
+        for pe in pes:
+            self.rows[slot][pe] = None
+
+    def jobs_in(self, slot: int) -> list[str]:
+        """Jobs whose home is ``slot``, in placement order."""
+        return [job for job, (s, _) in self.placed.items() if s == slot]
+
+    def occupied_slots(self) -> list[int]:
+        """Slots that hold at least one job."""
+        return sorted({slot for slot, _ in self.placed.values()})
+
+    def alternates(self, slot: int, prefer: Iterable[str] = ()) -> list[str]:
+        """Jobs from other slots that can also run in ``slot`` on its idle PEs.
+
+        A job qualifies when all its PEs are idle in ``slot`` and not taken by an alternate
+        already chosen.  Jobs in ``prefer`` (those running now) are tried first, so that a job
+        keeps running across slots instead of being switched out and back.
+        """
+        busy = {pe for pe, cell in enumerate(self.rows[slot]) if cell is not None}
+        preferred = [job for job in prefer if job in self.placed]
+        order = preferred + [job for job in self.placed if job not in preferred]
+        chosen = []
+        for job in order:
+            home, pes = self.placed[job]
+            if home != slot and busy.isdisjoint(pes):
+                chosen.append(job)
+                busy.update(pes)
+        return chosen

@@ -1,0 +1,145 @@
+"""From ``events.jsonl`` to per-job rows and a run summary (THESIS §5.4.1, DESIGN §5).
+
+Times are seconds of the (compressed) run.  ``work`` is the job's dedicated runtime as the
+benchmark was asked to take it; slowdown = response / work; bounded slowdown =
+max(1, response / max(work, tau)) with tau = 10 s before compression; a job is *short* when its
+work is under one minute before compression, *long* otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+BSLD_TAU_UNCOMPRESSED = 10.0
+SHORT_WORK_UNCOMPRESSED = 60.0
+METRICS = ("wait", "runtime", "response", "slowdown", "bounded_slowdown")
+GROUPS = ("all", "short", "long")
+
+
+@dataclass
+class JobRow:
+    """One job's measured life; None where a figure does not apply."""
+
+    id: str
+    size: int
+    arrival: float
+    start: float | None = None
+    end: float | None = None
+    work: float | None = None
+    status: str = "not started"
+    exit_code: int | None = None
+    reason: str = ""
+    cpu_s: float | None = None
+    comm_wait_s: float | None = None
+    wait: float | None = None
+    runtime: float | None = None
+    response: float | None = None
+    slowdown: float | None = None
+    bounded_slowdown: float | None = None
+    group: str = ""
+
+    def finalize(self, compress: float) -> None:
+        """Derive wait, runtime, response, slowdowns and the short/long group."""
+        if self.start is not None:
+            self.wait = self.start - self.arrival
+        if self.start is not None and self.end is not None:
+            self.runtime = self.end - self.start
+            self.response = self.end - self.arrival
+        if self.work is None:
+            return
+        self.group = "short" if self.work < SHORT_WORK_UNCOMPRESSED / compress else "long"
+        if self.response is not None and self.work > 0:
+            self.slowdown = self.response / self.work
+        if self.response is not None:
+            tau = BSLD_TAU_UNCOMPRESSED / compress
+            self.bounded_slowdown = max(1.0, self.response / max(self.work, tau))
+
+
+def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
+    """One row per job of the workload, in workload order, from the event log."""
+    rows: dict[str, JobRow] = {}
+    compress = 1.0
+    for ev in events:
+        kind = ev["event"]
+        if kind == "workload":
+            compress = float(ev["meta"].get("compress", 1.0))
+            for job in ev["jobs"]:
+                rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"])
+        elif kind == "arrival":
+            rows[ev["job"]].status = "waiting"
+        elif kind == "start":
+            rows[ev["job"]].start = ev["t"]
+            rows[ev["job"]].status = "running"
+        elif kind == "finish":
+            row = rows[ev["job"]]
+            row.end, row.status, row.exit_code = ev["t"], ev["status"], ev["exit_code"]
+            row.reason, row.cpu_s = ev["reason"], ev["cpu_s"]
+        elif kind == "stats":
+            ranks = ev["ranks"]
+            rows[ev["job"]].cpu_s = round(sum(r["cpu_s"] for r in ranks), 6)
+            rows[ev["job"]].comm_wait_s = round(statistics.fmean(r["comm_s"] for r in ranks), 6)
+    for row in rows.values():
+        row.finalize(compress)
+    return list(rows.values())
+
+
+def _stats(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"mean": None, "median": None}
+    return {"mean": statistics.fmean(values), "median": statistics.median(values)}
+
+
+def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run's summary: counts, mean/median of each metric by group, utilization, makespan.
+
+    Metrics cover jobs that ended ``done``.  Utilization is the CPU time delivered to ranks
+    divided by PE-seconds over the makespan (first arrival to last end).
+    """
+    rows = job_rows(events)
+    start = next(ev for ev in events if ev["event"] == "run_start")
+    end = next((ev for ev in events if ev["event"] == "run_end"), None)
+    pes = start["config"]["machine"]["pes"]
+    done = [r for r in rows if r.status == "done"]
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row.status] = counts.get(row.status, 0) + 1
+    metrics: dict[str, dict[str, dict[str, float | None]]] = {}
+    for name in METRICS:
+        metrics[name] = {}
+        for group in GROUPS:
+            members = [r for r in done if group == "all" or r.group == group]
+            values = [v for r in members if (v := getattr(r, name)) is not None]
+            metrics[name][group] = _stats(values)
+    ends = [r.end for r in rows if r.end is not None]
+    makespan = max(ends) - min(r.arrival for r in rows) if ends else 0.0
+    cpu = sum(r.cpu_s or 0.0 for r in rows)
+    switches = [ev["latency_us"] for ev in events if ev["event"] == "switch"]
+    return {
+        "status": end["status"] if end else "incomplete",
+        "scheduler": start["config"]["scheduler"],
+        "jobs": len(rows),
+        "counts": counts,
+        "done": len(done),
+        "failed": len(rows) - len(done),
+        "metrics": metrics,
+        "makespan": makespan,
+        "utilization": cpu / (pes * makespan) if makespan > 0 else None,
+        "cpu_s": cpu,
+        "switches": len(switches),
+        "switch_latency_us": _percentiles(switches),
+        "oversubscribed": start["config"]["machine"]["oversubscribed"],
+    }
+
+
+def _percentiles(values: list[float]) -> dict[str, float | None]:
+    if not values:
+        return {"p50": None, "p99": None, "max": None}
+    ordered = sorted(values)
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+    return {"p50": pick(0.5), "p99": pick(0.99), "max": ordered[-1]}

@@ -1,0 +1,261 @@
+"""The node manager (THESIS §4.3.4-4.3.5): launches, stops, continues and kills ranks on a node.
+
+The NM that owns a job's first PE is the job's launcher: it runs ``mpiexec`` (never through a
+shell) with every rank bound to its PE's CPU, finds the rank processes, and reports their pids
+and, later, the job's termination.  Every NM holding one of the job's PEs stops and continues
+its own ranks on each heartbeat: all outgoing ranks are stopped before any incoming one is
+continued.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from testbed import procs
+from testbed.machine import Machine, Node
+from testbed.messages import (
+    Heartbeat,
+    KillJob,
+    LaunchFailure,
+    LaunchJob,
+    PidInfo,
+    Release,
+    Shutdown,
+    SwitchDone,
+    Termination,
+)
+
+CPU_SAMPLE_INTERVAL = 0.5
+Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown
+
+
+@dataclass
+class Rank:
+    """One rank process on this node."""
+
+    rank: int
+    pe: int
+    pid: int
+    pidfd: int
+    cpu_s: float = 0.0
+
+
+@dataclass
+class LocalJob:
+    """What this NM knows of a job: its local PEs by rank, its ranks, and its launcher."""
+
+    job: str
+    local_pes: dict[int, int]
+    size: int
+    launched_at: float
+    ranks: dict[int, Rank] = field(default_factory=dict)
+    popen: subprocess.Popen[bytes] | None = None
+    pidfd: int | None = None
+    stderr_path: str = ""
+    kill_reason: str | None = None
+    reported: bool = False
+
+
+def resolve_command(argv0: str, env: dict[str, str]) -> str | None:
+    """The executable ``argv0`` would run as (PATH lookup), or None if there is none."""
+    if os.sep in argv0:
+        return argv0 if os.access(argv0, os.X_OK) and os.path.isfile(argv0) else None
+    return shutil.which(argv0, path=env.get("PATH"))
+
+
+def _last_line(path: str) -> str:
+    with contextlib.suppress(OSError), open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        f.seek(max(0, f.tell() - 4096))
+        lines = [ln.strip() for ln in f.read().decode(errors="replace").splitlines()]
+        lines = [ln for ln in lines if ln and not set(ln) <= {"=", "-", " "}]
+        return lines[-1][:300] if lines else ""
+    return ""
+
+
+class NodeManager:
+    """Node manager for one node; ``clock()`` gives seconds since the run started."""
+
+    def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
+                 run_id: str, clock: Callable[[], float]) -> None:
+        self.node = node
+        self.machine = machine
+        self.mpiexec = mpiexec
+        self.env = env
+        self.run_id = run_id
+        self.clock = clock
+        self.jobs: dict[str, LocalJob] = {}
+        self.running: frozenset[str] = frozenset()
+        self.last_sample = 0.0
+
+    def handle(self, msg: Message) -> list[object]:
+        """Carry out one message from the MM; return the replies."""
+        match msg:
+            case Heartbeat():
+                return [self._switch(msg)]
+            case LaunchJob():
+                return self._launch(msg)
+            case PidInfo():
+                self._adopt(msg.job, msg.pids)
+                return []
+            case KillJob():
+                self._kill(msg.job, msg.reason)
+                return []
+            case Release():
+                self._forget(msg.job)
+                return []
+            case Shutdown():
+                for job in list(self.jobs):
+                    self._kill(job, msg.reason)
+                return []
+        raise TypeError(f"node manager {self.node.index}: unexpected message {msg!r}")
+
+    def launcher_fds(self) -> dict[int, str]:
+        """pidfds of the mpiexec processes this NM launched, mapped to their job."""
+        return {j.pidfd: j.job for j in self.jobs.values() if j.pidfd is not None}
+
+    def awaiting_pids(self) -> bool:
+        """True while a job launched here has ranks not found yet."""
+        return any(j.popen is not None and not j.reported for j in self.jobs.values())
+
+    def _launch(self, msg: LaunchJob) -> list[object]:
+        local = {r: pe for r, pe in enumerate(msg.pes) if pe in self.node.pes}
+        if not local:
+            return []
+        job = LocalJob(msg.job, local, len(msg.pes), self.clock())
+        self.jobs[msg.job] = job
+        if msg.run_now:
+            self.running = self.running | {msg.job}
+        if msg.pes[0] not in self.node.pes:
+            return []
+        if resolve_command(msg.argv[0], self.env) is None:
+            del self.jobs[msg.job]
+            return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
+        cpus = ",".join(str(self.machine.cpus[pe]) for pe in msg.pes)
+        argv = [self.mpiexec, "-n", str(len(msg.pes)), "-bind-to", f"user:{cpus}", *msg.argv]
+        env = dict(self.env, TESTBED_JOB=msg.job)
+        try:
+            with open(msg.stdout, "wb") as out, open(msg.stderr, "wb") as err:
+                job.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
+                                             stderr=err, start_new_session=True)
+        except OSError as exc:
+            del self.jobs[msg.job]
+            return [LaunchFailure(msg.job, f"cannot run {self.mpiexec}: {exc.strerror}")]
+        job.pidfd = procs.open_pidfd(job.popen.pid)
+        job.stderr_path = msg.stderr
+        return []
+
+    def discover(self) -> list[PidInfo]:
+        """Find the rank processes of jobs launched here; report jobs whose ranks are all found.
+
+        Ranks on this node are adopted as soon as they are seen, so that a rank of a job whose
+        slot is not current is stopped at once.
+        """
+        found = []
+        for job in self.jobs.values():
+            if job.popen is None or job.reported:
+                continue
+            pids = {}
+            for pid in procs.descendants(job.popen.pid):
+                rank = procs.read_environ(pid).get("PMI_RANK")
+                if rank is not None and rank.isdigit():
+                    pids[int(rank)] = pid
+            self._adopt(job.job, pids)
+            if len(pids) == job.size:
+                job.reported = True
+                found.append(PidInfo(job.job, pids, self.clock() - job.launched_at))
+        return found
+
+    def _adopt(self, name: str, pids: dict[int, int]) -> None:
+        job = self.jobs.get(name)
+        if job is None:
+            return
+        for rank, pid in pids.items():
+            if rank in job.ranks or rank not in job.local_pes:
+                continue
+            pidfd = procs.open_pidfd(pid)
+            if pidfd is None:
+                continue
+            pe = job.local_pes[rank]
+            job.ranks[rank] = Rank(rank, pe, pid, pidfd)
+            if name not in self.running:
+                procs.send(pidfd, signal.SIGSTOP)
+            procs.pin(pid, self.machine.cpus[pe])
+
+    def _switch(self, msg: Heartbeat) -> SwitchDone:
+        outgoing = [j for j in self.running - msg.jobs if j in self.jobs]
+        incoming = [j for j in msg.jobs - self.running if j in self.jobs]
+        for name in outgoing:
+            for rank in self.jobs[name].ranks.values():
+                procs.send(rank.pidfd, signal.SIGSTOP)
+        for name in incoming:
+            for rank in self.jobs[name].ranks.values():
+                procs.send(rank.pidfd, signal.SIGCONT)
+        latency = self.clock() - msg.sent
+        self.running = msg.jobs
+        return SwitchDone(msg.seq, self.node.index, tuple(sorted(outgoing)),
+                          tuple(sorted(incoming)), latency)
+
+    def sample_cpu(self) -> None:
+        """Refresh the CPU seconds of every rank (at most every ``CPU_SAMPLE_INTERVAL`` s)."""
+        now = self.clock()
+        if now - self.last_sample < CPU_SAMPLE_INTERVAL:
+            return
+        self.last_sample = now
+        for job in self.jobs.values():
+            for rank in job.ranks.values():
+                cpu = procs.cpu_seconds(rank.pid)
+                if cpu is not None:
+                    rank.cpu_s = cpu
+
+    def _kill(self, name: str, reason: str) -> None:
+        job = self.jobs.get(name)
+        if job is None:
+            return
+        job.kill_reason = job.kill_reason or reason
+        segments: set[str] = set()
+        for rank in job.ranks.values():
+            segments |= procs.shm_segments(rank.pid)
+            procs.send(rank.pidfd, signal.SIGKILL)
+        procs.unlink_all(segments)
+        if job.popen is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.popen.pid, signal.SIGKILL)
+            procs.kill_marked(self.run_id, name)
+
+    def reap(self, name: str) -> Termination:
+        """The job's mpiexec exited: collect its status, make sure no rank is left, report."""
+        job = self.jobs[name]
+        assert job.popen is not None and job.pidfd is not None
+        code = job.popen.wait()
+        os.close(job.pidfd)
+        job.pidfd = None
+        procs.kill_marked(self.run_id, name)
+        procs.reap_orphans(keep=self._popen_pids())
+        cpu = sum(r.cpu_s for r in job.ranks.values())
+        if job.kill_reason == "timeout":
+            return Termination(name, "timeout", code, "killed: ran past its limit", cpu)
+        if job.kill_reason is not None:
+            return Termination(name, "killed", code, f"killed: {job.kill_reason}", cpu)
+        if code == 0:
+            return Termination(name, "done", 0, "", cpu)
+        what = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+        detail = _last_line(job.stderr_path)
+        return Termination(name, "failed", code, f"{what}: {detail}" if detail else what, cpu)
+
+    def _popen_pids(self) -> set[int]:
+        return {j.popen.pid for j in self.jobs.values() if j.popen is not None}
+
+    def _forget(self, name: str) -> None:
+        job = self.jobs.pop(name, None)
+        if job is None:
+            return
+        for rank in job.ranks.values():
+            os.close(rank.pidfd)
+        self.running = self.running - {name}

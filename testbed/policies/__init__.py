@@ -1,0 +1,23 @@
+"""Scheduling policies, registered by name."""
+
+from __future__ import annotations
+
+from testbed.policies.base import Action, JobRequest, Launch, Policy, Run
+from testbed.policies.fcfs import Fcfs
+from testbed.policies.gang import Gang
+from testbed.policies.local import Local
+
+POLICIES: dict[str, type[Policy]] = {cls.name: cls for cls in (Fcfs, Gang, Local)}
+
+
+def make_policy(name: str, pes: int, mpl: int, timeslice: float, allocator: str) -> Policy:
+    """Build the policy called ``name``; raises ``ValueError`` naming the known ones."""
+    try:
+        cls = POLICIES[name]
+    except KeyError:
+        known = ", ".join(sorted(POLICIES))
+        raise ValueError(f"unknown scheduler {name!r} (known: {known})") from None
+    return cls(pes, mpl, timeslice, allocator)
+
+
+__all__ = ["POLICIES", "Action", "JobRequest", "Launch", "Policy", "Run", "make_policy"]

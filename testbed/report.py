@@ -1,0 +1,81 @@
+"""Results files and tables: ``jobs.csv`` and ``summary.json`` from ``events.jsonl``."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from testbed.eventlog import read_events
+from testbed.metrics import GROUPS, METRICS, job_rows, summarize
+
+CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "response", "work",
+              "slowdown", "bounded_slowdown", "group", "status", "exit_code", "reason", "cpu_s",
+              "comm_wait_s")
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def _cell(value: Any) -> Any:
+    return round(value, 6) if isinstance(value, float) else ("" if value is None else value)
+
+
+def write_results(run_dir: Path) -> dict[str, Any]:
+    """Derive ``jobs.csv`` and ``summary.json`` from the run's event log; return the summary."""
+    events = read_events(run_dir / "events.jsonl")
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer.writeheader()
+    for row in job_rows(events):
+        data = dataclasses.asdict(row)
+        writer.writerow({k: _cell(data[k]) for k in CSV_FIELDS})
+    _write_atomic(run_dir / "jobs.csv", out.getvalue())
+    summary = summarize(events)
+    _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def run_dirs(path: Path) -> dict[str, Path]:
+    """The run directories under ``path``: itself, or the scheduler dirs of a compare dir."""
+    if (path / "events.jsonl").exists():
+        return {path.name: path}
+    found = {p.name: p for p in sorted(path.iterdir()) if (p / "events.jsonl").exists()}
+    if not found:
+        raise FileNotFoundError(f"{path}: no events.jsonl here or in its subdirectories")
+    return found
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def format_table(summaries: dict[str, dict[str, Any]]) -> str:
+    """A plain-text table, one column per run (scheduler), one row per figure (seconds)."""
+    names = list(summaries)
+    rows: list[list[str]] = [["", *names]]
+    rows.append(["status", *(s["status"] for s in summaries.values())])
+    rows.append(["jobs done/failed", *(f"{s['done']}/{s['failed']}" for s in summaries.values())])
+    for metric in METRICS:
+        for stat in ("mean", "median"):
+            for group in GROUPS:
+                label = f"{metric} {stat} ({group})"
+                rows.append([label, *(_fmt(s["metrics"][metric][group][stat])
+                                      for s in summaries.values())])
+    rows.append(["utilization", *(_fmt(s["utilization"]) for s in summaries.values())])
+    rows.append(["makespan", *(_fmt(s["makespan"]) for s in summaries.values())])
+    rows.append(["switch latency p99 (us)",
+                 *(_fmt(s["switch_latency_us"]["p99"]) for s in summaries.values())])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in
+                       enumerate(zip(row, widths, strict=True))) for row in rows]
+    if any(s["oversubscribed"] for s in summaries.values()):
+        lines.append("note: more PEs than CPUs (oversubscribed): not dedicated-machine figures")
+    return "\n".join(lines)

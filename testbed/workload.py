@@ -1,0 +1,176 @@
+"""Workload files (THESIS §4.3.3): one job a line, ``ARRIVAL PES [key=value...] COMMAND...``.
+
+* ``ARRIVAL``: seconds from the start of the run (>= 0); ``PES``: number of ranks (>= 1).
+* Options before the command: ``limit=SECONDS`` (kill the job after that much runtime) and
+  ``user=NAME``.
+* ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
+  ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m benchmarks.bsp ARGS...``,
+  which inherits the run's timeslice unless ARGS set ``--timeslice``.
+* ``#`` starts a comment.  A comment ``# testbed: key=value ...`` carries metadata; ``compress``
+  (the time-compression factor) sets the short/long and bounded-slowdown thresholds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchmarks.bsp import build_parser as bsp_parser
+
+OPTION_KEYS = ("limit", "user")
+
+
+class WorkloadError(ValueError):
+    """A bad workload line: says file, line and field."""
+
+    def __init__(self, path: str, line: int, field_name: str, problem: str) -> None:
+        super().__init__(f"{path}:{line}: field '{field_name}': {problem}")
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One job of a workload; times in seconds."""
+
+    id: str
+    line: int
+    arrival: float
+    pes: int
+    argv: tuple[str, ...]
+    work: float | None = None
+    limit: float | None = None
+    user: str = ""
+    is_bsp: bool = False
+
+
+@dataclass
+class Workload:
+    """The jobs of a workload file, sorted by arrival, with its metadata."""
+
+    path: str
+    jobs: list[JobSpec]
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def compress(self) -> float:
+        """Time-compression factor the workload was made with (1 when not stated)."""
+        return float(self.meta.get("compress", 1.0))
+
+    def check_fits(self, pes: int) -> None:
+        """Raise ``WorkloadError`` for the first job wider than a machine of ``pes`` PEs."""
+        for job in self.jobs:
+            if job.pes > pes:
+                raise WorkloadError(self.path, job.line, "pes",
+                                    f"{job.pes} PEs requested but the machine has {pes}")
+
+
+class _BspArgs(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+
+def _bsp_options() -> argparse.ArgumentParser:
+    parser = bsp_parser()
+    strict = _BspArgs(prog=parser.prog, add_help=False)
+    for action in parser._actions:
+        if action.option_strings and action.dest != "help":
+            strict._add_action(action)
+    return strict
+
+
+def _number(path: str, line: int, name: str, text: str, minimum: float, strict: bool) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise WorkloadError(path, line, name, f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise WorkloadError(path, line, name, f"not a finite number: {text!r}")
+    if value < minimum or (strict and value == minimum):
+        bound = ">" if strict else ">="
+        raise WorkloadError(path, line, name, f"must be {bound} {minimum:g}, got {text}")
+    return value
+
+
+def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -> JobSpec | None:
+    """Parse one workload line into a ``JobSpec`` (None for blank and comment lines)."""
+    try:
+        words = shlex.split(text, comments=True)
+    except ValueError as err:
+        raise WorkloadError(path, line, "command", str(err)) from None
+    if not words:
+        return None
+    if len(words) < 2:
+        raise WorkloadError(path, line, "pes", "missing (expected: ARRIVAL PES COMMAND...)")
+    arrival = _number(path, line, "arrival", words[0], 0.0, strict=False)
+    try:
+        pes = int(words[1])
+    except ValueError:
+        raise WorkloadError(path, line, "pes", f"not an integer: {words[1]!r}") from None
+    if pes < 1:
+        raise WorkloadError(path, line, "pes", f"must be >= 1, got {pes}")
+    rest = words[2:]
+    options: dict[str, str] = {}
+    while rest and "=" in rest[0] and rest[0].split("=", 1)[0].isidentifier():
+        key, value = rest.pop(0).split("=", 1)
+        if key not in OPTION_KEYS:
+            raise WorkloadError(path, line, key, f"unknown option (known: {', '.join(OPTION_KEYS)})")
+        options[key] = value
+    if not rest:
+        raise WorkloadError(path, line, "command", "missing")
+    limit = None
+    if "limit" in options:
+        limit = _number(path, line, "limit", options["limit"], 0.0, strict=True)
+    if rest[0] != "bsp":
+        return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit,
+                       options.get("user", ""), False)
+    args = rest[1:]
+    try:
+        parsed = _bsp_options().parse_args(args)
+    except ValueError as err:
+        raise WorkloadError(path, line, "bsp arguments", str(err)) from None
+    if parsed.stats is not None:
+        raise WorkloadError(path, line, "bsp arguments", "--stats is set by the testbed")
+    if not any(a == "--timeslice" or a.startswith("--timeslice=") for a in args):
+        args = [*args, "--timeslice", repr(timeslice)]
+    argv = (sys.executable, "-m", "benchmarks.bsp", *args)
+    return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit,
+                   options.get("user", ""), True)
+
+
+def _meta(text: str) -> dict[str, str]:
+    body = text.strip().removeprefix("#").strip()
+    if not body.startswith("testbed:"):
+        return {}
+    pairs = (word.split("=", 1) for word in body.removeprefix("testbed:").split() if "=" in word)
+    return dict(pairs)
+
+
+def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
+    """Read a workload file; raise ``WorkloadError`` (file:line: field) on bad input.
+
+    ``timeslice`` (s) is what ``bsp`` lines inherit.  Jobs are numbered ``j1, j2, ...`` in file
+    order and returned sorted by arrival (stable).
+    """
+    name = str(path)
+    try:
+        lines = Path(path).read_text().splitlines()
+    except OSError as err:
+        raise WorkloadError(name, 0, "file", err.strerror or str(err)) from None
+    except UnicodeDecodeError:
+        raise WorkloadError(name, 0, "file", "not a text file") from None
+    jobs: list[JobSpec] = []
+    meta: dict[str, str] = {}
+    for number, text in enumerate(lines, start=1):
+        if text.lstrip().startswith("#"):
+            meta.update(_meta(text))
+            continue
+        job = parse_line(name, number, text, f"j{len(jobs) + 1}", timeslice)
+        if job is not None:
+            jobs.append(job)
+    if "compress" in meta:
+        _number(name, 0, "compress", meta["compress"], 0.0, strict=True)
+    jobs.sort(key=lambda j: j.arrival)
+    return Workload(name, jobs, meta)
