@@ -57,6 +57,13 @@ def _non_negative(text: str) -> float:
     return value
 
 
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
 def _positive(text: str) -> float:
     value = float(text)
     if value <= 0:
@@ -66,7 +73,8 @@ def _positive(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the benchmark's argument parser (times in seconds)."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.bsp", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m benchmarks.bsp",
+                                description=(__doc__ or "").split("\n")[0])
     p.add_argument("--work", type=_non_negative, default=1.0, help="total work W, seconds")
     p.add_argument("--granularity", type=_positive, default=0.5,
                    help="iteration length G as a fraction of the timeslice")
@@ -74,7 +82,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variance", type=_non_negative, default=0.0,
                    help="V: compute varies uniformly within w*(1 +- V)")
     p.add_argument("--pattern", choices=PATTERNS, default="nn")
-    p.add_argument("--io-blocks", type=int, default=0, help="B: 1 KB synchronous writes per iteration")
+    p.add_argument("--io-blocks", type=_count, default=0,
+                   help="B: 1 KB synchronous writes per iteration")
     p.add_argument("--imbalance", type=_imbalance, action="append", default=[],
                    metavar="RANK:FACTOR", help="that rank computes FACTOR times as much")
     p.add_argument("--seed", type=int, default=0, help="seed of the per-rank PRNG streams")

@@ -11,7 +11,7 @@ class EventLog:
     """Writes events; every event has ``t`` (seconds since the run started) and ``event``."""
 
     def __init__(self, path: Path) -> None:
-        self.file = open(path, "x", buffering=1)
+        self.file = open(path, "x", buffering=1)  # noqa: SIM115 (open for the whole run)
 
     def emit(self, event: str, t: float, **fields: Any) -> None:
         """Append one event and flush it to the OS."""

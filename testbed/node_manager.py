@@ -14,6 +14,7 @@ import os
 import shutil
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -54,6 +55,7 @@ class LocalJob:
     local_pes: dict[int, int]
     size: int
     launched_at: float
+    launched_epoch: float = 0.0
     ranks: dict[int, Rank] = field(default_factory=dict)
     popen: subprocess.Popen[bytes] | None = None
     pidfd: int | None = None
@@ -147,6 +149,7 @@ class NodeManager:
         except OSError as exc:
             del self.jobs[msg.job]
             return [LaunchFailure(msg.job, f"cannot run {self.mpiexec}: {exc.strerror}")]
+        job.launched_epoch = time.time()
         job.pidfd = procs.open_pidfd(job.popen.pid)
         job.stderr_path = msg.stderr
         return []
@@ -238,6 +241,8 @@ class NodeManager:
         job.pidfd = None
         procs.kill_marked(self.run_id, name)
         procs.reap_orphans(keep=self._popen_pids())
+        if code != 0:
+            procs.unlink_all(procs.orphan_segments(since=job.launched_epoch - 1.0))
         cpu = sum(r.cpu_s for r in job.ranks.values())
         if job.kill_reason == "timeout":
             return Termination(name, "timeout", code, "killed: ran past its limit", cpu)

@@ -128,9 +128,9 @@ def marked(run_id: str, job: str | None = None) -> list[int]:
         if not entry.isdigit() or int(entry) == me:
             continue
         env = read_environ(int(entry))
-        if env.get(MARKER) == run_id and (job is None or env.get("TESTBED_JOB") == job):
-            if state(int(entry)) not in (None, "Z"):
-                found.append(int(entry))
+        mine = env.get(MARKER) == run_id and (job is None or env.get("TESTBED_JOB") == job)
+        if mine and state(int(entry)) not in (None, "Z"):
+            found.append(int(entry))
     return found
 
 
@@ -182,3 +182,22 @@ def raise_priority() -> str:
     except (PermissionError, OSError):
         return "SCHED_OTHER (real-time priority not permitted)"
     return "SCHED_FIFO 1, reset on fork"
+
+
+def orphan_segments(since: float, prefix: str = "mpich") -> set[str]:
+    """MPICH shared-memory files created since ``since`` (epoch s) that no live process maps.
+
+    Ranks killed by a signal cannot remove their segments; once nobody maps one it is garbage.
+    """
+    fresh = set()
+    for name in os.listdir(SHM_PREFIX):
+        path = SHM_PREFIX + name
+        with contextlib.suppress(OSError):
+            if name.startswith(prefix) and os.stat(path).st_ctime >= since:
+                fresh.add(path)
+    if not fresh:
+        return fresh
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            fresh -= shm_segments(int(entry))
+    return fresh

@@ -116,7 +116,8 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
     while rest and "=" in rest[0] and rest[0].split("=", 1)[0].isidentifier():
         key, value = rest.pop(0).split("=", 1)
         if key not in OPTION_KEYS:
-            raise WorkloadError(path, line, key, f"unknown option (known: {', '.join(OPTION_KEYS)})")
+            known = ", ".join(OPTION_KEYS)
+            raise WorkloadError(path, line, key, f"unknown option (known: {known})")
         options[key] = value
     if not rest:
         raise WorkloadError(path, line, "command", "missing")

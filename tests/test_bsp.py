@@ -1,0 +1,67 @@
+"""The BSP benchmark standalone under plain mpiexec."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed.mpi_info import detect_mpi
+
+FIELDS = {"rank", "size", "iterations", "work_s", "compute_target_s", "compute_s", "comm_s",
+          "io_s", "cpu_s", "wall_s", "calib_exchange_s", "calib_io_block_s", "minor_faults",
+          "major_faults", "peak_rss_kib"}
+
+
+def bsp(n: int, *args: str, tmp: Path) -> list[dict]:
+    mpiexec = detect_mpi().mpiexec
+    stats = tmp / "stats.jsonl"
+    subprocess.run([mpiexec, "-n", str(n), sys.executable, "-m", "benchmarks.bsp", *args,
+                    "--stats", str(stats), "--scratch-dir", str(tmp)],
+                   check=True, timeout=120, capture_output=True)
+    return [json.loads(line) for line in stats.read_text().splitlines()]
+
+
+def test_records_every_rank_and_burns_cpu_time(tmp_path):
+    records = bsp(2, "--work", "0.6", "--pattern", "aa", "--granularity", "0.5",
+                  "--io-blocks", "2", tmp=tmp_path)
+    assert [r["rank"] for r in records] == [0, 1]
+    for r in records:
+        assert set(r) == FIELDS
+        assert r["iterations"] == 6
+        assert 0.5 <= r["cpu_s"] <= 1.5
+        assert r["io_s"] > 0 and r["calib_io_block_s"] > 0 and r["calib_exchange_s"] > 0
+        assert r["peak_rss_kib"] > 0 and r["minor_faults"] > 0
+    assert not [f for f in os.listdir(tmp_path) if f.startswith("testbed-bsp")], \
+        "scratch files must be removed"
+
+
+def test_imbalance_makes_one_rank_compute_more(tmp_path):
+    records = bsp(2, "--work", "0.4", "--pattern", "nn", "--imbalance", "1:2", tmp=tmp_path)
+    slow, fast = records[1], records[0]
+    assert slow["compute_target_s"] == pytest.approx(fast["compute_target_s"] * 2, rel=1e-4)
+    assert fast["comm_s"] > slow["comm_s"]
+
+
+def test_variance_draws_are_per_rank_and_seeded(tmp_path):
+    first = bsp(2, "--work", "0.2", "--variance", "0.5", "--seed", "4", tmp=tmp_path)
+    again = bsp(2, "--work", "0.2", "--variance", "0.5", "--seed", "4", tmp=tmp_path)
+    targets = [r["compute_target_s"] for r in first]
+    # The draws repeat exactly; the amounts differ only by the calibrated exchange cost (us).
+    assert targets == pytest.approx([r["compute_target_s"] for r in again], rel=1e-3)
+    assert targets[0] != pytest.approx(targets[1], rel=0.05)
+
+
+def test_empty_job_does_no_iterations(tmp_path):
+    records = bsp(1, "--work", "0", tmp=tmp_path)
+    assert records[0]["iterations"] == 0
+
+
+def test_bad_option_exits_2():
+    done = subprocess.run([sys.executable, "-m", "benchmarks.bsp", "--imbalance", "x"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "RANK:FACTOR" in done.stderr

@@ -1,0 +1,60 @@
+"""The Ousterhout matrix and its allocators."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.matrix import Matrix, buddy_fit, first_fit
+
+
+def test_buddy_aligns_blocks_to_their_size():
+    row: list[str | None] = [None] * 8
+    row[0] = "a"
+    assert buddy_fit(row, 2) == (2, 3)
+    assert buddy_fit(row, 3) == (4, 5, 6)
+    assert buddy_fit(row, 4) == (4, 5, 6, 7)
+    assert buddy_fit(row, 8) is None
+
+
+def test_first_fit_takes_any_free_pes():
+    row: list[str | None] = ["a", None, "b", None, None]
+    assert first_fit(row, 3) == (1, 3, 4)
+    assert first_fit(row, 4) is None
+
+
+def test_buddy_handles_a_non_power_of_two_machine():
+    assert buddy_fit([None] * 6, 2) == (0, 1)
+    row: list[str | None] = ["a"] * 4 + [None] * 2
+    assert buddy_fit(row, 2) == (4, 5)
+
+
+def test_place_uses_the_first_slot_that_fits_and_remove_frees():
+    m = Matrix(mpl=2, pes=4)
+    assert m.place("a", 4) == (0, (0, 1, 2, 3))
+    assert m.place("b", 2) == (1, (0, 1))
+    assert m.place("c", 4) is None
+    m.remove("a")
+    assert m.place("c", 4) == (0, (0, 1, 2, 3))
+    assert m.occupied_slots() == [0, 1]
+
+
+def test_alternates_fill_idle_pes_without_conflicts():
+    m = Matrix(mpl=3, pes=4)
+    m.place("a", 2)          # slot 0, PEs 0-1
+    m.place("b", 4)          # slot 1
+    m.place("c", 2)          # slot 0, PEs 2-3
+    m.remove("c")
+    m.place("d", 2)          # slot 0, PEs 2-3
+    m.place("e", 2)          # slot 2, PEs 0-1
+    m.place("f", 2)          # slot 2, PEs 2-3
+    assert m.alternates(0) == []
+    m.remove("d")
+    assert m.alternates(0) == ["f"]
+    assert m.alternates(0, prefer=["b"]) == ["f"]
+    m.remove("a")
+    assert m.alternates(0, prefer=["e"]) == ["e", "f"]
+
+
+def test_mpl_must_be_positive():
+    with pytest.raises(ValueError):
+        Matrix(mpl=0, pes=2)

@@ -1,0 +1,113 @@
+"""The policies as pure objects: events in, actions out."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from testbed.policies import JobRequest, Launch, Run, make_policy
+
+
+def _apply(actions, launched, running):
+    for a in actions:
+        if isinstance(a, Launch):
+            launched[a.job] = a
+        elif isinstance(a, Run):
+            running.clear()
+            running.update(a.jobs)
+
+
+def test_unknown_scheduler():
+    with pytest.raises(ValueError, match="unknown scheduler 'rr'"):
+        make_policy("rr", 4, 2, 0.2, "buddy")
+
+
+def test_fcfs_never_puts_two_jobs_on_a_pe():
+    rng = random.Random(5)
+    policy = make_policy("fcfs", 8, 4, 0.2, "buddy")
+    assert policy.matrix.mpl == 1 and policy.timeslice is None
+    launched: dict[str, Launch] = {}
+    running: set[str] = set()
+    live: list[str] = []
+    for i in range(300):
+        if live and rng.random() < 0.5:
+            done = live.pop(rng.randrange(len(live)))
+            _apply(policy.finish(done, i), launched, running)
+        else:
+            _apply(policy.arrive(JobRequest(f"j{i}", rng.choice([1, 2, 3, 4, 8]), i), i),
+                   launched, running)
+        live = sorted(running)
+        owners: dict[int, str] = {}
+        for job in running:
+            for pe in launched[job].pes:
+                assert pe not in owners, f"{job} and {owners[pe]} share PE {pe}"
+                owners[pe] = job
+
+
+def test_fcfs_is_strict_about_arrival_order():
+    policy = make_policy("fcfs", 4, 1, 0.2, "buddy")
+    policy.arrive(JobRequest("big", 4, 0), 0)
+    policy.arrive(JobRequest("wide", 4, 1), 1)
+    actions = policy.arrive(JobRequest("small", 1, 2), 2)
+    assert actions == []
+    actions = policy.finish("big", 3)
+    assert [a.job for a in actions if isinstance(a, Launch)] == ["wide"]
+
+
+def test_gang_rotates_rows_every_tick():
+    policy = make_policy("gang", 2, 2, 0.2, "buddy")
+    launched: dict[str, Launch] = {}
+    running: set[str] = set()
+    _apply(policy.arrive(JobRequest("a", 2, 0), 0), launched, running)
+    assert running == {"a"}
+    _apply(policy.arrive(JobRequest("b", 2, 0), 0), launched, running)
+    assert running == {"a"} and launched["b"].slot == 1
+    seen = []
+    for t in range(4):
+        _apply(policy.tick(t), launched, running)
+        seen.append(frozenset(running))
+    assert seen == [{"b"}, {"a"}, {"b"}, {"a"}]
+    _apply(policy.finish("a", 5), launched, running)
+    assert running == {"b"}
+
+
+def test_gang_runs_alternates_on_idle_pes():
+    policy = make_policy("gang", 4, 2, 0.2, "buddy")
+    launched: dict[str, Launch] = {}
+    running: set[str] = set()
+    for job, size in (("wide", 4), ("left", 2), ("right", 2)):
+        _apply(policy.arrive(JobRequest(job, size, 0), 0), launched, running)
+    _apply(policy.finish("wide", 1), launched, running)
+    assert running == {"left", "right"}
+    _apply(policy.arrive(JobRequest("late", 2, 2), 2), launched, running)
+    assert launched["late"].slot == 0 and launched["late"].pes == (0, 1)
+    _apply(policy.tick(3), launched, running)
+    assert running == {"late", "right"}, "right keeps running as an alternate in row 0"
+    _apply(policy.tick(4), launched, running)
+    assert running == {"left", "right"}
+
+
+def test_gang_moves_on_when_the_current_row_empties():
+    policy = make_policy("gang", 2, 3, 0.2, "buddy")
+    launched: dict[str, Launch] = {}
+    running: set[str] = set()
+    for job in "abc":
+        _apply(policy.arrive(JobRequest(job, 2, 0), 0), launched, running)
+    assert running == {"a"}
+    _apply(policy.finish("a", 1), launched, running)
+    assert running == {"b"}
+    _apply(policy.tick(2), launched, running)
+    assert running == {"c"}
+
+
+def test_local_runs_everything_placed_up_to_mpl():
+    policy = make_policy("local", 2, 2, 0.2, "buddy")
+    assert policy.timeslice is None
+    launched: dict[str, Launch] = {}
+    running: set[str] = set()
+    for job in "abc":
+        _apply(policy.arrive(JobRequest(job, 2, 0), 0), launched, running)
+    assert running == {"a", "b"} and "c" not in launched
+    _apply(policy.finish("b", 1), launched, running)
+    assert running == {"a", "c"}

@@ -1,0 +1,61 @@
+"""No process outlives a run: Ctrl-C, SIGTERM and SIGKILL of the coordinator."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TESTBED, events, jobs_csv, run_id, run_processes
+
+LONG = "0 2 bsp --work 60 --pattern nn\n0 2 bsp --work 60 --pattern aa\n"
+
+
+def _start(tmp_path: Path, path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a gang run and wait until both jobs' ranks are known (one is then stopped)."""
+    proc = subprocess.Popen([*TESTBED, "run", str(path), "--scheduler", "gang", "--pes", "2",
+                             "--out", "r"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        log = tmp_path / "r" / "events.jsonl"
+        if log.exists() and sum(e["event"] == "pids" for e in events(tmp_path / "r")) == 2:
+            time.sleep(0.3)
+            return proc, run_id(tmp_path / "r")
+        time.sleep(0.02)
+    proc.kill()
+    raise AssertionError("the jobs never started")
+
+
+def _stopped(rid: str) -> list[int]:
+    from testbed import procs
+    return [pid for pid in run_processes(rid) if procs.state(pid) in ("T", "t")]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_kills_everything_and_says_so(tmp_path, workload, sig):
+    proc, rid = _start(tmp_path, workload(LONG))
+    assert run_processes(rid) and _stopped(rid), "one job should be stopped mid-run"
+    proc.send_signal(sig)
+    assert proc.wait(timeout=30) == 130
+    assert run_processes(rid) == []
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["status"] == "interrupted"
+    assert {row["status"] for row in jobs_csv(tmp_path / "r").values()} == {"killed"}
+    assert events(tmp_path / "r")[-1] == {**events(tmp_path / "r")[-1], "event": "run_end",
+                                          "status": "interrupted"}
+
+
+def test_sigkill_of_the_coordinator_leaves_nothing_within_5s(tmp_path, workload):
+    proc, rid = _start(tmp_path, workload(LONG))
+    assert _stopped(rid), "one job should be stopped mid-run"
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 5
+    while run_processes(rid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert run_processes(rid) == []
+    assert not (tmp_path / "r" / "summary.json").exists(), "a killed run must not look complete"

@@ -1,0 +1,68 @@
+"""Runs with real mpiexec: failures are recorded and the run goes on; limits; results files."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from conftest import PROGRAMS, events, jobs_csv, run_testbed
+
+
+def test_failures_are_recorded_and_the_run_goes_on(tmp_path, workload):
+    path = workload(
+        "0 1 no-such-command-xyz\n"
+        f"0 2 {sys.executable} -c 'import sys; sys.exit(3)'\n"
+        f"0 2 {sys.executable} {PROGRAMS / 'lose_rank.py'}\n"
+        "0 2 limit=0.8 bsp --work 20 --pattern nn\n"
+        "0.1 2 bsp --work 0.3 --pattern aa\n")
+    done = run_testbed("run", str(path), "--scheduler", "gang", "--pes", "2", "--out", "r",
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    rows = jobs_csv(tmp_path / "r")
+    assert rows["j1"]["status"] == "failed"
+    assert rows["j1"]["reason"] == "command not found: no-such-command-xyz"
+    assert rows["j2"]["status"] == "failed" and rows["j2"]["exit_code"] == "3"
+    assert rows["j3"]["status"] == "failed" and rows["j3"]["reason"]
+    assert rows["j4"]["status"] == "timeout" and float(rows["j4"]["runtime"]) < 5
+    assert rows["j5"]["status"] == "done"
+    assert float(rows["j5"]["cpu_s"]) > 0.4 and rows["j5"]["comm_wait_s"] != ""
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    assert summary["status"] == "complete" and summary["done"] == 1 and summary["failed"] == 4
+    finishes = [e for e in events(tmp_path / "r") if e["event"] == "finish"]
+    assert len(finishes) == 5
+
+
+def test_job_timeout_option_applies_to_every_job(tmp_path, workload):
+    path = workload("0 1 bsp --work 30\n")
+    done = run_testbed("run", str(path), "--scheduler", "fcfs", "--job-timeout", "0.5",
+                       "--out", "r", cwd=tmp_path)
+    assert done.returncode == 0
+    assert jobs_csv(tmp_path / "r")["j1"]["status"] == "timeout"
+
+
+def test_run_directory_is_self_describing(tmp_path, workload):
+    path = workload("# testbed: compress=10 seed=4\n0 1 bsp --work 0.2\n")
+    run_testbed("run", str(path), "--scheduler", "gang", "--out", "r", cwd=tmp_path)
+    config = json.loads((tmp_path / "r" / "config.json").read_text())
+    assert config["scheduler"] == "gang" and config["seed"] == "4"
+    assert config["mpi"]["vendor"] and config["mpi"]["mpiexec"]
+    assert config["machine"]["pes"] >= 1 and "oversubscribed" in config["machine"]
+    kinds = [e["event"] for e in events(tmp_path / "r")]
+    assert kinds[:3] == ["run_start", "workload", "arrival"] and kinds[-1] == "run_end"
+    row = jobs_csv(tmp_path / "r")["j1"]
+    assert row["group"] == "short" and float(row["slowdown"]) >= 1
+
+
+def test_fcfs_never_runs_two_jobs_on_one_pe(tmp_path, workload):
+    path = workload("0 2 bsp --work 0.4\n0 1 bsp --work 0.3\n0.1 1 bsp --work 0.3\n"
+                    "0.2 2 bsp --work 0.2\n")
+    done = run_testbed("run", str(path), "--scheduler", "fcfs", "--pes", "2", "--out", "r",
+                       cwd=tmp_path)
+    assert done.returncode == 0
+    start = {e["job"]: e for e in events(tmp_path / "r") if e["event"] == "start"}
+    end = {e["job"]: e["t"] for e in events(tmp_path / "r") if e["event"] == "finish"}
+    assert len(start) == len(end) == 4
+    for a in start:
+        for b in start:
+            if a < b and set(start[a]["pes"]) & set(start[b]["pes"]):
+                assert end[a] <= start[b]["t"] or end[b] <= start[a]["t"], (a, b)
