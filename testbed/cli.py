@@ -109,6 +109,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     summaries = {}
     for scheduler in schedulers:
         print(f"running {scheduler} ...", flush=True)
+        (out / scheduler).mkdir()
         status, summaries[scheduler] = _run_one(workload, scheduler, machine, args,
                                                 out / scheduler)
         if status == "interrupted":

@@ -46,6 +46,7 @@ from testbed.workload import JobSpec, Workload
 DISCOVERY_POLL = 0.002
 IDLE_POLL = 0.5
 SHUTDOWN_GRACE = 5.0
+EPOLL_RESOLUTION = 0.001
 
 
 class Interrupted(Exception):
@@ -163,11 +164,23 @@ class Coordinator:
             wake_at = min([next_tick, *self.deadlines.values(),
                            pending[0].arrival if pending else math.inf])
             timeout = min(wake_at - self.clock(), DISCOVERY_POLL if awaiting else IDLE_POLL)
-            for key, _ in self.selector.select(max(0.0, timeout)):
-                if key.data is None:
-                    wake.recv(4096)
-                else:
-                    self._reaped(*key.data)
+            self._wait(wake, max(0.0, timeout))
+
+    def _wait(self, wake: socket.socket, timeout: float) -> None:
+        """Handle fd events for up to ``timeout`` seconds, waking on time to the microsecond.
+
+        epoll rounds its timeout up to whole milliseconds, so the last millisecond before a
+        heartbeat is slept precisely instead.
+        """
+        coarse = timeout - EPOLL_RESOLUTION if timeout > 2 * EPOLL_RESOLUTION else 0.0
+        ready = self.selector.select(coarse)
+        for key, _ in ready:
+            if key.data is None:
+                wake.recv(4096)
+            else:
+                self._reaped(*key.data)
+        if not ready and coarse == 0.0 and timeout > 0:
+            time.sleep(timeout)
 
     def _arrive(self, spec: JobSpec, now: float) -> None:
         assert self.log is not None

@@ -129,17 +129,19 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         "utilization": cpu / (pes * makespan) if makespan > 0 else None,
         "cpu_s": cpu,
         "switches": len(switches),
-        "switch_latency_us": _percentiles(switches),
+        "switch_latency_us": percentiles(switches),
         "oversubscribed": start["config"]["machine"]["oversubscribed"],
     }
 
 
-def _percentiles(values: list[float]) -> dict[str, float | None]:
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank ``q`` quantile (0 < q <= 1) of a non-empty list."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
+
+
+def percentiles(values: list[float]) -> dict[str, float | None]:
+    """p50, p99 and max of ``values`` (None for an empty list)."""
     if not values:
         return {"p50": None, "p99": None, "max": None}
-    ordered = sorted(values)
-
-    def pick(q: float) -> float:
-        return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
-
-    return {"p50": pick(0.5), "p99": pick(0.99), "max": ordered[-1]}
+    return {"p50": percentile(values, 0.5), "p99": percentile(values, 0.99), "max": max(values)}
