@@ -73,6 +73,8 @@ class Coordinator:
         self.selector = selectors.DefaultSelector()
         self.log: EventLog | None = None
         self.deadlines: dict[str, float] = {}
+        self.limits: dict[str, float] = {}
+        self.last_slot: int | None = None
         self.killing: set[str] = set()
         self.interrupted: int | None = None
         self.seq = 0
@@ -151,7 +153,7 @@ class Coordinator:
             for job, deadline in self.deadlines.items():
                 if now >= deadline and job not in self.killing:
                     self.killing.add(job)
-                    self.log.emit("limit", now, job=job, limit=deadline - now)
+                    self.log.emit("limit", now, job=job, limit=self.limits[job])
                     self._broadcast(KillJob(job, "timeout"))
             awaiting = False
             for nm in self.nms:
@@ -207,6 +209,7 @@ class Coordinator:
                       cpus=[self.machine.cpus[pe] for pe in action.pes])
         limit = spec.limit if spec.limit is not None else self.job_timeout
         if limit is not None:
+            self.limits[spec.id] = limit
             self.deadlines[spec.id] = now + limit
         msg = LaunchJob(spec.id, action.slot, action.pes, argv, spec.id in self.policy.current,
                         str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"))
@@ -226,7 +229,8 @@ class Coordinator:
                    if isinstance(r, SwitchDone)]
         stopped = sorted({j for r in replies for j in r.stopped})
         continued = sorted({j for r in replies for j in r.continued})
-        if not stopped and not continued and due is not None and self.policy.matrix.mpl == 1:
+        moved, self.last_slot = action.slot != self.last_slot, action.slot
+        if not stopped and not continued and not moved:
             return
         latency = max((r.latency for r in replies), default=0.0)
         self.log.emit("switch", sent, seq=self.seq, slot=action.slot, jobs=sorted(action.jobs),
@@ -259,6 +263,7 @@ class Coordinator:
             records = [json.loads(line) for line in stats.read_text().splitlines() if line]
             self.log.emit("stats", now, job=term.job, ranks=records)
         self.deadlines.pop(term.job, None)
+        self.limits.pop(term.job, None)
         self.killing.discard(term.job)
         self._broadcast(Release(term.job))
         self._apply(self.policy.finish(term.job, now))

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,8 @@ def workload(tmp_path: Path):
 
 @pytest.fixture(autouse=True)
 def _no_leftovers():
-    """Every test must leave no shared-memory segment of a rank behind."""
-    before = set(os.listdir("/dev/shm"))
+    """Every test must leave no orphaned shared-memory segment of a rank behind."""
+    started = time.time()
     yield
-    leaked = {f for f in set(os.listdir("/dev/shm")) - before if f.startswith("mpich")}
+    leaked = procs.orphan_segments(since=started)
     assert not leaked, f"shared-memory segments left behind: {leaked}"
