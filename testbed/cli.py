@@ -17,7 +17,9 @@ from typing import Any
 
 from testbed import __version__
 from testbed.coordinator import Coordinator
+from testbed.eventlog import read_events
 from testbed.machine import Machine, build_machine
+from testbed.metrics import job_rows
 from testbed.mix import MixParams, generate_mix
 from testbed.mpi_info import MpiNotFound, detect_mpi
 from testbed.policies import POLICIES, make_policy
@@ -133,12 +135,13 @@ def cmd_exec(args: argparse.Namespace) -> int:
     """Run one MPI command as a job (like the T3D mppexec) and pass its output and exit code on."""
     if not args.command:
         raise UsageError("exec needs a command after --")
-    machine = _check_common(args, [args.scheduler])
-    job = JobSpec("j1", 0, 0.0, args.n, tuple(args.command), limit=args.job_timeout)
-    workload = Workload("<exec>", [job])
-    workload.check_fits(machine.pes) if args.n >= 1 else None
     if args.n < 1:
         raise UsageError(f"-n must be >= 1, got {args.n}")
+    machine = _check_common(args, [args.scheduler])
+    if args.n > machine.pes:
+        raise UsageError(f"-n {args.n} is more than the machine's {machine.pes} PEs (see --pes)")
+    workload = Workload("<exec>", [JobSpec("j1", 0, 0.0, args.n, tuple(args.command),
+                                           limit=args.job_timeout)])
     run_dir = _new_run_dir(args.out, f"exec-{args.scheduler}")
     status, _ = _run_one(workload, args.scheduler, machine, args, run_dir)
     for suffix, stream in ((".out", sys.stdout), (".err", sys.stderr)):
@@ -147,9 +150,8 @@ def cmd_exec(args: argparse.Namespace) -> int:
             stream.write(path.read_text(errors="replace"))
     if status == "interrupted":
         return EXIT_INTERRUPTED
-    rows = (run_dir / "jobs.csv").read_text().splitlines()
-    code = rows[1].split(",")[13] if len(rows) > 1 else ""
-    return int(code) if code.lstrip("-").isdigit() and int(code) >= 0 else 1
+    row = job_rows(read_events(run_dir / "events.jsonl"))[0]
+    return row.exit_code if row.status == "done" or (row.exit_code or 0) > 0 else 1
 
 
 def cmd_mix(args: argparse.Namespace) -> int:
