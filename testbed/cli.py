@@ -1,12 +1,14 @@
 """The ``testbed`` command: a registry of subcommands.
 
 Exit codes: 0 success; 1 a job or run failed; 2 bad input (nothing run, no run directory made);
-3 no usable MPI; 130 the run was interrupted (its partial results are kept and say so).
+3 no usable MPI (or the shim cannot be built); 130 the run was interrupted (its partial results
+are kept and say so).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import platform
 import sys
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from testbed import __version__
+from testbed import __version__, shim
 from testbed.coordinator import Coordinator
 from testbed.eventlog import read_events
 from testbed.machine import Machine, build_machine
@@ -43,6 +45,8 @@ def _scheduler_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allocator", choices=("buddy", "first-fit"), default="buddy")
     p.add_argument("--job-timeout", type=float, default=None,
                    help="kill a job after this many seconds of runtime (limit= on a line wins)")
+    p.add_argument("--spin", type=float, default=None,
+                   help="shim spin time, seconds: fixed for ics, MAX_spin for fcs (0.0005)")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
@@ -56,6 +60,8 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
         raise UsageError(f"--timeslice must be > 0, got {args.timeslice}")
     if args.job_timeout is not None and args.job_timeout <= 0:
         raise UsageError(f"--job-timeout must be > 0, got {args.job_timeout}")
+    if args.spin is not None and args.spin < 0:
+        raise UsageError(f"--spin must be >= 0, got {args.spin}")
     try:
         return build_machine(args.pes, args.nodes)
     except ValueError as err:
@@ -74,17 +80,21 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
              run_dir: Path) -> tuple[str, dict[str, Any]]:
     mpl = 1 if scheduler == "fcfs" else args.mpl
     mpi = detect_mpi()
-    policy = make_policy(scheduler, machine.pes, mpl, args.timeslice, args.allocator)
+    policy = make_policy(scheduler, machine.pes, mpl, args.timeslice, args.allocator, args.spin)
+    library = shim.library_path(mpi) if policy.uses_shim else None
     config = {
         "scheduler": scheduler, "mpl": mpl, "timeslice": args.timeslice,
         "allocator": args.allocator, "job_timeout": args.job_timeout,
         "workload": {"path": workload.path, "jobs": len(workload.jobs), "meta": workload.meta},
         "seed": workload.meta.get("seed"),
         "machine": machine.describe(), "mpi": mpi.describe(),
+        "shim": {"library": str(library), "spin": dataclasses.asdict(policy.spin)}
+        if library and policy.spin else None,
         "testbed": __version__, "python": platform.python_version(),
         "kernel": platform.release(), "argv": sys.argv,
     }
-    coordinator = Coordinator(workload, policy, machine, mpi, run_dir, config, args.job_timeout)
+    coordinator = Coordinator(workload, policy, machine, mpi, run_dir, config, args.job_timeout,
+                              library)
     status = coordinator.run()
     return status, write_results(run_dir)
 
@@ -171,6 +181,12 @@ def cmd_mix(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_shim(args: argparse.Namespace) -> int:
+    """Print the path of the spin-block shim library (building it first if needed)."""
+    print(shim.library_path(detect_mpi(), rebuild=args.build))
+    return 0
+
+
 def _load(path: str, timeslice: float, machine: Machine) -> Workload:
     try:
         workload = load_workload(path, timeslice)
@@ -205,6 +221,11 @@ def _setup_exec(p: argparse.ArgumentParser) -> None:
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
 
 
+def _setup_shim(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--path", action="store_true", help="print the library's path (the default)")
+    p.add_argument("--build", action="store_true", help="compile it again even if it exists")
+
+
 def _setup_mix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--jobs", type=int, required=True)
     p.add_argument("--pes", type=int, required=True)
@@ -223,6 +244,7 @@ COMMANDS: dict[str, Command] = {
     "compare": (_setup_compare, cmd_compare),
     "report": (_setup_report, cmd_report),
     "exec": (_setup_exec, cmd_exec),
+    "shim": (_setup_shim, cmd_shim),
 }
 WORKLOAD_COMMANDS: dict[str, Command] = {"mix": (_setup_mix, cmd_mix)}
 
@@ -255,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"testbed: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    except MpiNotFound as err:
+    except (MpiNotFound, shim.ShimBuildError) as err:
         print(f"testbed: {err}", file=sys.stderr)
         return EXIT_NO_MPI
 

@@ -11,6 +11,7 @@ if the MM is SIGKILLed, its watchdog (``testbed.watchdog``) does.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -24,7 +25,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from testbed import procs
+from testbed import procs, shim
 from testbed.eventlog import EventLog
 from testbed.machine import Machine
 from testbed.messages import (
@@ -34,6 +35,7 @@ from testbed.messages import (
     LaunchJob,
     PidInfo,
     Release,
+    ShimCounters,
     Shutdown,
     SwitchDone,
     Termination,
@@ -41,6 +43,7 @@ from testbed.messages import (
 from testbed.mpi_info import MpiInfo
 from testbed.node_manager import NodeManager
 from testbed.policies import Action, JobRequest, Launch, Policy, Run
+from testbed.policies.node import ClassChange
 from testbed.workload import JobSpec, Workload
 
 DISCOVERY_POLL = 0.002
@@ -57,7 +60,8 @@ class Coordinator:
     """Runs one workload under one policy into ``run_dir`` (which must exist and be empty)."""
 
     def __init__(self, workload: Workload, policy: Policy, machine: Machine, mpi: MpiInfo,
-                 run_dir: Path, config: dict[str, Any], job_timeout: float | None = None) -> None:
+                 run_dir: Path, config: dict[str, Any], job_timeout: float | None = None,
+                 shim_library: Path | None = None) -> None:
         self.workload = workload
         self.specs = {job.id: job for job in workload.jobs}
         self.policy = policy
@@ -68,9 +72,16 @@ class Coordinator:
         self.run_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.t0 = time.monotonic()
         env = dict(os.environ, **{procs.MARKER: self.run_id})
-        self.nms = [NodeManager(node, machine, mpi.mpiexec, env, self.run_id, self.clock)
+        spin = policy.spin
+        shim_setup = (str(shim_library), spin) if shim_library and spin else None
+        self.nms = [NodeManager(node, machine, mpi.mpiexec, env, self.run_id, self.clock,
+                                policy.node_policy(), shim_setup)
                     for node in machine.nodes]
         self.selector = selectors.DefaultSelector()
+        for nm in self.nms:
+            if nm.events is not None:
+                self.selector.register(nm.events, selectors.EVENT_READ,
+                                       functools.partial(self._shim_events, nm))
         self.log: EventLog | None = None
         self.deadlines: dict[str, float] = {}
         self.limits: dict[str, float] = {}
@@ -97,7 +108,7 @@ class Coordinator:
                                     stdin=subprocess.PIPE, start_new_session=True)
         wake_r, wake_w = socket.socketpair()
         wake_w.setblocking(False)
-        self.selector.register(wake_r, selectors.EVENT_READ, None)
+        self.selector.register(wake_r, selectors.EVENT_READ, functools.partial(wake_r.recv, 4096))
         old_wakeup = signal.set_wakeup_fd(wake_w.fileno())
         old_handlers = {sig: signal.signal(sig, self._on_signal)
                         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
@@ -109,7 +120,7 @@ class Coordinator:
                              "work": j.work} for j in self.workload.jobs])
         status = "complete"
         try:
-            self._loop(wake_r)
+            self._loop()
         except Interrupted:
             status = "interrupted"
         finally:
@@ -132,7 +143,7 @@ class Coordinator:
         if self.interrupted is not None:
             raise Interrupted
 
-    def _loop(self, wake: socket.socket) -> None:
+    def _loop(self) -> None:
         assert self.log is not None
         pending = list(self.workload.jobs)
         next_tick = math.inf
@@ -166,9 +177,9 @@ class Coordinator:
             wake_at = min([next_tick, *self.deadlines.values(),
                            pending[0].arrival if pending else math.inf])
             timeout = min(wake_at - self.clock(), DISCOVERY_POLL if awaiting else IDLE_POLL)
-            self._wait(wake, max(0.0, timeout))
+            self._wait(max(0.0, timeout))
 
-    def _wait(self, wake: socket.socket, timeout: float) -> None:
+    def _wait(self, timeout: float) -> None:
         """Handle fd events for up to ``timeout`` seconds, waking on time to the microsecond.
 
         epoll rounds its timeout up to whole milliseconds, so the last millisecond before a
@@ -177,10 +188,7 @@ class Coordinator:
         coarse = timeout - EPOLL_RESOLUTION if timeout > 2 * EPOLL_RESOLUTION else 0.0
         ready = self.selector.select(coarse)
         for key, _ in ready:
-            if key.data is None:
-                wake.recv(4096)
-            else:
-                self._reaped(*key.data)
+            key.data()
         if not ready and coarse == 0.0 and timeout > 0:
             time.sleep(timeout)
 
@@ -213,20 +221,24 @@ class Coordinator:
             self.deadlines[spec.id] = now + limit
         msg = LaunchJob(spec.id, action.slot, action.pes, argv, spec.id in self.policy.current,
                         str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"))
-        for reply in self._broadcast(msg):
-            if isinstance(reply, LaunchFailure):
-                self._ended(Termination(reply.job, "failed", None, reply.reason, 0.0))
+        leader_last = sorted(self.nms, key=lambda nm: action.pes[0] in nm.node.pes)
+        replies = [reply for nm in leader_last for reply in nm.handle(msg)]
         for nm in self.nms:
             for fd, job in nm.launcher_fds().items():
                 if job == spec.id:
-                    self.selector.register(fd, selectors.EVENT_READ, (nm, job))
+                    self.selector.register(fd, selectors.EVENT_READ,
+                                           functools.partial(self._reaped, nm, job))
+        for reply in replies:
+            if isinstance(reply, LaunchFailure):
+                self._ended(Termination(reply.job, "failed", None, reply.reason, 0.0))
 
     def _heartbeat(self, action: Run, due: float | None) -> None:
         assert self.log is not None
         self.seq += 1
         sent = self.clock()
-        replies = [r for r in self._broadcast(Heartbeat(self.seq, action.slot, action.jobs, sent))
-                   if isinstance(r, SwitchDone)]
+        everything = self._broadcast(Heartbeat(self.seq, action.slot, action.jobs, sent))
+        self._log_changes(everything)
+        replies = [r for r in everything if isinstance(r, SwitchDone)]
         stopped = sorted({j for r in replies for j in r.stopped})
         continued = sorted({j for r in replies for j in r.continued})
         moved, self.last_slot = action.slot != self.last_slot, action.slot
@@ -240,6 +252,16 @@ class Coordinator:
             self.log.emit("suspend", sent, job=job)
         for job in continued:
             self.log.emit("resume", sent, job=job)
+
+    def _log_changes(self, replies: list[object]) -> None:
+        assert self.log is not None
+        for change in replies:
+            if isinstance(change, ClassChange):
+                self.log.emit("class", self.clock(), job=change.job, rank=change.rank,
+                              old=change.old, new=change.new, stats=change.stats)
+
+    def _shim_events(self, nm: NodeManager) -> None:
+        self._log_changes(list(nm.shim_events()))
 
     def _pids(self, info: PidInfo) -> None:
         assert self.log is not None
@@ -265,7 +287,11 @@ class Coordinator:
         self.deadlines.pop(term.job, None)
         self.limits.pop(term.job, None)
         self.killing.discard(term.job)
-        self._broadcast(Release(term.job))
+        counters = {rank: values for reply in self._broadcast(Release(term.job))
+                    if isinstance(reply, ShimCounters) for rank, values in reply.ranks.items()}
+        if counters:
+            self.log.emit("shim", now, job=term.job,
+                          ranks={str(rank): counters[rank] for rank in sorted(counters)})
         self._apply(self.policy.finish(term.job, now))
 
     def _broadcast(self, msg: object) -> list[object]:
@@ -290,6 +316,11 @@ class Coordinator:
                 self._log_unfinished(nm.reap(job))
         swept = procs.kill_marked(self.run_id)
         procs.reap_orphans(keep=set())
+        for nm in self.nms:
+            if nm.events is not None:
+                self.selector.unregister(nm.events)
+            nm.close()
+        shim.remove_run_records(self.run_id)
         self.log.emit("run_end", self.clock(), status=status, swept=swept)
 
     def _log_unfinished(self, term: Termination) -> None:

@@ -76,6 +76,14 @@ class Release:
 
 
 @dataclass(frozen=True)
+class ShimCounters:
+    """NM -> MM, in answer to ``Release``: the final shim counters of its ranks of a job."""
+
+    job: str
+    ranks: dict[int, dict[str, float | int | bool]]
+
+
+@dataclass(frozen=True)
 class Shutdown:
     """MM -> NMs: the run is over; kill whatever is left."""
 

@@ -2,9 +2,14 @@
 
 The NM that owns a job's first PE is the job's launcher: it runs ``mpiexec`` (never through a
 shell) with every rank bound to its PE's CPU, finds the rank processes, and reports their pids
-and, later, the job's termination.  Every NM holding one of the job's PEs stops and continues
-its own ranks on each heartbeat: all outgoing ranks are stopped before any incoming one is
-continued.
+and, later, the job's termination.  Every NM holding one of the job's PEs asks its node policy
+which of its processes run (and whether coscheduled) after each heartbeat, and, under FCS,
+after each block or unblock the shim reports; all outgoing processes are stopped before any
+incoming one is continued.
+
+With the shim, the NM creates each local rank's shared record before launch, preloads the
+library into the ranks (``-genv LD_PRELOAD``), reads block/unblock datagrams on its socket, and
+removes the records when the job ends.
 """
 
 from __future__ import annotations
@@ -27,10 +32,13 @@ from testbed.messages import (
     LaunchJob,
     PidInfo,
     Release,
+    ShimCounters,
     Shutdown,
     SwitchDone,
     Termination,
 )
+from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
+from testbed.shim import EventSocket, Record, Spin, record_path
 
 CPU_SAMPLE_INTERVAL = 0.5
 Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown
@@ -85,22 +93,33 @@ class NodeManager:
     """Node manager for one node; ``clock()`` gives seconds since the run started."""
 
     def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
-                 run_id: str, clock: Callable[[], float]) -> None:
+                 run_id: str, clock: Callable[[], float], policy: GangNode,
+                 shim: tuple[str, Spin] | None = None) -> None:
         self.node = node
         self.machine = machine
         self.mpiexec = mpiexec
         self.env = env
         self.run_id = run_id
         self.clock = clock
+        self.policy = policy
+        self.shim = shim
         self.jobs: dict[str, LocalJob] = {}
-        self.running: frozenset[str] = frozenset()
+        self.active: dict[ProcKey, bool] = {}
+        self.records: dict[ProcKey, Record] = {}
+        self.record_keys: list[ProcKey] = []
+        self.events = EventSocket(f"testbed-{run_id}-nm{node.index}") if shim else None
         self.last_sample = 0.0
 
     def handle(self, msg: Message) -> list[object]:
         """Carry out one message from the MM; return the replies."""
         match msg:
             case Heartbeat():
-                return [self._switch(msg)]
+                self.policy.heartbeat(msg.jobs, msg.slot)
+                changes = self._classify()
+                stopped, continued = self._apply()
+                latency = self.clock() - msg.sent
+                return [SwitchDone(msg.seq, self.node.index, stopped, continued, latency),
+                        *changes]
             case LaunchJob():
                 return self._launch(msg)
             case PidInfo():
@@ -110,8 +129,7 @@ class NodeManager:
                 self._kill(msg.job, msg.reason)
                 return []
             case Release():
-                self._forget(msg.job)
-                return []
+                return self._forget(msg.job)
             case Shutdown():
                 for job in list(self.jobs):
                     self._kill(job, msg.reason)
@@ -132,22 +150,30 @@ class NodeManager:
             return []
         job = LocalJob(msg.job, local, len(msg.pes), self.clock())
         self.jobs[msg.job] = job
+        for rank, pe in local.items():
+            self.policy.add(Proc(msg.job, rank, pe, msg.slot))
+            if self.shim is not None and self.events is not None:
+                path = record_path(self.run_id, msg.job, rank)
+                self.records[(msg.job, rank)] = Record.create(
+                    path, len(self.record_keys), rank, self.events.name, self.shim[1])
+                self.record_keys.append((msg.job, rank))
         if msg.run_now:
-            self.running = self.running | {msg.job}
+            self.policy.heartbeat(self.policy.jobs | {msg.job}, self.policy.slot)
+            self._apply()
         if msg.pes[0] not in self.node.pes:
             return []
         if resolve_command(msg.argv[0], self.env) is None:
-            del self.jobs[msg.job]
             return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
         cpus = ",".join(str(self.machine.cpus[pe]) for pe in msg.pes)
-        argv = [self.mpiexec, "-n", str(len(msg.pes)), "-bind-to", f"user:{cpus}", *msg.argv]
+        preload = ["-genv", "LD_PRELOAD", self.shim[0]] if self.shim else []
+        argv = [self.mpiexec, "-n", str(len(msg.pes)), "-bind-to", f"user:{cpus}", *preload,
+                *msg.argv]
         env = dict(self.env, TESTBED_JOB=msg.job)
         try:
             with open(msg.stdout, "wb") as out, open(msg.stderr, "wb") as err:
                 job.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                              stderr=err, start_new_session=True)
         except OSError as exc:
-            del self.jobs[msg.job]
             return [LaunchFailure(msg.job, f"cannot run {self.mpiexec}: {exc.strerror}")]
         job.launched_epoch = time.time()
         job.pidfd = procs.open_pidfd(job.popen.pid)
@@ -187,23 +213,57 @@ class NodeManager:
                 continue
             pe = job.local_pes[rank]
             job.ranks[rank] = Rank(rank, pe, pid, pidfd)
-            if name not in self.running:
+            if (name, rank) not in self.active:
                 procs.send(pidfd, signal.SIGSTOP)
             procs.pin(pid, self.machine.cpus[pe])
 
-    def _switch(self, msg: Heartbeat) -> SwitchDone:
-        outgoing = [j for j in self.running - msg.jobs if j in self.jobs]
-        incoming = [j for j in msg.jobs - self.running if j in self.jobs]
-        for name in outgoing:
-            for rank in self.jobs[name].ranks.values():
-                procs.send(rank.pidfd, signal.SIGSTOP)
-        for name in incoming:
-            for rank in self.jobs[name].ranks.values():
-                procs.send(rank.pidfd, signal.SIGCONT)
-        latency = self.clock() - msg.sent
-        self.running = msg.jobs
-        return SwitchDone(msg.seq, self.node.index, tuple(sorted(outgoing)),
-                          tuple(sorted(incoming)), latency)
+    def _apply(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """Make the node policy's decision real; return the jobs stopped and continued."""
+        wanted = self.policy.decide()
+        outgoing = [k for k in self.active if k not in wanted]
+        incoming = [k for k in wanted if k not in self.active]
+        for key in outgoing:
+            self._signal(key, signal.SIGSTOP)
+        for key in incoming:
+            self._signal(key, signal.SIGCONT)
+        for key, coscheduled in wanted.items():
+            if key in self.records and self.active.get(key) != coscheduled:
+                self.records[key].set_coscheduled(coscheduled)
+        self.active = wanted
+        return (tuple(sorted({k[0] for k in outgoing})),
+                tuple(sorted({k[0] for k in incoming})))
+
+    def _signal(self, key: ProcKey, sig: int) -> None:
+        job = self.jobs.get(key[0])
+        rank = job.ranks.get(key[1]) if job else None
+        if rank is not None:
+            procs.send(rank.pidfd, sig)
+
+    def _classify(self, keys: list[ProcKey] | None = None) -> list[ClassChange]:
+        changes = []
+        for key in self.records if keys is None else keys:
+            job = self.jobs.get(key[0])
+            rank = job.ranks.get(key[1]) if job else None
+            cpu = procs.cpu_seconds(rank.pid) if rank else None
+            if cpu is not None:
+                change = self.policy.update(key, self.records[key].counters(), cpu)
+                if change is not None:
+                    changes.append(change)
+        return changes
+
+    def shim_events(self) -> list[ClassChange]:
+        """Handle the block/unblock datagrams waiting on the socket; act on them at once."""
+        assert self.events is not None
+        touched = []
+        for record_id, blocked, _seq in self.events.read():
+            if record_id < len(self.record_keys):
+                key = self.record_keys[record_id]
+                self.policy.set_blocked(key, blocked)
+                touched.append(key)
+        changes = self._classify([k for k in dict.fromkeys(touched) if k in self.records])
+        if touched:
+            self._apply()
+        return changes
 
     def sample_cpu(self) -> None:
         """Refresh the CPU seconds of every rank (at most every ``CPU_SAMPLE_INTERVAL`` s)."""
@@ -257,10 +317,24 @@ class NodeManager:
     def _popen_pids(self) -> set[int]:
         return {j.popen.pid for j in self.jobs.values() if j.popen is not None}
 
-    def _forget(self, name: str) -> None:
+    def _forget(self, name: str) -> list[object]:
         job = self.jobs.pop(name, None)
         if job is None:
-            return
+            return []
         for rank in job.ranks.values():
             os.close(rank.pidfd)
-        self.running = self.running - {name}
+        self.policy.remove(name)
+        self.active = {k: v for k, v in self.active.items() if k[0] != name}
+        keys = [k for k in self.records if k[0] == name]
+        counters = {k[1]: self.records[k].counters().as_dict() for k in keys}
+        for key in keys:
+            self.records.pop(key).remove()
+        return [ShimCounters(name, counters)] if counters else []
+
+    def close(self) -> None:
+        """Remove what is left of the records and close the event socket."""
+        for record in self.records.values():
+            record.remove()
+        self.records.clear()
+        if self.events is not None:
+            self.events.close()

@@ -15,6 +15,7 @@ import time
 
 MARKER = "TESTBED_RUN"
 SHM_PREFIX = "/dev/shm/"
+MPI_SEGMENT_PREFIXES = ("mpich_shm_", "ucx_shm_posix_")
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 _PR_SET_CHILD_SUBREAPER = 36
 
@@ -184,16 +185,17 @@ def raise_priority() -> str:
     return "SCHED_FIFO 1, reset on fork"
 
 
-def orphan_segments(since: float, prefix: str = "mpich") -> set[str]:
-    """MPICH shared-memory files created since ``since`` (epoch s) that no live process maps.
+def orphan_segments(since: float) -> set[str]:
+    """MPI shared-memory files created since ``since`` (epoch s) that no live process maps.
 
-    Ranks killed by a signal cannot remove their segments; once nobody maps one it is garbage.
+    Ranks killed by a signal cannot remove their segments (nor can a rank stopped between
+    creating and mapping one); once nobody maps one it is garbage.
     """
     fresh = set()
     for name in os.listdir(SHM_PREFIX):
         path = SHM_PREFIX + name
         with contextlib.suppress(OSError):
-            if name.startswith(prefix) and os.stat(path).st_ctime >= since:
+            if name.startswith(MPI_SEGMENT_PREFIXES) and os.stat(path).st_ctime >= since:
                 fresh.add(path)
     if not fresh:
         return fresh

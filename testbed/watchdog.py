@@ -2,7 +2,8 @@
 
 Started by the coordinator in a session of its own with a pipe on stdin.  When the pipe closes
 (the coordinator ended, however it ended, SIGKILL included) it SIGKILLs every process carrying
-the run's marker, stopped ones too, and removes their shared-memory segments.
+the run's marker, stopped ones too, and removes the run's shim records and the MPI
+shared-memory segments created during the run that no live process maps any more.
 
 Usage: ``python -m testbed.watchdog RUN_ID``
 """
@@ -11,8 +12,10 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 
-from testbed.procs import kill_marked
+from testbed.procs import kill_marked, orphan_segments, unlink_all
+from testbed.shim import remove_run_records
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,9 +26,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
+    started = time.time()
     while sys.stdin.buffer.read(4096):
         pass
     kill_marked(args[0])
+    unlink_all(orphan_segments(since=started - 1.0))
+    remove_run_records(args[0])
     return 0
 
 

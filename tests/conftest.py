@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import time
@@ -59,8 +60,9 @@ def workload(tmp_path: Path):
 
 @pytest.fixture(autouse=True)
 def _no_leftovers():
-    """Every test must leave no orphaned shared-memory segment of a rank behind."""
+    """Every test must leave no orphaned MPI segment and no shim record behind."""
     started = time.time()
     yield
     leaked = procs.orphan_segments(since=started)
-    assert not leaked, f"shared-memory segments left behind: {leaked}"
+    leaked |= {name for name in os.listdir("/dev/shm") if name.startswith("testbed-")}
+    assert not leaked, f"shared memory left behind: {leaked}"

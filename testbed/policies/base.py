@@ -10,6 +10,8 @@ from collections import deque
 from dataclasses import dataclass
 
 from testbed.matrix import Matrix
+from testbed.policies.node import GangNode
+from testbed.shim import Spin
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ class Policy:
     """
 
     name = "base"
+    uses_shim = False
+    coscheduled = True
+    spin: Spin | None = None
 
     def __init__(self, pes: int, mpl: int, timeslice: float | None, allocator: str) -> None:
         self.matrix = Matrix(mpl, pes, allocator)
@@ -56,6 +61,10 @@ class Policy:
         self.queue: deque[JobRequest] = deque()
         self.current: frozenset[str] = frozenset()
         self.slot: int | None = None
+
+    def node_policy(self) -> GangNode:
+        """A fresh node-level policy for one node manager."""
+        return GangNode(self.coscheduled)
 
     def running(self) -> frozenset[str]:
         """The jobs that should run now (all placed jobs unless a subclass says otherwise)."""

@@ -1,0 +1,353 @@
+/* testbed shim: spin-block waits and communication counters for unmodified MPI programs.
+ *
+ * Preloaded (LD_PRELOAD) into every rank.  Each blocking MPI call below becomes its
+ * nonblocking form plus a spin-block wait: poll with PMPI_Test* for the spin time, then block
+ * (sleep-poll with a bounded backoff, using no CPU to speak of) until the operation completes.
+ * Both the classic and the MPI-4 large-count (_c) forms are wrapped: mpi4py 4 calls the _c ones.
+ *
+ * Every wait is counted in the rank's shared record (shim_record.h), split by the coscheduled
+ * flag the node manager sets; blocking and unblocking are also sent as a datagram to the node
+ * manager's socket, so it learns of them at once without polling.  Outside the testbed (no
+ * record to attach to) the shim keeps a private record and busy-polls like MPICH unless
+ * TESTBED_SPIN is "fixed:SECONDS" or "adaptive:MAX_SECONDS".
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <math.h>
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "shim_record.h"
+
+#define BACKOFF_MIN_NS 20000L
+#define BACKOFF_MAX_NS 400000L
+#define CPU_SAMPLE_MASK 1023u
+
+static struct tb_record private_record = {.magic = TB_MAGIC, .version = TB_VERSION,
+                                          .spin_mode = TB_SPIN_FOREVER};
+static struct tb_record *rec = &private_record;
+static int nm_fd = -1;
+static struct sockaddr_un nm_addr;
+static socklen_t nm_len;
+static unsigned calls;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static const char *rank_from_env(void) {
+    const char *names[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        const char *v = getenv(names[i]);
+        if (v != NULL && *v != '\0') return v;
+    }
+    return NULL;
+}
+
+static void spin_from_env(void) {
+    const char *spin = getenv("TESTBED_SPIN");
+    if (spin == NULL) return;
+    if (strncmp(spin, "fixed:", 6) == 0) {
+        private_record.spin_mode = TB_SPIN_FIXED;
+        private_record.spin_fixed_s = atof(spin + 6);
+    } else if (strncmp(spin, "adaptive:", 9) == 0) {
+        private_record.spin_mode = TB_SPIN_ADAPTIVE;
+        private_record.spin_max_s = atof(spin + 9);
+    }
+}
+
+static void connect_node_manager(void) {
+    size_t len = strnlen(rec->nm_socket, sizeof rec->nm_socket);
+    if (len == 0 || len + 2 > sizeof nm_addr.sun_path) return;
+    nm_fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (nm_fd < 0) return;
+    memset(&nm_addr, 0, sizeof nm_addr);
+    nm_addr.sun_family = AF_UNIX;
+    memcpy(nm_addr.sun_path + 1, rec->nm_socket, len); /* abstract namespace */
+    nm_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
+}
+
+__attribute__((constructor)) static void tb_attach(void) {
+    spin_from_env();
+    private_record.pid = (int32_t)getpid();
+    const char *run = getenv("TESTBED_RUN"), *job = getenv("TESTBED_JOB");
+    const char *rank = rank_from_env();
+    if (run == NULL || job == NULL || rank == NULL) return;
+    char path[256];
+    if (snprintf(path, sizeof path, "/dev/shm/testbed-%s-%s-%s", run, job, rank) >=
+        (int)sizeof path)
+        return;
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return;
+    void *p = mmap(NULL, sizeof(struct tb_record), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return;
+    struct tb_record *r = p;
+    if (r->magic != TB_MAGIC || r->version != TB_VERSION) {
+        munmap(p, sizeof(struct tb_record));
+        return;
+    }
+    rec = r;
+    rec->pid = (int32_t)getpid();
+    rec->attached = 1;
+    connect_node_manager();
+}
+
+static void notify(uint32_t blocked) {
+    rec->blocked = blocked;
+    uint64_t seq = __atomic_add_fetch(&rec->block_seq, 1, __ATOMIC_RELEASE);
+    rec->cpu_s = cpu_now();
+    if (nm_fd >= 0) {
+        struct tb_event ev = {rec->id, blocked, seq};
+        (void)sendto(nm_fd, &ev, sizeof ev, MSG_DONTWAIT, (struct sockaddr *)&nm_addr, nm_len);
+    }
+}
+
+static double spin_limit(void) {
+    switch (rec->spin_mode) {
+    case TB_SPIN_FIXED:
+        return rec->spin_fixed_s;
+    case TB_SPIN_ADAPTIVE: {
+        double adaptive = 2.0 * rec->max_nonblock_s;
+        if (rec->max_nonblock_s <= 0.0 || adaptive > rec->spin_max_s) return rec->spin_max_s;
+        return adaptive;
+    }
+    default:
+        return INFINITY;
+    }
+}
+
+/* A completion test: sets *done when the awaited operation(s) completed. */
+typedef int (*tb_test)(void *ctx, int *done);
+
+static int spin_block(tb_test test, void *ctx) {
+    int coscheduled = rec->coscheduled;
+    double limit = spin_limit();
+    double t0 = now(), t;
+    int done = 0;
+    int rc = test(ctx, &done);
+    while (rc == MPI_SUCCESS && !done && now() - t0 < limit) rc = test(ctx, &done);
+    if (rc == MPI_SUCCESS && !done) {
+        double blocked_at = now();
+        rec->blocks++;
+        notify(1);
+        long ns = BACKOFF_MIN_NS;
+        while (rc == MPI_SUCCESS && !done) {
+            struct timespec ts = {0, ns};
+            nanosleep(&ts, NULL);
+            rc = test(ctx, &done);
+            ns = ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : ns * 2;
+        }
+        t = now();
+        rec->blocked_s += t - blocked_at;
+        notify(0);
+    } else {
+        t = now();
+        if (t - t0 > rec->max_nonblock_s) rec->max_nonblock_s = t - t0;
+    }
+    rec->spin_s = limit;
+    if (coscheduled) {
+        rec->c_cs++;
+        rec->t_cs += t - t0;
+    } else {
+        rec->c_dc++;
+        rec->t_dc += t - t0;
+    }
+    if ((++calls & CPU_SAMPLE_MASK) == 0) rec->cpu_s = cpu_now();
+    return rc;
+}
+
+struct one { MPI_Request *req; MPI_Status *status; };
+static int test_one(void *c, int *done) {
+    struct one *x = c;
+    return PMPI_Test(x->req, done, x->status);
+}
+static int wait_one(MPI_Request *req, MPI_Status *status) {
+    struct one c = {req, status};
+    return spin_block(test_one, &c);
+}
+
+struct all { int n; MPI_Request *reqs; MPI_Status *statuses; };
+static int test_all(void *c, int *done) {
+    struct all *x = c;
+    return PMPI_Testall(x->n, x->reqs, done, x->statuses);
+}
+
+struct any { int n; MPI_Request *reqs; int *index; MPI_Status *status; };
+static int test_any(void *c, int *done) {
+    struct any *x = c;
+    return PMPI_Testany(x->n, x->reqs, x->index, done, x->status);
+}
+
+struct some { int n; MPI_Request *reqs; int *outcount; int *indices; MPI_Status *statuses; };
+static int test_some(void *c, int *done) {
+    struct some *x = c;
+    int rc = PMPI_Testsome(x->n, x->reqs, x->outcount, x->indices, x->statuses);
+    *done = *x->outcount != 0;
+    return rc;
+}
+
+struct probe { int source, tag; MPI_Comm comm; MPI_Message *message; MPI_Status *status; };
+static int test_probe(void *c, int *done) {
+    struct probe *x = c;
+    return PMPI_Iprobe(x->source, x->tag, x->comm, done, x->status);
+}
+static int test_mprobe(void *c, int *done) {
+    struct probe *x = c;
+    return PMPI_Improbe(x->source, x->tag, x->comm, done, x->message, x->status);
+}
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status) { return wait_one(request, status); }
+
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses) {
+    struct all c = {count, array_of_requests, array_of_statuses};
+    return spin_block(test_all, &c);
+}
+
+int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status) {
+    struct any c = {count, array_of_requests, indx, status};
+    return spin_block(test_any, &c);
+}
+
+int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status *array_of_statuses) {
+    struct some c = {incount, array_of_requests, outcount, array_of_indices, array_of_statuses};
+    return spin_block(test_some, &c);
+}
+
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+    struct probe c = {source, tag, comm, NULL, status};
+    return spin_block(test_probe, &c);
+}
+
+int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+    struct probe c = {source, tag, comm, message, status};
+    return spin_block(test_mprobe, &c);
+}
+
+/* A blocking call = its nonblocking form (which fills r_) + a spin-block wait on r_. */
+#define NONBLOCKING(CALL, STATUS)                                                             \
+    {                                                                                         \
+        MPI_Request r_;                                                                       \
+        int rc_ = CALL;                                                                       \
+        return rc_ != MPI_SUCCESS ? rc_ : wait_one(&r_, STATUS);                              \
+    }
+
+static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status) {
+    MPI_Status statuses[2];
+    struct all c = {2, reqs, statuses};
+    int rc = spin_block(test_all, &c);
+    if (status != MPI_STATUS_IGNORE) *status = statuses[0];
+    return rc;
+}
+
+/* Every wrapper in two forms: COUNT/COUNTS/DISPLS are int for the classic API and
+ * MPI_Count/MPI_Count/MPI_Aint for the large-count (_c) API. */
+#define WRAPPERS(S, COUNT, COUNTS, DISPLS)                                                     \
+    int MPI_Send##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int tag,   \
+                    MPI_Comm comm)                                                            \
+        NONBLOCKING(PMPI_Isend##S(buf, count, datatype, dest, tag, comm, &r_),                \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Recv##S(void *buf, COUNT count, MPI_Datatype datatype, int source, int tag,       \
+                    MPI_Comm comm, MPI_Status *status)                                        \
+        NONBLOCKING(PMPI_Irecv##S(buf, count, datatype, source, tag, comm, &r_), status)      \
+    int MPI_Mrecv##S(void *buf, COUNT count, MPI_Datatype datatype, MPI_Message *message,     \
+                     MPI_Status *status)                                                      \
+        NONBLOCKING(PMPI_Imrecv##S(buf, count, datatype, message, &r_), status)               \
+    int MPI_Sendrecv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,          \
+                        int dest, int sendtag, void *recvbuf, COUNT recvcount,                \
+                        MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm,        \
+                        MPI_Status *status) {                                                 \
+        MPI_Request reqs[2];                                                                  \
+        int rc = PMPI_Irecv##S(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]); \
+        if (rc != MPI_SUCCESS) return rc;                                                     \
+        rc = PMPI_Isend##S(sendbuf, sendcount, sendtype, dest, sendtag, comm, &reqs[1]);      \
+        if (rc != MPI_SUCCESS) {                                                              \
+            PMPI_Cancel(&reqs[0]);                                                            \
+            PMPI_Request_free(&reqs[0]);                                                      \
+            return rc;                                                                        \
+        }                                                                                     \
+        return sendrecv_wait(reqs, status);                                                   \
+    }                                                                                         \
+    int MPI_Bcast##S(void *buffer, COUNT count, MPI_Datatype datatype, int root,              \
+                     MPI_Comm comm)                                                           \
+        NONBLOCKING(PMPI_Ibcast##S(buffer, count, datatype, root, comm, &r_),                 \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Reduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype datatype, \
+                      MPI_Op op, int root, MPI_Comm comm)                                     \
+        NONBLOCKING(PMPI_Ireduce##S(sendbuf, recvbuf, count, datatype, op, root, comm, &r_),  \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Allreduce##S(const void *sendbuf, void *recvbuf, COUNT count,                     \
+                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm)                     \
+        NONBLOCKING(PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_),     \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Gather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,            \
+                      void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root,        \
+                      MPI_Comm comm)                                                          \
+        NONBLOCKING(PMPI_Igather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,         \
+                                    recvtype, root, comm, &r_),                               \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Scatter##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,           \
+                       void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root,       \
+                       MPI_Comm comm)                                                         \
+        NONBLOCKING(PMPI_Iscatter##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,        \
+                                     recvtype, root, comm, &r_),                              \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Allgather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,         \
+                         void *recvbuf, COUNT recvcount, MPI_Datatype recvtype,               \
+                         MPI_Comm comm)                                                       \
+        NONBLOCKING(PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,      \
+                                       recvtype, comm, &r_),                                  \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Alltoall##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,          \
+                        void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm) \
+        NONBLOCKING(PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,       \
+                                      recvtype, comm, &r_),                                   \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Gatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,           \
+                       void *recvbuf, const COUNTS recvcounts[], const DISPLS displs[],       \
+                       MPI_Datatype recvtype, int root, MPI_Comm comm)                        \
+        NONBLOCKING(PMPI_Igatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,       \
+                                     displs, recvtype, root, comm, &r_),                      \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Scatterv##S(const void *sendbuf, const COUNTS sendcounts[],                       \
+                        const DISPLS displs[], MPI_Datatype sendtype, void *recvbuf,          \
+                        COUNT recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)      \
+        NONBLOCKING(PMPI_Iscatterv##S(sendbuf, sendcounts, displs, sendtype, recvbuf,         \
+                                      recvcount, recvtype, root, comm, &r_),                  \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Allgatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype,        \
+                          void *recvbuf, const COUNTS recvcounts[], const DISPLS displs[],    \
+                          MPI_Datatype recvtype, MPI_Comm comm)                               \
+        NONBLOCKING(PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,    \
+                                        displs, recvtype, comm, &r_),                         \
+                    MPI_STATUS_IGNORE)                                                        \
+    int MPI_Alltoallv##S(const void *sendbuf, const COUNTS sendcounts[],                      \
+                         const DISPLS sdispls[], MPI_Datatype sendtype, void *recvbuf,        \
+                         const COUNTS recvcounts[], const DISPLS rdispls[],                   \
+                         MPI_Datatype recvtype, MPI_Comm comm)                                \
+        NONBLOCKING(PMPI_Ialltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,       \
+                                       recvcounts, rdispls, recvtype, comm, &r_),             \
+                    MPI_STATUS_IGNORE)
+
+WRAPPERS(, int, int, int)
+WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
+
+int MPI_Barrier(MPI_Comm comm) NONBLOCKING(PMPI_Ibarrier(comm, &r_), MPI_STATUS_IGNORE)

@@ -1,0 +1,45 @@
+/* The per-rank shared record of the testbed shim (read by cffi's cdef too: no #include here).
+ *
+ * One record per rank, a file in /dev/shm created (mode 0600) and removed by the node
+ * manager.  The node manager writes the settings; the shim writes the counters.  Times are in
+ * seconds.  Block and unblock events are also sent as a datagram to the node manager's socket.
+ */
+#define TB_MAGIC 1413632840
+#define TB_VERSION 1
+#define TB_SPIN_FOREVER 0
+#define TB_SPIN_FIXED 1
+#define TB_SPIN_ADAPTIVE 2
+
+struct tb_record {
+    uint32_t magic;
+    uint32_t version;
+    uint32_t id;              /* the node manager's index of this record */
+    int32_t rank;
+    int32_t pid;              /* set by the shim when it attaches */
+    int32_t attached;         /* 1 once a shim uses this record */
+    char nm_socket[96];       /* abstract Unix datagram socket name of the node manager */
+    /* written by the node manager */
+    int32_t coscheduled;      /* 1 while the process is scheduled coscheduled (CS or F) */
+    int32_t spin_mode;        /* TB_SPIN_FOREVER, TB_SPIN_FIXED or TB_SPIN_ADAPTIVE */
+    double spin_fixed_s;
+    double spin_max_s;        /* MAX_spin of the adaptive rule */
+    /* written by the shim */
+    uint64_t c_cs;            /* synchronous operations while coscheduled */
+    uint64_t c_dc;            /* synchronous operations while not coscheduled */
+    double t_cs;              /* their summed wait time */
+    double t_dc;
+    double max_nonblock_s;    /* longest wait that completed while still spinning */
+    uint32_t blocked;         /* 1 while blocked in a wait */
+    uint32_t pad0;
+    uint64_t block_seq;       /* incremented on every block and unblock */
+    uint64_t blocks;
+    double blocked_s;         /* total time spent blocked */
+    double cpu_s;             /* process CPU time at the last block, unblock or 1024th call */
+    double spin_s;            /* spin time in force at the last wait */
+};
+
+struct tb_event {
+    uint32_t id;
+    uint32_t blocked;
+    uint64_t seq;
+};

@@ -1,0 +1,23 @@
+"""Implicit coscheduling (THESIS §2.3.2): local scheduling with spin-block in every rank.
+
+No heartbeat and no stopping: up to MPL ranks share a PE and the OS schedules them, but a rank
+whose wait outlasts its spin time blocks, yielding its CPU to the others on that PE.
+"""
+
+from __future__ import annotations
+
+from testbed.policies.local import Local
+from testbed.shim import Spin
+
+
+class Ics(Local):
+    """Local scheduling plus the shim's spin-block (a fixed spin time, seconds)."""
+
+    name = "ics"
+    uses_shim = True
+    coscheduled = False
+
+    def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str,
+                 spin: float = 0.0005) -> None:
+        super().__init__(pes, mpl, timeslice, allocator)
+        self.spin = Spin("fixed", fixed_s=spin)

@@ -1,0 +1,243 @@
+"""The spin-block shim: building the preload library, and its shared records through cffi.
+
+The library (``testbed/native/shim.c``) is compiled with the ``mpicc`` of the MPI that mpi4py
+loads, once per MPI library and source version, into ``testbed/native/build/`` (or
+``~/.cache/testbed/`` when the package directory is read-only).  ``scripts/demo`` and
+``scripts/test`` build it during set-up; any other use builds it on first need.
+
+Each rank of a job run with the shim has a record, ``/dev/shm/testbed-RUN-JOB-RANK`` (mode
+0600), created before launch and removed after the job by its node manager.  The layout is the
+C header ``shim_record.h``, which cffi reads too, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import mmap
+import os
+import shutil
+import socket
+import struct
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import cffi
+
+from testbed.mpi_info import MpiInfo
+
+NATIVE = Path(__file__).parent / "native"
+HEADER = NATIVE / "shim_record.h"
+SOURCE = NATIVE / "shim.c"
+RECORD_PREFIX = "/dev/shm/testbed-"
+
+ffi = cffi.FFI()
+ffi.cdef(HEADER.read_text())
+RECORD_SIZE = ffi.sizeof("struct tb_record")
+EVENT = struct.Struct("=IIQ")
+assert EVENT.size == ffi.sizeof("struct tb_event")
+lib = ffi.dlopen(None)
+SPIN_MODES = {"forever": lib.TB_SPIN_FOREVER, "fixed": lib.TB_SPIN_FIXED,
+              "adaptive": lib.TB_SPIN_ADAPTIVE}
+
+
+class ShimBuildError(RuntimeError):
+    """The shim could not be compiled; the message carries the compiler's output."""
+
+
+def _mpicc(mpi: MpiInfo) -> str:
+    for candidate in (os.environ.get("MPICC", ""), str(Path(mpi.mpiexec).with_name("mpicc")),
+                      shutil.which("mpicc") or ""):
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    raise ShimBuildError("no mpicc found beside mpiexec or on PATH (set MPICC)")
+
+
+def _tag(mpi: MpiInfo) -> str:
+    digest = hashlib.sha256(SOURCE.read_bytes() + HEADER.read_bytes())
+    digest.update(f"{mpi.library}\0{mpi.version}".encode())
+    return digest.hexdigest()[:12]
+
+
+def _build_dirs() -> list[Path]:
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed"
+    return [NATIVE / "build", cache]
+
+
+def library_path(mpi: MpiInfo, rebuild: bool = False) -> Path:
+    """The shim library for ``mpi``, compiled first if needed (or if ``rebuild``)."""
+    name = f"libtestbed_shim-{_tag(mpi)}.so"
+    if not rebuild:
+        for directory in _build_dirs():
+            if (directory / name).exists():
+                return directory / name
+    errors = []
+    for directory in _build_dirs():
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            return _compile(mpi, directory, name)
+        except PermissionError as err:
+            errors.append(f"{directory}: {err.strerror}")
+    raise ShimBuildError("no writable directory for the shim: " + "; ".join(errors))
+
+
+def _compile(mpi: MpiInfo, directory: Path, name: str) -> Path:
+    target = directory / name
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists():
+            return target
+        tmp = directory / f".{name}.{os.getpid()}"
+        argv = [_mpicc(mpi), "-O2", "-fPIC", "-shared", "-Wall", "-o", str(tmp), str(SOURCE),
+                "-lm"]
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise ShimBuildError(f"compiling the shim failed:\n{' '.join(argv)}\n{done.stderr}")
+        os.replace(tmp, target)
+    return target
+
+
+def record_path(run_id: str, job: str, rank: int) -> str:
+    """Where the record of ``rank`` of ``job`` in run ``run_id`` lives."""
+    return f"{RECORD_PREFIX}{run_id}-{job}-{rank}"
+
+
+@dataclass(frozen=True)
+class Spin:
+    """How waits spin before blocking: ``forever``, ``fixed`` (seconds) or ``adaptive``
+    (min(2 * longest non-blocking wait, max_s), THESIS §3.5 item 4)."""
+
+    mode: str
+    fixed_s: float = 0.0
+    max_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Counters:
+    """A snapshot of a record: counts, seconds, and the blocked state."""
+
+    pid: int
+    attached: bool
+    c_cs: int
+    c_dc: int
+    t_cs: float
+    t_dc: float
+    max_nonblock_s: float
+    blocked: bool
+    block_seq: int
+    blocks: int
+    blocked_s: float
+    cpu_s: float
+    spin_s: float
+
+    def as_dict(self) -> dict[str, float | int | bool]:
+        """JSON-ready fields."""
+        return {k: (round(v, 6) if isinstance(v, float) else v)
+                for k, v in self.__dict__.items()}
+
+
+class Record:
+    """One rank's shared record, mapped into this process."""
+
+    def __init__(self, path: str, mapping: mmap.mmap) -> None:
+        self.path = path
+        self._mapping = mapping
+        self._buffer = ffi.from_buffer(mapping)
+        self.c = ffi.cast("struct tb_record *", self._buffer)
+
+    @classmethod
+    def create(cls, path: str, record_id: int, rank: int, nm_socket: str, spin: Spin) -> Record:
+        """Create the record file (mode 0600, must not exist) and fill in the settings."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            os.ftruncate(fd, RECORD_SIZE)
+            record = cls(path, mmap.mmap(fd, RECORD_SIZE))
+        finally:
+            os.close(fd)
+        c = record.c
+        c.id, c.rank, c.version = record_id, rank, lib.TB_VERSION
+        encoded = nm_socket.encode()[: len(c.nm_socket) - 1]
+        ffi.memmove(c.nm_socket, encoded, len(encoded))
+        record.set_spin(spin)
+        c.magic = lib.TB_MAGIC
+        return record
+
+    @classmethod
+    def attach(cls, path: str) -> Record:
+        """Map an existing record."""
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            return cls(path, mmap.mmap(fd, RECORD_SIZE))
+        finally:
+            os.close(fd)
+
+    def set_spin(self, spin: Spin) -> None:
+        """Set how this rank's waits spin."""
+        self.c.spin_mode = SPIN_MODES[spin.mode]
+        self.c.spin_fixed_s = spin.fixed_s
+        self.c.spin_max_s = spin.max_s
+
+    def set_coscheduled(self, flag: bool) -> None:
+        """Say whether the rank is scheduled coscheduled (its waits count as C_CS/T_CS)."""
+        self.c.coscheduled = int(flag)
+
+    def counters(self) -> Counters:
+        """A snapshot of the counters."""
+        c = self.c
+        return Counters(c.pid, bool(c.attached), c.c_cs, c.c_dc, c.t_cs, c.t_dc,
+                        c.max_nonblock_s, bool(c.blocked), c.block_seq, c.blocks, c.blocked_s,
+                        c.cpu_s, c.spin_s)
+
+    def close(self) -> None:
+        """Unmap (the file stays)."""
+        ffi.release(self._buffer)
+        self._mapping.close()
+
+    def remove(self) -> None:
+        """Unmap and delete the file."""
+        self.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self.path)
+
+
+def remove_run_records(run_id: str) -> None:
+    """Delete every record of a run (after its processes are gone)."""
+    prefix = f"{Path(RECORD_PREFIX).name}{run_id}-"
+    for name in os.listdir("/dev/shm"):
+        if name.startswith(prefix):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"/dev/shm/{name}")
+
+
+class EventSocket:
+    """A node manager's datagram socket (abstract namespace) for block/unblock events."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_NONBLOCK
+                                  | socket.SOCK_CLOEXEC)
+        self.sock.bind("\0" + name)
+
+    def fileno(self) -> int:
+        """The socket's descriptor, for a selector."""
+        return self.sock.fileno()
+
+    def read(self) -> list[tuple[int, bool, int]]:
+        """Every pending event as (record id, blocked, sequence number)."""
+        events = []
+        while True:
+            try:
+                data = self.sock.recv(64)
+            except BlockingIOError:
+                return events
+            if len(data) == EVENT.size:
+                record_id, blocked, seq = EVENT.unpack(data)
+                events.append((record_id, bool(blocked), seq))
+
+    def close(self) -> None:
+        """Close the socket."""
+        self.sock.close()
