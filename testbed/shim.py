@@ -47,7 +47,8 @@ class ShimBuildError(RuntimeError):
     """The shim could not be compiled; the message carries the compiler's output."""
 
 
-def _mpicc(mpi: MpiInfo) -> str:
+def mpicc(mpi: MpiInfo) -> str:
+    """The MPI C compiler wrapper of ``mpi`` (``MPICC`` overrides)."""
     for candidate in (os.environ.get("MPICC", ""), str(Path(mpi.mpiexec).with_name("mpicc")),
                       shutil.which("mpicc") or ""):
         if candidate and os.access(candidate, os.X_OK):
@@ -90,7 +91,7 @@ def _compile(mpi: MpiInfo, directory: Path, name: str) -> Path:
         if target.exists():
             return target
         tmp = directory / f".{name}.{os.getpid()}"
-        argv = [_mpicc(mpi), "-O2", "-fPIC", "-shared", "-Wall", "-o", str(tmp), str(SOURCE),
+        argv = [mpicc(mpi), "-O2", "-fPIC", "-shared", "-Wall", "-o", str(tmp), str(SOURCE),
                 "-lm"]
         done = subprocess.run(argv, capture_output=True, text=True)
         if done.returncode != 0:

@@ -1,8 +1,12 @@
-"""No process outlives a run: Ctrl-C, SIGTERM and SIGKILL of the coordinator."""
+"""No process, record or segment outlives a run: Ctrl-C, SIGTERM and SIGKILL of the coordinator.
+
+(The autouse fixture in conftest.py fails any test that leaves a shim record or an orphaned MPI
+segment in /dev/shm.)"""
 
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import time
@@ -14,9 +18,9 @@ from conftest import TESTBED, events, jobs_csv, run_id, run_processes
 LONG = "0 2 bsp --work 60 --pattern nn\n0 2 bsp --work 60 --pattern aa\n"
 
 
-def _start(tmp_path: Path, path: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start a gang run and wait until both jobs' ranks are known (one is then stopped)."""
-    proc = subprocess.Popen([*TESTBED, "run", str(path), "--scheduler", "gang", "--pes", "2",
+def _start(tmp_path: Path, path: Path, scheduler: str) -> tuple[subprocess.Popen[bytes], str]:
+    """Start a run and wait until both jobs' ranks are known (one is then stopped)."""
+    proc = subprocess.Popen([*TESTBED, "run", str(path), "--scheduler", scheduler, "--pes", "2",
                              "--out", "r"], cwd=tmp_path, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
@@ -35,9 +39,10 @@ def _stopped(rid: str) -> list[int]:
     return [pid for pid in run_processes(rid) if procs.state(pid) in ("T", "t")]
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupt_kills_everything_and_says_so(tmp_path, workload, sig):
-    proc, rid = _start(tmp_path, workload(LONG))
+@pytest.mark.parametrize(("sig", "scheduler"), [(signal.SIGINT, "gang"), (signal.SIGTERM, "gang"),
+                                                (signal.SIGINT, "fcs")])
+def test_interrupt_kills_everything_and_says_so(tmp_path, workload, sig, scheduler):
+    proc, rid = _start(tmp_path, workload(LONG), scheduler)
     assert run_processes(rid) and _stopped(rid), "one job should be stopped mid-run"
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 130
@@ -49,8 +54,9 @@ def test_interrupt_kills_everything_and_says_so(tmp_path, workload, sig):
                                           "status": "interrupted"}
 
 
-def test_sigkill_of_the_coordinator_leaves_nothing_within_5s(tmp_path, workload):
-    proc, rid = _start(tmp_path, workload(LONG))
+@pytest.mark.parametrize("scheduler", ["gang", "fcs"])
+def test_sigkill_of_the_coordinator_leaves_nothing_within_5s(tmp_path, workload, scheduler):
+    proc, rid = _start(tmp_path, workload(LONG), scheduler)
     assert _stopped(rid), "one job should be stopped mid-run"
     proc.kill()
     proc.wait()
@@ -58,4 +64,7 @@ def test_sigkill_of_the_coordinator_leaves_nothing_within_5s(tmp_path, workload)
     while run_processes(rid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert run_processes(rid) == []
+    while any(n.startswith(f"testbed-{rid}") for n in os.listdir("/dev/shm")):
+        assert time.monotonic() < deadline, "shim records outlived the run"
+        time.sleep(0.05)
     assert not (tmp_path / "r" / "summary.json").exists(), "a killed run must not look complete"

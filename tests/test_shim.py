@@ -1,0 +1,126 @@
+"""The spin-block shim with real MPI programs: counts, blocking, wake-up, the records."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from conftest import PROGRAMS, events, jobs_csv, run_testbed
+
+from testbed import procs
+from testbed.mpi_info import detect_mpi
+from testbed.shim import EventSocket, Record, Spin, library_path, mpicc, record_path
+
+
+def _shim_ranks(run_dir):
+    ranks = {}
+    for e in events(run_dir):
+        if e["event"] == "shim":
+            ranks.update(e["ranks"])
+    return ranks
+
+
+def test_shim_path_prints_a_built_library(tmp_path):
+    done = run_testbed("shim", "--path", cwd=tmp_path)
+    assert done.returncode == 0
+    path = done.stdout.strip()
+    assert os.path.exists(path) and path.endswith(".so")
+
+
+def test_mpi4py_ringtest_runs_unmodified_and_is_counted(tmp_path):
+    done = run_testbed("exec", "-n", "2", "--scheduler", "ics", "--out", "r", "--",
+                       sys.executable, "-m", "mpi4py.bench", "ringtest", "-l", "50", "-s", "0",
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ranks = _shim_ranks(tmp_path / "r")
+    assert set(ranks) == {"0", "1"}
+    for counters in ranks.values():
+        assert counters["attached"] and counters["c_dc"] >= 100 and counters["c_cs"] == 0
+
+
+def test_c_program_built_with_mpicc_runs_unmodified_and_is_counted(tmp_path):
+    binary = tmp_path / "ring"
+    subprocess.run([mpicc(detect_mpi()), "-O1", "-o", str(binary), str(PROGRAMS / "ring.c")],
+                   check=True)
+    done = run_testbed("exec", "-n", "2", "--scheduler", "ics", "--out", "r", "--",
+                       str(binary), "40", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for counters in _shim_ranks(tmp_path / "r").values():
+        assert counters["c_dc"] == 81  # 40 sends, 40 receives, 1 barrier
+
+
+def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
+    """Drive the shim like a node manager does: records, a socket, a stopped peer."""
+    mpi = detect_mpi()
+    run_id = f"t{uuid.uuid4().hex[:8]}"
+    sock = EventSocket(f"testbed-{run_id}-nm0")
+    spin = Spin("fixed", fixed_s=0.001)
+    records = [Record.create(record_path(run_id, "j1", r), r, r, sock.name, spin)
+               for r in (0, 1)]
+    go = tmp_path / "go"
+    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
+    job = subprocess.Popen([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",
+                            str(library_path(mpi)), sys.executable,
+                            str(PROGRAMS / "wait_for_peer.py"), str(go)], env=env,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not records[0].counters().blocked and time.monotonic() < deadline:
+            time.sleep(0.01)
+        first = records[0].counters()
+        assert first.blocked and first.attached and first.blocks == 1
+        assert [(i, b) for i, b, _ in sock.read()] == [(0, True)]
+        peer = records[1].counters().pid
+        os.kill(peer, 19)  # SIGSTOP: the peer cannot send
+        cpu0 = procs.cpu_seconds(first.pid)
+        time.sleep(1.0)
+        used = procs.cpu_seconds(first.pid) - cpu0
+        assert used <= 0.05, f"a blocked rank used {used:.3f} s of CPU in 1 s"
+        assert records[0].counters().blocked
+        go.touch()
+        os.kill(peer, 18)  # SIGCONT: now it sends
+        assert job.wait(timeout=30) == 0
+        last = records[0].counters()
+        assert not last.blocked and last.blocked_s >= 1.0
+        assert [(i, b) for i, b, _ in sock.read()] == [(0, False)]
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, 9)
+            job.wait()
+        for record in records:
+            record.remove()
+        sock.close()
+
+
+@pytest.mark.parametrize(("scheduler", "field", "other"), [("ics", "c_dc", "c_cs"),
+                                                           ("fcs", "c_cs", "c_dc")])
+def test_counters_split_by_the_coscheduled_flag(tmp_path, workload, scheduler, field, other):
+    iterations = 40
+    path = workload(f"0 2 bsp --work {iterations * 0.01} --granularity 0.05 --pattern nn\n")
+    done = run_testbed("run", str(path), "--scheduler", scheduler, "--pes", "2", "--out", "r",
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ranks = _shim_ranks(tmp_path / "r")
+    # Calibration adds 21 exchanges and a barrier, an allreduce and a gather: 24 in all.
+    for counters in ranks.values():
+        assert iterations <= counters[field] <= iterations + 30, counters
+        assert counters[other] == 0
+
+
+def test_fcs_makes_the_fast_ranks_of_an_imbalanced_job_frustrated(tmp_path, workload):
+    path = workload("0 2 bsp --work 2.5 --granularity 0.1 --pattern aa --imbalance 1:1.5\n")
+    done = run_testbed("run", str(path), "--scheduler", "fcs", "--timeslice", "0.05",
+                       "--pes", "2", "--out", "r", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    changes = [e for e in events(tmp_path / "r") if e["event"] == "class"]
+    final = {}
+    for change in changes:
+        final[change["rank"]] = change["new"]
+        assert change["stats"]["events"] >= 0 and "w_cs" in change["stats"]
+    assert final.get(0) == "F", changes
+    assert final.get(1) in ("CS", "INIT_CS"), changes
+    assert jobs_csv(tmp_path / "r")["j1"]["status"] == "done"
