@@ -37,17 +37,26 @@ CALIBRATION_ROUNDS = 20
 CALIBRATION_IO_BLOCKS = 8
 
 
-def _imbalance(text: str) -> tuple[int, float]:
-    rank, sep, factor = text.partition(":")
+def _rank_value(text: str, allow_zero: bool) -> tuple[int, float]:
+    rank, sep, value = text.partition(":")
     try:
         if not sep:
             raise ValueError
-        parsed = int(rank), float(factor)
+        parsed = int(rank), float(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected RANK:FACTOR, got {text!r}") from None
-    if parsed[0] < 0 or parsed[1] <= 0:
-        raise argparse.ArgumentTypeError(f"RANK must be >= 0 and FACTOR > 0, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected RANK:VALUE, got {text!r}") from None
+    if parsed[0] < 0 or parsed[1] < 0 or (parsed[1] == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise argparse.ArgumentTypeError(f"RANK must be >= 0 and VALUE {bound}, got {text!r}")
     return parsed
+
+
+def _imbalance(text: str) -> tuple[int, float]:
+    return _rank_value(text, allow_zero=False)
+
+
+def _rank_variance(text: str) -> tuple[int, float]:
+    return _rank_value(text, allow_zero=True)
 
 
 def _non_negative(text: str) -> float:
@@ -86,6 +95,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="B: 1 KB synchronous writes per iteration")
     p.add_argument("--imbalance", type=_imbalance, action="append", default=[],
                    metavar="RANK:FACTOR", help="that rank computes FACTOR times as much")
+    p.add_argument("--rank-variance", type=_rank_variance, action="append", default=[],
+                   metavar="RANK:V", help="that rank's variance instead of --variance")
     p.add_argument("--seed", type=int, default=0, help="seed of the per-rank PRNG streams")
     p.add_argument("--stats", help="file for the JSON records (default: stdout)")
     p.add_argument("--scratch-dir", default=None, help="where the per-rank I/O files go")
@@ -199,10 +210,11 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
         length = args.work / iterations if iterations else 0.0
         base = max(0.0, length - exchange_s - args.io_blocks * io_block_s)
         factor = dict(args.imbalance).get(rank, 1.0)
+        variance = dict(args.rank_variance).get(rank, args.variance)
         prng = random.Random(f"{args.seed}/{rank}")
         compute_target = compute_s = comm_s = io_s = 0.0
         for _ in range(iterations):
-            amount = base * factor * (1.0 + args.variance * (2.0 * prng.random() - 1.0))
+            amount = base * factor * (1.0 + variance * (2.0 * prng.random() - 1.0))
             t0 = time.perf_counter()
             burn_cpu(amount)
             t1 = time.perf_counter()
@@ -254,9 +266,9 @@ def main(argv: list[str] | None = None) -> int:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
-    if any(r >= comm.Get_size() for r, _ in args.imbalance):
+    if any(r >= comm.Get_size() for r, _ in args.imbalance + args.rank_variance):
         if comm.Get_rank() == 0:
-            print(f"bsp: --imbalance names a rank >= job size {comm.Get_size()}", file=sys.stderr)
+            print(f"bsp: a RANK is >= the job size {comm.Get_size()}", file=sys.stderr)
         return 2
     try:
         record = run(args, comm)

@@ -9,20 +9,38 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 
-def run_workload(text: str, *options: str) -> Path:
+def run_workload(text: str, *options: str, out: Path | None = None) -> Path:
     """Run ``text`` as a workload with ``testbed run OPTIONS``; return the run directory.
 
-    The directory is a fresh temporary one that the caller may delete.
+    Without ``out`` the directory is a fresh temporary one that the caller may delete; with it,
+    the workload is written beside ``out`` and the run goes into ``out``.
     """
-    work = Path(tempfile.mkdtemp(prefix="testbed-bench-"))
-    (work / "workload.txt").write_text(text)
-    subprocess.run([sys.executable, "-m", "testbed.cli", "run", "workload.txt", *options,
-                    "--out", "run"], cwd=work, check=True, stdout=subprocess.DEVNULL)
-    return work / "run"
+    if out is None:
+        out = Path(tempfile.mkdtemp(prefix="testbed-bench-")) / "run"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    workload = out.with_name(f"{out.name}.workload")
+    workload.write_text(text)
+    subprocess.run([sys.executable, "-m", "testbed.cli", "run", str(workload), *options,
+                    "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def default_out(name: str) -> Path:
+    """A fresh run directory path under ``runs/`` for experiment ``name``."""
+    return Path("runs") / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}"
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    """A plain-text table with right-aligned columns."""
+    cells = [header] + [[f"{c:.3f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths, strict=True))
+                     for r in cells)
 
 
 def jobs(run_dir: Path) -> list[dict[str, str]]:

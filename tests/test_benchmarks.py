@@ -28,3 +28,34 @@ def test_switch_latency_reports_percentiles():
     assert out["switches"] >= 3 and out["ranks_per_switch"] == 2 * out["pes"]
     lat = out["latency_us"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
+
+
+def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
+    out = _bench("benchmarks.shim_cost", "--rounds", "1", "--iterations", "300", "--waits", "12")
+    assert out["pingpong"]["ratio"] > 0 and out["pingpong"]["without_us"] > 0
+    for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms"):
+        wake = out["wakeup"][case]
+        assert 0 <= wake["cpu_share"] <= 1.5
+        assert 0 < wake["wakeup_us"]["p50"] <= wake["wakeup_us"]["p99"]
+
+
+def _experiment(module: str, tmp_path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", module, *args, "--out", str(tmp_path / "run")],
+                          capture_output=True, text=True, timeout=300, check=True)
+    assert (tmp_path / "run" / "summary.json").exists()
+    return done.stdout
+
+
+def test_granularity_experiment_prints_five_cases(tmp_path):
+    lines = _experiment("benchmarks.granularity", tmp_path, "--work", "0.3").splitlines()
+    assert lines[0].split() == ["#", "G", "V", "work", "runtime", "comm", "wait"]
+    assert [line.split()[0] for line in lines[1:6]] == ["1", "2", "3", "4", "5"]
+
+
+def test_fcs_classification_experiment_prints_every_process(tmp_path):
+    out = _experiment("benchmarks.fcs_classification", tmp_path, "--work", "0.4",
+                      "--timeslice", "0.05")
+    rows = [line.split() for line in out.splitlines()[1:] if line.split()[:1] != ["note:"]
+            and not line.startswith("run directory")]
+    assert len(rows) == 2 + 2 + 3 + 1 + 4 + 4
+    assert all(row[-2] in ("INIT_CS", "INIT_DC", "CS", "F", "DC") for row in rows)

@@ -56,6 +56,16 @@ def test_variance_draws_are_per_rank_and_seeded(tmp_path):
     assert targets[0] != pytest.approx(targets[1], rel=0.05)
 
 
+def test_rank_variance_overrides_the_job_variance(tmp_path):
+    common = ("--work", "0.2", "--granularity", "0.1", "--seed", "3")
+    mixed = bsp(2, *common, "--rank-variance", "1:0.5", tmp=tmp_path)
+    calm = bsp(2, *common, "--variance", "0", tmp=tmp_path)
+    wild = bsp(2, *common, "--variance", "0.5", tmp=tmp_path)
+    assert mixed[0]["compute_target_s"] == pytest.approx(calm[0]["compute_target_s"], rel=1e-3)
+    assert mixed[1]["compute_target_s"] == pytest.approx(wild[1]["compute_target_s"], rel=1e-3)
+    assert wild[1]["compute_target_s"] != pytest.approx(calm[1]["compute_target_s"], rel=1e-3)
+
+
 def test_empty_job_does_no_iterations(tmp_path):
     records = bsp(1, "--work", "0", tmp=tmp_path)
     assert records[0]["iterations"] == 0
@@ -64,4 +74,4 @@ def test_empty_job_does_no_iterations(tmp_path):
 def test_bad_option_exits_2():
     done = subprocess.run([sys.executable, "-m", "benchmarks.bsp", "--imbalance", "x"],
                           capture_output=True, text=True, timeout=60)
-    assert done.returncode == 2 and "RANK:FACTOR" in done.stderr
+    assert done.returncode == 2 and "RANK:VALUE" in done.stderr

@@ -1,0 +1,130 @@
+"""The shim's cost and its spin-block behaviour, measured with small MPI programs.
+
+* ``pingpong``: round-trip latency of 8-byte messages between two ranks, with and without the
+  shim preloaded, alternating in the same invocation (the shim busy-polls here, as MPICH does,
+  so the difference is the interposition itself);
+* ``wakeup``: rank 0 waits in a receive while rank 1 sleeps (2-10 ms: short waits; 20-50 ms:
+  a peer descheduled for a while) and then sends its send time; with the shim set to block
+  after 100 us, it reports rank 0's CPU use while waiting (fraction of a core) and the wake-up
+  latency from the send to the receive returning (p50/p99), against MPICH's busy-polling.
+
+Usage: ``python -m benchmarks.shim_cost [--rounds 5] [--iterations 20000] [--waits 300]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+import time
+
+from benchmarks.harness import host
+from testbed.metrics import percentiles
+from testbed.mpi_info import detect_mpi
+from testbed.shim import library_path
+
+
+def pingpong(iterations: int) -> dict[str, float]:
+    """Rank-side: mean round-trip time of 8-byte Send/Recv, microseconds."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    buf = bytearray(8)
+    peer = 1 - comm.Get_rank()
+    for _ in range(iterations // 10):
+        _exchange(comm, buf, peer)
+    comm.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(iterations):
+        _exchange(comm, buf, peer)
+    return {"round_trip_us": (time.perf_counter() - t0) / iterations * 1e6}
+
+
+def _exchange(comm, buf, peer) -> None:  # noqa: ANN001
+    if comm.Get_rank() == 0:
+        comm.Send(buf, peer)
+        comm.Recv(buf, peer)
+    else:
+        comm.Recv(buf, peer)
+        comm.Send(buf, peer)
+
+
+def wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
+    """Rank-side: rank 0's CPU share while waiting and its wake-up latencies."""
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    stamp = bytearray(8)
+    rng = random.Random(1)
+    latency, cpu, wall = [], 0.0, 0.0
+    comm.Barrier()
+    for _ in range(waits):
+        if comm.Get_rank() == 1:
+            time.sleep(rng.uniform(low_ms, high_ms) / 1e3)
+            stamp[:] = time.clock_gettime_ns(time.CLOCK_MONOTONIC).to_bytes(8, "little")
+            comm.Send(stamp, 0)
+        else:
+            c0, w0 = time.process_time(), time.perf_counter()
+            comm.Recv(stamp, 1)
+            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            cpu += time.process_time() - c0
+            wall += time.perf_counter() - w0
+            latency.append((now - int.from_bytes(stamp, "little")) / 1e3)
+    return {"cpu_share": cpu / wall if wall else 0.0, "wakeup_us": percentiles(latency)}
+
+
+def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10") -> dict[str, object]:
+    mpi = detect_mpi()
+    out = subprocess.run([mpi.mpiexec, "-n", "2", *[a for k, v in env.items()
+                                                     for a in ("-genv", k, v)],
+                          sys.executable, "-m", "benchmarks.shim_cost", "--rank", mode,
+                          str(count), sleep_ms], check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out.strip().splitlines()[0])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure and print the figures as JSON (one object)."""
+    p = argparse.ArgumentParser(description="shim cost and spin-block behaviour")
+    p.add_argument("--rounds", type=int, default=5, help="alternations of with/without")
+    p.add_argument("--iterations", type=int, default=20000, help="round trips per ping-pong")
+    p.add_argument("--waits", type=int, default=300, help="waits in the wake-up test")
+    p.add_argument("--rank", nargs=3, metavar=("MODE", "COUNT", "SLEEP"),
+                   help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    if args.rank:
+        from mpi4py import MPI
+
+        count = int(args.rank[1])
+        low, high = (float(x) for x in args.rank[2].split(":"))
+        result = pingpong(count) if args.rank[0] == "pingpong" else wakeup(count, low, high)
+        if MPI.COMM_WORLD.Get_rank() == 0:
+            print(json.dumps(result), flush=True)
+        return 0
+    preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}
+    plain, shimmed = [], []
+    for _ in range(args.rounds):
+        plain.append(_run("pingpong", args.iterations, {})["round_trip_us"])
+        shimmed.append(_run("pingpong", args.iterations, preload)["round_trip_us"])
+    blocking = {**preload, "TESTBED_SPIN": "fixed:0.0001"}
+    result = {
+        "benchmark": "shim_cost", "host": host(),
+        "pingpong": {"without_us": statistics.median(plain),
+                     "with_us": statistics.median(shimmed),
+                     "ratio": statistics.median(shimmed) / statistics.median(plain),
+                     "rounds": args.rounds, "iterations": args.iterations},
+        "wakeup": {"mpich_busy_poll": _run("wakeup", args.waits, {}),
+                   "shim_spin_block_100us": _run("wakeup", args.waits, blocking),
+                   "shim_long_waits_20_50ms": _run("wakeup", max(1, args.waits // 3),
+                                                   blocking, "20:50"),
+                   "waits": args.waits},
+    }
+    print(json.dumps(result, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
