@@ -115,9 +115,11 @@ class NodeManager:
         match msg:
             case Heartbeat():
                 self.policy.heartbeat(msg.jobs, msg.slot)
-                changes = self._classify()
                 stopped, continued = self._apply()
                 latency = self.clock() - msg.sent
+                changes = self._classify()
+                if changes:
+                    self._apply()
                 return [SwitchDone(msg.seq, self.node.index, stopped, continued, latency),
                         *changes]
             case LaunchJob():
