@@ -50,7 +50,8 @@ def test_mix_writes_the_same_file_for_the_same_seed(tmp_path):
 def test_exec_runs_one_mpi_command_and_passes_its_output(tmp_path):
     done = run_testbed("exec", "-n", "2", "--pes", "2", "--out", "x", "--",
                    sys.executable, "-c",
-                   "from mpi4py import MPI; print(f'rank {MPI.COMM_WORLD.Get_rank()}', flush=True)",
+                   "import sys; from mpi4py import MPI; "
+                   "sys.stdout.write(f'rank {MPI.COMM_WORLD.Get_rank()}\\n')",
                    cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert sorted(line for line in done.stdout.splitlines() if line.startswith("rank ")) == \
