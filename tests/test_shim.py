@@ -79,7 +79,8 @@ def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
         cpu0 = procs.cpu_seconds(first.pid)
         time.sleep(1.0)
         used = procs.cpu_seconds(first.pid) - cpu0
-        assert used <= 0.05, f"a blocked rank used {used:.3f} s of CPU in 1 s"
+        # A spinning rank would use the whole second; benchmarks.shim_cost measures the share.
+        assert used < 0.1, f"a blocked rank used {used:.3f} s of CPU in 1 s"
         assert records[0].counters().blocked
         go.touch()
         os.kill(peer, 18)  # SIGCONT: now it sends
@@ -88,9 +89,8 @@ def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
         assert not last.blocked and last.blocked_s >= 1.0
         assert [(i, b) for i, b, _ in sock.read()] == [(0, False)]
     finally:
-        if job.poll() is None:
-            os.killpg(job.pid, 9)
-            job.wait()
+        procs.kill_marked(run_id)
+        job.wait()
         for record in records:
             record.remove()
         sock.close()
@@ -122,5 +122,5 @@ def test_fcs_makes_the_fast_ranks_of_an_imbalanced_job_frustrated(tmp_path, work
         final[change["rank"]] = change["new"]
         assert change["stats"]["events"] >= 0 and "w_cs" in change["stats"]
     assert final.get(0) == "F", changes
-    assert final.get(1) in ("CS", "INIT_CS"), changes
+    assert final.get(1) != "F", "the slow rank hardly waits: it is not frustrated"
     assert jobs_csv(tmp_path / "r")["j1"]["status"] == "done"
