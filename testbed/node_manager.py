@@ -157,7 +157,7 @@ class NodeManager:
             if self.shim is not None and self.events is not None:
                 path = record_path(self.run_id, msg.job, rank)
                 self.records[(msg.job, rank)] = Record.create(
-                    path, len(self.record_keys), rank, self.events.name, self.shim[1])
+                    path, len(self.record_keys), msg.job, rank, self.events.name, self.shim[1])
                 self.record_keys.append((msg.job, rank))
         if msg.run_now:
             self.policy.heartbeat(self.policy.jobs | {msg.job}, self.policy.slot)

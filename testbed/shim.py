@@ -151,7 +151,8 @@ class Record:
         self.c = ffi.cast("struct tb_record *", self._buffer)
 
     @classmethod
-    def create(cls, path: str, record_id: int, rank: int, nm_socket: str, spin: Spin) -> Record:
+    def create(cls, path: str, record_id: int, job: str, rank: int, nm_socket: str,
+               spin: Spin) -> Record:
         """Create the record file (mode 0600, must not exist) and fill in the settings."""
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
@@ -161,8 +162,9 @@ class Record:
             os.close(fd)
         c = record.c
         c.id, c.rank, c.version = record_id, rank, lib.TB_VERSION
-        encoded = nm_socket.encode()[: len(c.nm_socket) - 1]
-        ffi.memmove(c.nm_socket, encoded, len(encoded))
+        for target, text in ((c.nm_socket, nm_socket), (c.job, job)):
+            encoded = text.encode()[: len(target) - 1]
+            ffi.memmove(target, encoded, len(encoded))
         record.set_spin(spin)
         c.magic = lib.TB_MAGIC
         return record

@@ -13,7 +13,7 @@ from conftest import PROGRAMS, events, jobs_csv, run_testbed
 
 from testbed import procs
 from testbed.mpi_info import detect_mpi
-from testbed.shim import EventSocket, Record, Spin, library_path, mpicc, record_path
+from testbed.shim import EventSocket, Record, Spin, ffi, library_path, mpicc, record_path
 
 
 def _shim_ranks(run_dir):
@@ -59,8 +59,9 @@ def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
     run_id = f"t{uuid.uuid4().hex[:8]}"
     sock = EventSocket(f"testbed-{run_id}-nm0")
     spin = Spin("fixed", fixed_s=0.001)
-    records = [Record.create(record_path(run_id, "j1", r), r, r, sock.name, spin)
+    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, sock.name, spin)
                for r in (0, 1)]
+    assert ffi.string(records[1].c.job) == b"j1" and records[1].c.rank == 1
     go = tmp_path / "go"
     env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
     job = subprocess.Popen([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",

@@ -17,6 +17,7 @@ struct tb_record {
     int32_t rank;
     int32_t pid;              /* set by the shim when it attaches */
     int32_t attached;         /* 1 once a shim uses this record */
+    char job[32];             /* the job's id in the run */
     char nm_socket[96];       /* abstract Unix datagram socket name of the node manager */
     /* written by the node manager */
     int32_t coscheduled;      /* 1 while the process is scheduled coscheduled (CS or F) */
