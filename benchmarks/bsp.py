@@ -5,12 +5,15 @@ Every rank loops ``iterations`` times over three phases:
 1. compute for ``w * (1 + V * u)`` seconds of *CPU time*, ``u`` uniform in [-1, 1]
    (a stopped rank makes no progress);
 2. write ``B`` blocks of 1 KB synchronously (``O_DSYNC``) to a per-rank scratch file;
-3. exchange 4 KB messages: ``none``, ``nn`` (both ring neighbours) or ``aa`` (every peer).
+3. exchange 4 KB messages: ``none``, ``nn`` (both ring neighbours) or ``aa`` (every peer);
+4. with ``--mem-mb``, make ``--accesses`` steps of a fractal memory walk over an array of that
+   size (MEMORY §4.1: jumps with Pr[X > u] = u^-theta, one byte written per step, cells of
+   ``--stride`` bytes); the array is touched once at start so all of it is resident.
 
-One iteration lasts ``G * T`` seconds on a dedicated machine: the cost of one exchange and one
-I/O block is calibrated at start-up and subtracted from the iteration length to give ``w``, so a
-dedicated run takes about ``W`` seconds.  Each rank reports one JSON record; rank 0 writes them
-all, one line each, to ``--stats`` or to stdout.
+One iteration lasts ``G * T`` seconds on a dedicated machine: the cost of one exchange, one I/O
+block and one iteration's walk is calibrated at start-up and subtracted from the iteration
+length to give ``w``, so a dedicated run without paging takes about ``W`` seconds.  Each rank
+reports one JSON record; rank 0 writes them all, one line each, to ``--stats`` or to stdout.
 
 Run standalone: ``mpiexec -n 4 python -m benchmarks.bsp --work 2 --pattern aa``.
 """
@@ -97,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="RANK:FACTOR", help="that rank computes FACTOR times as much")
     p.add_argument("--rank-variance", type=_rank_variance, action="append", default=[],
                    metavar="RANK:V", help="that rank's variance instead of --variance")
+    p.add_argument("--mem-mb", type=_non_negative, default=0.0,
+                   help="MiB of memory each rank walks over (0: no walk)")
+    p.add_argument("--theta", type=float, default=1.5,
+                   help="locality of the walk, 1 (least) to 2 (most)")
+    p.add_argument("--accesses", type=int, default=100000, help="walk steps per iteration")
+    p.add_argument("--stride", type=int, default=1024, help="bytes per walk cell")
     p.add_argument("--seed", type=int, default=0, help="seed of the per-rank PRNG streams")
     p.add_argument("--stats", help="file for the JSON records (default: stdout)")
     p.add_argument("--scratch-dir", default=None, help="where the per-rank I/O files go")
@@ -115,10 +124,12 @@ class RankRecord:
     compute_s: float
     comm_s: float
     io_s: float
+    walk_s: float
     cpu_s: float
     wall_s: float
     calib_exchange_s: float
     calib_io_block_s: float
+    calib_walk_s: float
     minor_faults: int
     major_faults: int
     peak_rss_kib: int
@@ -203,16 +214,26 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
     cpu_started = time.process_time()
     exchange = Exchange(comm, args.pattern)
     scratch = ScratchFile(args.scratch_dir, rank) if args.io_blocks > 0 else None
+    walk = None
+    if args.mem_mb > 0:
+        from testbed.walk import Walk
+
+        walk = Walk(args.mem_mb, args.theta, args.stride, args.seed * 65537 + rank)
     try:
         exchange_s, io_block_s = calibrate(comm, exchange, scratch)
+        walk_cost = 0.0
+        if walk is not None:
+            t0 = time.perf_counter()
+            walk.run(args.accesses)
+            walk_cost = time.perf_counter() - t0
         slot = args.granularity * args.timeslice
         iterations = max(1, round(args.work / slot)) if args.work > 0 else 0
         length = args.work / iterations if iterations else 0.0
-        base = max(0.0, length - exchange_s - args.io_blocks * io_block_s)
+        base = max(0.0, length - exchange_s - args.io_blocks * io_block_s - walk_cost)
         factor = dict(args.imbalance).get(rank, 1.0)
         variance = dict(args.rank_variance).get(rank, args.variance)
         prng = random.Random(f"{args.seed}/{rank}")
-        compute_target = compute_s = comm_s = io_s = 0.0
+        compute_target = compute_s = comm_s = io_s = walk_s = 0.0
         for _ in range(iterations):
             amount = base * factor * (1.0 + variance * (2.0 * prng.random() - 1.0))
             t0 = time.perf_counter()
@@ -223,21 +244,27 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
             t2 = time.perf_counter()
             exchange.run()
             t3 = time.perf_counter()
+            if walk is not None:
+                walk.run(args.accesses)
+            t4 = time.perf_counter()
             compute_target += amount
             compute_s += t1 - t0
             io_s += t2 - t1
             comm_s += t3 - t2
+            walk_s += t4 - t3
     finally:
         if scratch is not None:
             scratch.close()
+        if walk is not None:
+            walk.close()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return RankRecord(
         rank=rank, size=size, iterations=iterations, work_s=args.work,
         compute_target_s=round(compute_target, 6), compute_s=round(compute_s, 6),
-        comm_s=round(comm_s, 6), io_s=round(io_s, 6),
+        comm_s=round(comm_s, 6), io_s=round(io_s, 6), walk_s=round(walk_s, 6),
         cpu_s=round(time.process_time() - cpu_started, 6),
         wall_s=round(time.perf_counter() - started, 6),
-        calib_exchange_s=exchange_s, calib_io_block_s=io_block_s,
+        calib_exchange_s=exchange_s, calib_io_block_s=io_block_s, calib_walk_s=walk_cost,
         minor_faults=usage.ru_minflt, major_faults=usage.ru_majflt, peak_rss_kib=usage.ru_maxrss,
     )
 
@@ -266,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
+    if args.mem_mb > 0 and not (1.0 <= args.theta <= 2.0 and args.accesses >= 0
+                                and args.stride >= 1):
+        if comm.Get_rank() == 0:
+            print("bsp: need 1 <= --theta <= 2, --accesses >= 0, --stride >= 1", file=sys.stderr)
+        return 2
     if any(r >= comm.Get_size() for r, _ in args.imbalance + args.rank_variance):
         if comm.Get_rank() == 0:
             print(f"bsp: a RANK is >= the job size {comm.Get_size()}", file=sys.stderr)

@@ -1,8 +1,7 @@
 """The spin-block shim: building the preload library, and its shared records through cffi.
 
 The library (``testbed/native/shim.c``) is compiled with the ``mpicc`` of the MPI that mpi4py
-loads, once per MPI library and source version, into ``testbed/native/build/`` (or
-``~/.cache/testbed/`` when the package directory is read-only).  ``scripts/demo`` and
+loads, once per MPI library and source version (see ``testbed.build``).  ``scripts/demo`` and
 ``scripts/test`` build it during set-up; any other use builds it on first need.
 
 Each rank of a job run with the shim has a record, ``/dev/shm/testbed-RUN-JOB-RANK`` (mode
@@ -13,22 +12,20 @@ C header ``shim_record.h``, which cffi reads too, so the two cannot drift apart.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import mmap
 import os
 import shutil
 import socket
 import struct
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import cffi
 
+from testbed import build
 from testbed.mpi_info import MpiInfo
 
-NATIVE = Path(__file__).parent / "native"
+NATIVE = build.NATIVE
 HEADER = NATIVE / "shim_record.h"
 SOURCE = NATIVE / "shim.c"
 RECORD_PREFIX = "/dev/shm/testbed-"
@@ -56,50 +53,15 @@ def mpicc(mpi: MpiInfo) -> str:
     raise ShimBuildError("no mpicc found beside mpiexec or on PATH (set MPICC)")
 
 
-def _tag(mpi: MpiInfo) -> str:
-    digest = hashlib.sha256(SOURCE.read_bytes() + HEADER.read_bytes())
-    digest.update(f"{mpi.library}\0{mpi.version}".encode())
-    return digest.hexdigest()[:12]
-
-
-def _build_dirs() -> list[Path]:
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed"
-    return [NATIVE / "build", cache]
-
-
 def library_path(mpi: MpiInfo, rebuild: bool = False) -> Path:
     """The shim library for ``mpi``, compiled first if needed (or if ``rebuild``)."""
-    name = f"libtestbed_shim-{_tag(mpi)}.so"
-    if not rebuild:
-        for directory in _build_dirs():
-            if (directory / name).exists():
-                return directory / name
-    errors = []
-    for directory in _build_dirs():
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            return _compile(mpi, directory, name)
-        except PermissionError as err:
-            errors.append(f"{directory}: {err.strerror}")
-    raise ShimBuildError("no writable directory for the shim: " + "; ".join(errors))
-
-
-def _compile(mpi: MpiInfo, directory: Path, name: str) -> Path:
-    target = directory / name
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if target.exists():
-            return target
-        tmp = directory / f".{name}.{os.getpid()}"
-        argv = [mpicc(mpi), "-O2", "-fPIC", "-shared", "-Wall", "-o", str(tmp), str(SOURCE),
-                "-lm"]
-        done = subprocess.run(argv, capture_output=True, text=True)
-        if done.returncode != 0:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            raise ShimBuildError(f"compiling the shim failed:\n{' '.join(argv)}\n{done.stderr}")
-        os.replace(tmp, target)
-    return target
+    try:
+        return build.library("testbed_shim", [SOURCE],
+                             [mpicc(mpi), "-O2", "-fPIC", "-shared", "-Wall"],
+                             depends=f"{mpi.library}\0{mpi.version}\0{HEADER.read_text()}",
+                             rebuild=rebuild)
+    except build.BuildError as err:
+        raise ShimBuildError(str(err)) from None
 
 
 def record_path(run_id: str, job: str, rank: int) -> str:

@@ -13,8 +13,8 @@ import pytest
 from testbed.mpi_info import detect_mpi
 
 FIELDS = {"rank", "size", "iterations", "work_s", "compute_target_s", "compute_s", "comm_s",
-          "io_s", "cpu_s", "wall_s", "calib_exchange_s", "calib_io_block_s", "minor_faults",
-          "major_faults", "peak_rss_kib"}
+          "io_s", "walk_s", "cpu_s", "wall_s", "calib_exchange_s", "calib_io_block_s",
+          "calib_walk_s", "minor_faults", "major_faults", "peak_rss_kib"}
 
 
 def bsp(n: int, *args: str, tmp: Path) -> list[dict]:
@@ -64,6 +64,15 @@ def test_rank_variance_overrides_the_job_variance(tmp_path):
     assert mixed[0]["compute_target_s"] == pytest.approx(calm[0]["compute_target_s"], rel=1e-3)
     assert mixed[1]["compute_target_s"] == pytest.approx(wild[1]["compute_target_s"], rel=1e-3)
     assert wild[1]["compute_target_s"] != pytest.approx(calm[1]["compute_target_s"], rel=1e-3)
+
+
+def test_memory_walk_is_resident_and_timed(tmp_path):
+    plain = bsp(1, "--work", "0.2", tmp=tmp_path)[0]
+    walked = bsp(1, "--work", "0.2", "--mem-mb", "48", "--theta", "1", "--accesses", "20000",
+                 tmp=tmp_path)[0]
+    assert walked["walk_s"] > 0 and walked["calib_walk_s"] > 0 and plain["walk_s"] == 0
+    assert walked["peak_rss_kib"] - plain["peak_rss_kib"] >= 45 * 1024
+    assert walked["minor_faults"] - plain["minor_faults"] >= 48 * 256 * 0.9
 
 
 def test_empty_job_does_no_iterations(tmp_path):

@@ -1,0 +1,70 @@
+"""Compiling the testbed's small C libraries (the shim, the memory walk) once, on first need.
+
+A library is built into ``testbed/native/build/`` (or ``~/.cache/testbed/`` when the package
+directory is read-only) under a name tagged with a hash of its sources and whatever else it
+depends on, so a changed source or a different MPI gets a fresh build.  Concurrent builders
+take turns on a lock file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import subprocess
+from pathlib import Path
+
+NATIVE = Path(__file__).parent / "native"
+
+
+class BuildError(RuntimeError):
+    """A library could not be compiled; the message carries the compiler's output."""
+
+
+def _dirs() -> list[Path]:
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed"
+    return [NATIVE / "build", cache]
+
+
+def library(name: str, sources: list[Path], argv: list[str], depends: str = "",
+            rebuild: bool = False) -> Path:
+    """Path of ``lib<name>-<tag>.so`` built from ``sources``, compiling it first if needed.
+
+    ``argv`` is the compiler command without output and sources; ``depends`` is extra text
+    (e.g. the MPI library and version) that also selects the build.
+    """
+    digest = hashlib.sha256(depends.encode())
+    for source in sources:
+        digest.update(source.read_bytes())
+    filename = f"lib{name}-{digest.hexdigest()[:12]}.so"
+    if not rebuild:
+        for directory in _dirs():
+            if (directory / filename).exists():
+                return directory / filename
+    problems = []
+    for directory in _dirs():
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            return _compile(directory, filename, sources, argv, rebuild)
+        except PermissionError as err:
+            problems.append(f"{directory}: {err.strerror}")
+    raise BuildError(f"no writable directory for lib{name}: " + "; ".join(problems))
+
+
+def _compile(directory: Path, filename: str, sources: list[Path], argv: list[str],
+             rebuild: bool) -> Path:
+    target = directory / filename
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.exists() and not rebuild:
+            return target
+        tmp = directory / f".{filename}.{os.getpid()}"
+        command = [*argv, "-o", str(tmp), *map(str, sources), "-lm"]
+        done = subprocess.run(command, capture_output=True, text=True)
+        if done.returncode != 0:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise BuildError(f"compiling failed:\n{' '.join(command)}\n{done.stderr}")
+        os.replace(tmp, target)
+    return target
