@@ -246,12 +246,11 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
             t3 = time.perf_counter()
             if walk is not None:
                 walk.run(args.accesses)
-            t4 = time.perf_counter()
+                walk_s += time.perf_counter() - t3
             compute_target += amount
             compute_s += t1 - t0
             io_s += t2 - t1
             comm_s += t3 - t2
-            walk_s += t4 - t3
     finally:
         if scratch is not None:
             scratch.close()

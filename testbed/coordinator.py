@@ -30,12 +30,12 @@ from testbed.eventlog import EventLog
 from testbed.machine import Machine
 from testbed.messages import (
     Heartbeat,
+    JobCounters,
     KillJob,
     LaunchFailure,
     LaunchJob,
     PidInfo,
     Release,
-    ShimCounters,
     Shutdown,
     SwitchDone,
     Termination,
@@ -83,6 +83,7 @@ class Coordinator:
                 self.selector.register(nm.events, selectors.EVENT_READ,
                                        functools.partial(self._shim_events, nm))
         self.log: EventLog | None = None
+        self.swap_at_start: dict[str, tuple[int, int]] = {}
         self.deadlines: dict[str, float] = {}
         self.limits: dict[str, float] = {}
         self.last_slot: int | None = None
@@ -167,11 +168,17 @@ class Coordinator:
                     self.log.emit("limit", now, job=job, limit=self.limits[job])
                     self._broadcast(KillJob(job, "timeout"))
             awaiting = False
+            memory: dict[str, dict[str, int]] = {}
             for nm in self.nms:
                 for info in nm.discover():
                     self._pids(info)
-                nm.sample_cpu()
+                for job, values in nm.sample().items():
+                    totals = memory.setdefault(job, dict.fromkeys(values, 0))
+                    for key, value in values.items():
+                        totals[key] += value
                 awaiting = awaiting or nm.awaiting_pids()
+            for job, values in memory.items():
+                self.log.emit("memory", now, job=job, **values)
             if not pending and not self.policy.queue and not self.policy.matrix.placed:
                 return
             wake_at = min([next_tick, *self.deadlines.values(),
@@ -213,6 +220,7 @@ class Coordinator:
         if spec.is_bsp:
             argv = (*argv, "--stats", str(jobs_dir / f"{spec.id}.stats.jsonl"))
         now = self.clock()
+        self.swap_at_start[spec.id] = procs.swap_pages()
         self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
                       cpus=[self.machine.cpus[pe] for pe in action.pes])
         limit = spec.limit if spec.limit is not None else self.job_timeout
@@ -230,7 +238,7 @@ class Coordinator:
                                            functools.partial(self._reaped, nm, job))
         for reply in replies:
             if isinstance(reply, LaunchFailure):
-                self._ended(Termination(reply.job, "failed", None, reply.reason, 0.0))
+                self._ended(Termination(reply.job, "failed", None, reply.reason))
 
     def _heartbeat(self, action: Run, due: float | None) -> None:
         assert self.log is not None
@@ -275,11 +283,19 @@ class Coordinator:
         self.selector.unregister(fd)
         self._ended(nm.reap(job))
 
-    def _ended(self, term: Termination) -> None:
+    def _finish_event(self, term: Termination, status: str) -> float:
         assert self.log is not None
         now = self.clock()
-        self.log.emit("finish", now, job=term.job, status=term.status, exit_code=term.exit_code,
-                      reason=term.reason, cpu_s=round(term.cpu_s, 3))
+        swap_in, swap_out = procs.swap_pages()
+        start_in, start_out = self.swap_at_start.pop(term.job, (swap_in, swap_out))
+        self.log.emit("finish", now, job=term.job, status=status, exit_code=term.exit_code,
+                      reason=term.reason, swap_in=swap_in - start_in,
+                      swap_out=swap_out - start_out)
+        return now
+
+    def _ended(self, term: Termination) -> None:
+        assert self.log is not None
+        now = self._finish_event(term, term.status)
         stats = self.run_dir / "jobs" / f"{term.job}.stats.jsonl"
         if stats.exists():
             records = [json.loads(line) for line in stats.read_text().splitlines() if line]
@@ -287,12 +303,16 @@ class Coordinator:
         self.deadlines.pop(term.job, None)
         self.limits.pop(term.job, None)
         self.killing.discard(term.job)
-        counters = {rank: values for reply in self._broadcast(Release(term.job))
-                    if isinstance(reply, ShimCounters) for rank, values in reply.ranks.items()}
-        if counters:
-            self.log.emit("shim", now, job=term.job,
-                          ranks={str(rank): counters[rank] for rank in sorted(counters)})
+        self._release(term.job, now)
         self._apply(self.policy.finish(term.job, now))
+
+    def _release(self, job: str, now: float) -> None:
+        assert self.log is not None
+        counters = {rank: values for reply in self._broadcast(Release(job))
+                    if isinstance(reply, JobCounters) for rank, values in reply.ranks.items()}
+        if counters:
+            self.log.emit("counters", now, job=job,
+                          ranks={str(rank): counters[rank] for rank in sorted(counters)})
 
     def _broadcast(self, msg: object) -> list[object]:
         return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore[arg-type]
@@ -313,7 +333,8 @@ class Coordinator:
                 ready.register(fd, selectors.EVENT_READ)
                 ready.select(max(0.0, deadline - time.monotonic()))
                 ready.close()
-                self._log_unfinished(nm.reap(job))
+                term = nm.reap(job)
+                self._release(job, self._finish_event(term, "killed"))
         swept = procs.kill_marked(self.run_id)
         procs.reap_orphans(keep=set())
         for nm in self.nms:
@@ -322,8 +343,3 @@ class Coordinator:
             nm.close()
         shim.remove_run_records(self.run_id)
         self.log.emit("run_end", self.clock(), status=status, swept=swept)
-
-    def _log_unfinished(self, term: Termination) -> None:
-        assert self.log is not None
-        self.log.emit("finish", self.clock(), job=term.job, status="killed",
-                      exit_code=term.exit_code, reason=term.reason, cpu_s=round(term.cpu_s, 3))

@@ -51,13 +51,12 @@ class LaunchFailure:
 
 @dataclass(frozen=True)
 class Termination:
-    """NM -> MM: the job's launcher exited; ``status`` is done, failed or timeout."""
+    """NM -> MM: the job's launcher exited; ``status`` is done, failed, timeout or killed."""
 
     job: str
     status: str
     exit_code: int | None
     reason: str
-    cpu_s: float
 
 
 @dataclass(frozen=True)
@@ -76,11 +75,12 @@ class Release:
 
 
 @dataclass(frozen=True)
-class ShimCounters:
-    """NM -> MM, in answer to ``Release``: the final shim counters of its ranks of a job."""
+class JobCounters:
+    """NM -> MM, in answer to ``Release``: each local rank's last sampled CPU seconds, faults
+    and peak RSS (KiB), and its final shim counters under ``shim`` when it had the shim."""
 
     job: str
-    ranks: dict[int, dict[str, float | int | bool]]
+    ranks: dict[int, dict[str, object]]
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,12 @@ class JobRow:
     reason: str = ""
     cpu_s: float | None = None
     comm_wait_s: float | None = None
+    minor_faults: int | None = None
+    major_faults: int | None = None
+    peak_rss_kib: int | None = None
+    swap_in: int | None = None
+    swap_out: int | None = None
+    measured_by_benchmark: bool = False
     wait: float | None = None
     runtime: float | None = None
     response: float | None = None
@@ -76,14 +82,25 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
         elif kind == "finish":
             row = rows[ev["job"]]
             row.end, row.status, row.exit_code = ev["t"], ev["status"], ev["exit_code"]
-            row.reason, row.cpu_s = ev["reason"], ev["cpu_s"]
+            row.reason, row.swap_in, row.swap_out = ev["reason"], ev["swap_in"], ev["swap_out"]
         elif kind == "stats":
-            ranks = ev["ranks"]
-            rows[ev["job"]].cpu_s = round(sum(r["cpu_s"] for r in ranks), 6)
-            rows[ev["job"]].comm_wait_s = round(statistics.fmean(r["comm_s"] for r in ranks), 6)
+            _usage(rows[ev["job"]], ev["ranks"])
+            rows[ev["job"]].comm_wait_s = round(statistics.fmean(r["comm_s"] for r in
+                                                                 ev["ranks"]), 6)
+            rows[ev["job"]].measured_by_benchmark = True
+        elif kind == "counters" and not rows[ev["job"]].measured_by_benchmark:
+            _usage(rows[ev["job"]], list(ev["ranks"].values()))
     for row in rows.values():
         row.finalize(compress)
     return list(rows.values())
+
+
+def _usage(row: JobRow, ranks: list[dict[str, Any]]) -> None:
+    """CPU seconds and faults summed over ranks; peak RSS of the largest rank."""
+    row.cpu_s = round(sum(r["cpu_s"] for r in ranks), 6)
+    row.minor_faults = sum(r["minor_faults"] for r in ranks)
+    row.major_faults = sum(r["major_faults"] for r in ranks)
+    row.peak_rss_kib = max(r["peak_rss_kib"] for r in ranks)
 
 
 def _stats(values: list[float]) -> dict[str, float | None]:
@@ -128,6 +145,9 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
         "makespan": makespan,
         "utilization": cpu / (pes * makespan) if makespan > 0 else None,
         "cpu_s": cpu,
+        "major_faults": sum(r.major_faults or 0 for r in rows),
+        "swap_in": sum(r.swap_in or 0 for r in rows),
+        "swap_out": sum(r.swap_out or 0 for r in rows),
         "switches": len(switches),
         "switch_latency_us": percentiles(switches),
         "oversubscribed": start["config"]["machine"]["oversubscribed"],

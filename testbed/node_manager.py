@@ -27,12 +27,12 @@ from testbed import procs
 from testbed.machine import Machine, Node
 from testbed.messages import (
     Heartbeat,
+    JobCounters,
     KillJob,
     LaunchFailure,
     LaunchJob,
     PidInfo,
     Release,
-    ShimCounters,
     Shutdown,
     SwitchDone,
     Termination,
@@ -40,7 +40,7 @@ from testbed.messages import (
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
 from testbed.shim import EventSocket, Record, Spin, record_path
 
-CPU_SAMPLE_INTERVAL = 0.5
+SAMPLE_INTERVAL = 0.5
 Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown
 
 
@@ -52,7 +52,21 @@ class Rank:
     pe: int
     pid: int
     pidfd: int
-    cpu_s: float = 0.0
+    last: procs.Usage | None = None
+    peak_rss_kib: int = 0
+
+    def sample(self) -> None:
+        """Read the process's usage from /proc (kept when it is gone)."""
+        now = procs.usage(self.pid)
+        if now is not None:
+            self.last = now
+            self.peak_rss_kib = max(self.peak_rss_kib, now.rss_kib)
+
+    def counters(self) -> dict[str, object]:
+        """The last sample as JSON-ready fields."""
+        last = self.last or procs.Usage(0.0, 0, 0, 0)
+        return {"cpu_s": round(last.cpu_s, 3), "minor_faults": last.minor_faults,
+                "major_faults": last.major_faults, "peak_rss_kib": self.peak_rss_kib}
 
 
 @dataclass
@@ -215,6 +229,7 @@ class NodeManager:
                 continue
             pe = job.local_pes[rank]
             job.ranks[rank] = Rank(rank, pe, pid, pidfd)
+            job.ranks[rank].sample()
             if (name, rank) not in self.active:
                 procs.send(pidfd, signal.SIGSTOP)
             procs.pin(pid, self.machine.cpus[pe])
@@ -267,17 +282,23 @@ class NodeManager:
             self._apply()
         return changes
 
-    def sample_cpu(self) -> None:
-        """Refresh the CPU seconds of every rank (at most every ``CPU_SAMPLE_INTERVAL`` s)."""
+    def sample(self) -> dict[str, dict[str, int]]:
+        """Every ``SAMPLE_INTERVAL`` s, read the usage of every rank; return, per job with
+        ranks here, their summed RSS (KiB) and faults ({} between samples)."""
         now = self.clock()
-        if now - self.last_sample < CPU_SAMPLE_INTERVAL:
-            return
+        if now - self.last_sample < SAMPLE_INTERVAL:
+            return {}
         self.last_sample = now
+        memory = {}
         for job in self.jobs.values():
             for rank in job.ranks.values():
-                cpu = procs.cpu_seconds(rank.pid)
-                if cpu is not None:
-                    rank.cpu_s = cpu
+                rank.sample()
+            samples = [r.last for r in job.ranks.values() if r.last is not None]
+            if samples:
+                memory[job.job] = {"rss_kib": sum(u.rss_kib for u in samples),
+                                   "minor_faults": sum(u.minor_faults for u in samples),
+                                   "major_faults": sum(u.major_faults for u in samples)}
+        return memory
 
     def _kill(self, name: str, reason: str) -> None:
         job = self.jobs.get(name)
@@ -305,16 +326,15 @@ class NodeManager:
         procs.reap_orphans(keep=self._popen_pids())
         if code != 0:
             procs.unlink_all(procs.orphan_segments(since=job.launched_epoch - 1.0))
-        cpu = sum(r.cpu_s for r in job.ranks.values())
         if job.kill_reason == "timeout":
-            return Termination(name, "timeout", code, "killed: ran past its limit", cpu)
+            return Termination(name, "timeout", code, "killed: ran past its limit")
         if job.kill_reason is not None:
-            return Termination(name, "killed", code, f"killed: {job.kill_reason}", cpu)
+            return Termination(name, "killed", code, f"killed: {job.kill_reason}")
         if code == 0:
-            return Termination(name, "done", 0, "", cpu)
+            return Termination(name, "done", 0, "")
         what = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         detail = _last_line(job.stderr_path)
-        return Termination(name, "failed", code, f"{what}: {detail}" if detail else what, cpu)
+        return Termination(name, "failed", code, f"{what}: {detail}" if detail else what)
 
     def _popen_pids(self) -> set[int]:
         return {j.popen.pid for j in self.jobs.values() if j.popen is not None}
@@ -327,11 +347,12 @@ class NodeManager:
             os.close(rank.pidfd)
         self.policy.remove(name)
         self.active = {k: v for k, v in self.active.items() if k[0] != name}
-        keys = [k for k in self.records if k[0] == name]
-        counters = {k[1]: self.records[k].counters().as_dict() for k in keys}
-        for key in keys:
-            self.records.pop(key).remove()
-        return [ShimCounters(name, counters)] if counters else []
+        counters = {rank.rank: rank.counters() for rank in job.ranks.values()}
+        for key in [k for k in self.records if k[0] == name]:
+            record = self.records.pop(key)
+            counters.setdefault(key[1], {})["shim"] = record.counters().as_dict()
+            record.remove()
+        return [JobCounters(name, counters)] if counters else []
 
     def close(self) -> None:
         """Remove what is left of the records and close the event socket."""

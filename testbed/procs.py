@@ -12,11 +12,13 @@ import ctypes
 import os
 import signal
 import time
+from dataclasses import dataclass
 
 MARKER = "TESTBED_RUN"
 SHM_PREFIX = "/dev/shm/"
 MPI_SEGMENT_PREFIXES = ("mpich_shm_", "ucx_shm_posix_")
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+_PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 _PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -48,15 +50,43 @@ def read_environ(pid: int) -> dict[str, str]:
     return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` from ``/proc/<pid>/stat`` (None when gone)."""
+@dataclass(frozen=True)
+class Usage:
+    """What ``/proc/<pid>/stat`` says of a process: CPU seconds, faults, resident KiB."""
+
+    cpu_s: float
+    minor_faults: int
+    major_faults: int
+    rss_kib: int
+
+
+def usage(pid: int) -> Usage | None:
+    """CPU seconds (user + system), minor and major faults and RSS of ``pid``; None when gone."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
     fields = data[data.rindex(b")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+    return Usage((int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, int(fields[7]),
+                 int(fields[9]), int(fields[21]) * _PAGE_KIB)
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of ``pid`` (None when gone)."""
+    sample = usage(pid)
+    return None if sample is None else sample.cpu_s
+
+
+def swap_pages() -> tuple[int, int]:
+    """The machine's pages swapped in and out since boot (``/proc/vmstat``)."""
+    counts = {}
+    with open("/proc/vmstat") as f:
+        for line in f:
+            key, _, value = line.partition(" ")
+            if key in ("pswpin", "pswpout"):
+                counts[key] = int(value)
+    return counts.get("pswpin", 0), counts.get("pswpout", 0)
 
 
 def state(pid: int) -> str | None:

@@ -15,7 +15,7 @@ from testbed.metrics import GROUPS, METRICS, job_rows, summarize
 
 CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "response", "work",
               "slowdown", "bounded_slowdown", "group", "status", "exit_code", "reason", "cpu_s",
-              "comm_wait_s")
+              "comm_wait_s", "minor_faults", "major_faults", "peak_rss_kib", "swap_in", "swap_out")
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -19,8 +19,8 @@ from testbed.shim import EventSocket, Record, Spin, ffi, library_path, mpicc, re
 def _shim_ranks(run_dir):
     ranks = {}
     for e in events(run_dir):
-        if e["event"] == "shim":
-            ranks.update(e["ranks"])
+        if e["event"] == "counters":
+            ranks.update({rank: values["shim"] for rank, values in e["ranks"].items()})
     return ranks
 
 
