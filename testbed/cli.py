@@ -1,8 +1,9 @@
 """The ``testbed`` command: a registry of subcommands.
 
 Exit codes: 0 success; 1 a job or run failed; 2 bad input (nothing run, no run directory made);
-3 no usable MPI (or the shim cannot be built); 130 the run was interrupted (its partial results
-are kept and say so).
+3 no usable MPI (or the shim cannot be built); 4 the machine cannot provide what was asked
+(node memory limits or swap without root or cgroups); 130 the run was interrupted (its partial
+results are kept and say so).
 """
 
 from __future__ import annotations
@@ -18,18 +19,29 @@ from pathlib import Path
 from typing import Any
 
 from testbed import __version__, shim
-from testbed.coordinator import Coordinator
+from testbed.coordinator import Coordinator, new_run_id
 from testbed.eventlog import read_events
 from testbed.machine import Machine, build_machine
+from testbed.memory import (
+    MemorySetupError,
+    NodeCgroups,
+    SwapFile,
+    memory_hierarchy,
+    parse_size,
+    remove_cgroup,
+    remove_swap,
+)
 from testbed.metrics import job_rows
 from testbed.mix import MixParams, generate_mix
-from testbed.mpi_info import MpiNotFound, detect_mpi
+from testbed.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.policies import POLICIES, make_policy
 from testbed.report import format_table, run_dirs, write_results
 from testbed.workload import JobSpec, Workload, WorkloadError, load_workload
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_MPI = 3
+EXIT_UNAVAILABLE = 4
+SWAP_DIR = Path("/var/tmp")
 EXIT_INTERRUPTED = 130
 
 
@@ -47,6 +59,10 @@ def _scheduler_options(p: argparse.ArgumentParser) -> None:
                    help="kill a job after this many seconds of runtime (limit= on a line wins)")
     p.add_argument("--spin", type=float, default=None,
                    help="shim spin time, seconds: fixed for ics, MAX_spin for fcs (0.0005)")
+    p.add_argument("--node-mem", default=None, metavar="SIZE",
+                   help="memory limit of each emulated node, e.g. 512M (root, cgroups)")
+    p.add_argument("--swap", default=None, metavar="SIZE",
+                   help="make a swap file of SIZE for the run and remove it after (root)")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
@@ -62,6 +78,18 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
         raise UsageError(f"--job-timeout must be > 0, got {args.job_timeout}")
     if args.spin is not None and args.spin < 0:
         raise UsageError(f"--spin must be >= 0, got {args.spin}")
+    for option in ("node_mem", "swap"):
+        if getattr(args, option) is not None:
+            try:
+                setattr(args, f"{option}_bytes", parse_size(getattr(args, option)))
+            except ValueError as err:
+                raise UsageError(f"--{option.replace('_', '-')}: {err}") from None
+    if args.node_mem is not None:
+        if os.geteuid() != 0:
+            raise MemorySetupError("--node-mem needs root (memory cgroups)")
+        memory_hierarchy()
+    if args.swap is not None and os.geteuid() != 0:
+        raise MemorySetupError("--swap needs root (swapon)")
     try:
         return build_machine(args.pes, args.nodes)
     except ValueError as err:
@@ -80,6 +108,26 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
              run_dir: Path) -> tuple[str, dict[str, Any]]:
     mpl = 1 if scheduler == "fcfs" else args.mpl
     mpi = detect_mpi()
+    run_id = new_run_id()
+    node_memory = swap = None
+    try:
+        if args.swap is not None:
+            swap = SwapFile(SWAP_DIR / f"testbed-{run_id}.swap", args.swap_bytes)
+        if args.node_mem is not None:
+            node_memory = NodeCgroups(run_id, len(machine.nodes), args.node_mem_bytes)
+        return _run_coordinator(workload, scheduler, mpl, machine, mpi, args, run_dir, run_id,
+                                node_memory, swap)
+    finally:
+        if node_memory is not None:
+            remove_cgroup(str(node_memory.base))
+        if swap is not None:
+            remove_swap(str(swap.path))
+
+
+def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Machine,
+                     mpi: MpiInfo, args: argparse.Namespace, run_dir: Path, run_id: str,
+                     node_memory: NodeCgroups | None,
+                     swap: SwapFile | None) -> tuple[str, dict[str, Any]]:
     policy = make_policy(scheduler, machine.pes, mpl, args.timeslice, args.allocator, args.spin)
     library = shim.library_path(mpi) if policy.uses_shim else None
     config = {
@@ -90,11 +138,13 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
         "machine": machine.describe(), "mpi": mpi.describe(),
         "shim": {"library": str(library), "spin": dataclasses.asdict(policy.spin)}
         if library and policy.spin else None,
+        "node_memory": node_memory.describe() if node_memory else None,
+        "swap": swap.describe() if swap else None,
         "testbed": __version__, "python": platform.python_version(),
         "kernel": platform.release(), "argv": sys.argv,
     }
     coordinator = Coordinator(workload, policy, machine, mpi, run_dir, config, args.job_timeout,
-                              library)
+                              library, node_memory, swap, run_id)
     status = coordinator.run()
     return status, write_results(run_dir)
 
@@ -280,6 +330,9 @@ def main(argv: list[str] | None = None) -> int:
     except (MpiNotFound, shim.ShimBuildError) as err:
         print(f"testbed: {err}", file=sys.stderr)
         return EXIT_NO_MPI
+    except MemorySetupError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from typing import Any
 from testbed import procs, shim
 from testbed.eventlog import EventLog
 from testbed.machine import Machine
+from testbed.memory import NodeCgroups, SwapFile
 from testbed.messages import (
     Heartbeat,
     JobCounters,
@@ -52,6 +53,11 @@ SHUTDOWN_GRACE = 5.0
 EPOLL_RESOLUTION = 0.001
 
 
+def new_run_id() -> str:
+    """A fresh, unique run id (also the marker every process of the run carries)."""
+    return f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+
+
 class Interrupted(Exception):
     """The run was stopped by a signal."""
 
@@ -61,7 +67,8 @@ class Coordinator:
 
     def __init__(self, workload: Workload, policy: Policy, machine: Machine, mpi: MpiInfo,
                  run_dir: Path, config: dict[str, Any], job_timeout: float | None = None,
-                 shim_library: Path | None = None) -> None:
+                 shim_library: Path | None = None, node_memory: NodeCgroups | None = None,
+                 swap: SwapFile | None = None, run_id: str | None = None) -> None:
         self.workload = workload
         self.specs = {job.id: job for job in workload.jobs}
         self.policy = policy
@@ -69,13 +76,16 @@ class Coordinator:
         self.run_dir = run_dir
         self.config = config
         self.job_timeout = job_timeout
-        self.run_id = f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.run_id = run_id or new_run_id()
         self.t0 = time.monotonic()
         env = dict(os.environ, **{procs.MARKER: self.run_id})
         spin = policy.spin
         shim_setup = (str(shim_library), spin) if shim_library and spin else None
+        self.node_memory = node_memory
+        self.watchdog_args = [*(["--cgroup", str(node_memory.base)] if node_memory else []),
+                              *(["--swap", str(swap.path)] if swap else [])]
         self.nms = [NodeManager(node, machine, mpi.mpiexec, env, self.run_id, self.clock,
-                                policy.node_policy(), shim_setup)
+                                policy.node_policy(), shim_setup, node_memory)
                     for node in machine.nodes]
         self.selector = selectors.DefaultSelector()
         for nm in self.nms:
@@ -105,7 +115,8 @@ class Coordinator:
         procs.become_subreaper()
         self.config["coordinator_priority"] = procs.raise_priority()
         (self.run_dir / "config.json").write_text(json.dumps(self.config, indent=2) + "\n")
-        watchdog = subprocess.Popen([sys.executable, "-m", "testbed.watchdog", self.run_id],
+        watchdog = subprocess.Popen([sys.executable, "-m", "testbed.watchdog", self.run_id,
+                                     *self.watchdog_args],
                                     stdin=subprocess.PIPE, start_new_session=True)
         wake_r, wake_w = socket.socketpair()
         wake_w.setblocking(False)
@@ -179,6 +190,8 @@ class Coordinator:
                 awaiting = awaiting or nm.awaiting_pids()
             for job, values in memory.items():
                 self.log.emit("memory", now, job=job, **values)
+            if memory and self.node_memory is not None:
+                self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
             if not pending and not self.policy.queue and not self.policy.matrix.placed:
                 return
             wake_at = min([next_tick, *self.deadlines.values(),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from testbed import procs
 from testbed.machine import Machine, Node
+from testbed.memory import NodeCgroups
 from testbed.messages import (
     Heartbeat,
     JobCounters,
@@ -108,7 +109,7 @@ class NodeManager:
 
     def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
                  run_id: str, clock: Callable[[], float], policy: GangNode,
-                 shim: tuple[str, Spin] | None = None) -> None:
+                 shim: tuple[str, Spin] | None = None, memory: NodeCgroups | None = None) -> None:
         self.node = node
         self.machine = machine
         self.mpiexec = mpiexec
@@ -117,6 +118,7 @@ class NodeManager:
         self.clock = clock
         self.policy = policy
         self.shim = shim
+        self.memory = memory
         self.jobs: dict[str, LocalJob] = {}
         self.active: dict[ProcKey, bool] = {}
         self.records: dict[ProcKey, Record] = {}
@@ -233,6 +235,8 @@ class NodeManager:
             if (name, rank) not in self.active:
                 procs.send(pidfd, signal.SIGSTOP)
             procs.pin(pid, self.machine.cpus[pe])
+            if self.memory is not None:
+                self.memory.add(self.node.index, pid)
 
     def _apply(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """Make the node policy's decision real; return the jobs stopped and continued."""

@@ -5,33 +5,42 @@ Started by the coordinator in a session of its own with a pipe on stdin.  When t
 the run's marker, stopped ones too, and removes the run's shim records and the MPI
 shared-memory segments created during the run that no live process maps any more.
 
-Usage: ``python -m testbed.watchdog RUN_ID``
+It also removes the run's node memory cgroups and swap file when named.
+
+Usage: ``python -m testbed.watchdog RUN_ID [--cgroup DIR] [--swap FILE]``
 """
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import time
 
+from testbed.memory import remove_cgroup, remove_swap
 from testbed.procs import kill_marked, orphan_segments, unlink_all
 from testbed.shim import remove_run_records
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Wait for EOF on stdin, then sweep the run named by the only argument."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m testbed.watchdog RUN_ID", file=sys.stderr)
-        return 2
+    """Wait for EOF on stdin, then sweep the run and remove what it set up."""
+    p = argparse.ArgumentParser(prog="python -m testbed.watchdog")
+    p.add_argument("run_id")
+    p.add_argument("--cgroup", default=None)
+    p.add_argument("--swap", default=None)
+    args = p.parse_args(argv)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     started = time.time()
     while sys.stdin.buffer.read(4096):
         pass
-    kill_marked(args[0])
+    kill_marked(args.run_id)
     unlink_all(orphan_segments(since=started - 1.0))
-    remove_run_records(args[0])
+    remove_run_records(args.run_id)
+    if args.cgroup:
+        remove_cgroup(args.cgroup)
+    if args.swap:
+        remove_swap(args.swap)
     return 0
 
 
