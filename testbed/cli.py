@@ -31,10 +31,13 @@ from testbed.memory import (
     remove_cgroup,
     remove_swap,
 )
+from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
+from testbed.memory_history import MemoryHistory
 from testbed.metrics import job_rows
 from testbed.mix import MixParams, generate_mix
 from testbed.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.policies import POLICIES, make_policy
+from testbed.policies.base import MemoryAdmission
 from testbed.report import format_table, run_dirs, write_results
 from testbed.workload import JobSpec, Workload, WorkloadError, load_workload
 
@@ -63,6 +66,11 @@ def _scheduler_options(p: argparse.ArgumentParser) -> None:
                    help="memory limit of each emulated node, e.g. 512M (root, cgroups)")
     p.add_argument("--swap", default=None, metavar="SIZE",
                    help="make a swap file of SIZE for the run and remove it after (root)")
+    p.add_argument("--memory-admission", type=float, default=None, metavar="C",
+                   help="admit a job only where eq. 1 holds with factor C (MEMORY §3.2)")
+    p.add_argument("--memory-history", type=Path, default=None, metavar="FILE",
+                   help="history of measured peaks, used for estimates and updated by every "
+                        f"finished job (default with --memory-admission: {DEFAULT_HISTORY})")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
@@ -78,6 +86,15 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
         raise UsageError(f"--job-timeout must be > 0, got {args.job_timeout}")
     if args.spin is not None and args.spin < 0:
         raise UsageError(f"--spin must be >= 0, got {args.spin}")
+    if args.memory_admission is not None and args.memory_admission <= 0:
+        raise UsageError(f"--memory-admission must be > 0, got {args.memory_admission}")
+    if args.memory_history is None and args.memory_admission is not None:
+        args.memory_history = DEFAULT_HISTORY
+    if args.memory_history is not None:
+        try:
+            MemoryHistory(args.memory_history)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
     for option in ("node_mem", "swap"):
         if getattr(args, option) is not None:
             try:
@@ -129,6 +146,12 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
                      node_memory: NodeCgroups | None,
                      swap: SwapFile | None) -> tuple[str, dict[str, Any]]:
     policy = make_policy(scheduler, machine.pes, mpl, args.timeslice, args.allocator, args.spin)
+    if args.memory_admission is not None:
+        per_node = (args.node_mem_bytes if node_memory else _mem_total() / len(machine.nodes))
+        policy.memory = MemoryAdmission(
+            capacity_mb=(per_node / 2**20,) * len(machine.nodes), factor=args.memory_admission,
+            node_of_pe=tuple(machine.node_of(pe).index for pe in range(machine.pes)))
+    history = MemoryHistory(args.memory_history) if args.memory_history else None
     library = shim.library_path(mpi) if policy.uses_shim else None
     config = {
         "scheduler": scheduler, "mpl": mpl, "timeslice": args.timeslice,
@@ -139,14 +162,25 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         "shim": {"library": str(library), "spin": dataclasses.asdict(policy.spin)}
         if library and policy.spin else None,
         "node_memory": node_memory.describe() if node_memory else None,
+        "memory_admission": dataclasses.asdict(policy.memory) if policy.memory else None,
+        "memory_history": str(args.memory_history) if args.memory_history else None,
         "swap": swap.describe() if swap else None,
         "testbed": __version__, "python": platform.python_version(),
         "kernel": platform.release(), "argv": sys.argv,
     }
     coordinator = Coordinator(workload, policy, machine, mpi, run_dir, config, args.job_timeout,
-                              library, node_memory, swap, run_id)
+                              library, node_memory, swap, run_id, history)
     status = coordinator.run()
     return status, write_results(run_dir)
+
+
+def _mem_total() -> int:
+    """The host's memory in bytes (/proc/meminfo MemTotal)."""
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no MemTotal in /proc/meminfo")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -29,6 +29,7 @@ from testbed import procs, shim
 from testbed.eventlog import EventLog
 from testbed.machine import Machine
 from testbed.memory import NodeCgroups, SwapFile
+from testbed.memory_history import MemoryHistory, program_of
 from testbed.messages import (
     Heartbeat,
     JobCounters,
@@ -68,7 +69,8 @@ class Coordinator:
     def __init__(self, workload: Workload, policy: Policy, machine: Machine, mpi: MpiInfo,
                  run_dir: Path, config: dict[str, Any], job_timeout: float | None = None,
                  shim_library: Path | None = None, node_memory: NodeCgroups | None = None,
-                 swap: SwapFile | None = None, run_id: str | None = None) -> None:
+                 swap: SwapFile | None = None, run_id: str | None = None,
+                 history: MemoryHistory | None = None) -> None:
         self.workload = workload
         self.specs = {job.id: job for job in workload.jobs}
         self.policy = policy
@@ -82,6 +84,7 @@ class Coordinator:
         spin = policy.spin
         shim_setup = (str(shim_library), spin) if shim_library and spin else None
         self.node_memory = node_memory
+        self.history = history
         self.watchdog_args = [*(["--cgroup", str(node_memory.base)] if node_memory else []),
                               *(["--swap", str(swap.path)] if swap else [])]
         self.nms = [NodeManager(node, machine, mpi.mpiexec, env, self.run_id, self.clock,
@@ -214,9 +217,15 @@ class Coordinator:
 
     def _arrive(self, spec: JobSpec, now: float) -> None:
         assert self.log is not None
+        mem_mb, source = spec.mem_mb, "declared"
+        if mem_mb is None and self.history is not None:
+            found = self.history.estimate(program_of(spec.argv), spec.pes, spec.user)
+            mem_mb, source = found if found else (None, "none")
         self.log.emit("arrival", now, job=spec.id, due=spec.arrival, pes=spec.pes,
-                      work=spec.work, limit=spec.limit, user=spec.user, argv=list(spec.argv))
-        self._apply(self.policy.arrive(JobRequest(spec.id, spec.pes, spec.arrival), now))
+                      work=spec.work, limit=spec.limit, user=spec.user, argv=list(spec.argv),
+                      mem_mb=mem_mb and round(mem_mb, 3), mem_source=source)
+        self._apply(self.policy.arrive(JobRequest(spec.id, spec.pes, spec.arrival, mem_mb),
+                                       now))
 
     def _apply(self, actions: list[Action], due: float | None = None) -> None:
         for action in actions:
@@ -310,22 +319,29 @@ class Coordinator:
         assert self.log is not None
         now = self._finish_event(term, term.status)
         stats = self.run_dir / "jobs" / f"{term.job}.stats.jsonl"
+        records = []
         if stats.exists():
             records = [json.loads(line) for line in stats.read_text().splitlines() if line]
             self.log.emit("stats", now, job=term.job, ranks=records)
         self.deadlines.pop(term.job, None)
         self.limits.pop(term.job, None)
         self.killing.discard(term.job)
-        self._release(term.job, now)
+        counters = self._release(term.job, now)
+        peaks = [r["peak_rss_kib"] for r in records or counters.values()]
+        if self.history is not None and term.status == "done" and peaks:
+            spec = self.specs[term.job]
+            self.history.record(program_of(spec.argv), spec.pes, spec.user, max(peaks) / 1024)
+            self.history.save()
         self._apply(self.policy.finish(term.job, now))
 
-    def _release(self, job: str, now: float) -> None:
+    def _release(self, job: str, now: float) -> dict[int, dict[str, Any]]:
         assert self.log is not None
         counters = {rank: values for reply in self._broadcast(Release(job))
                     if isinstance(reply, JobCounters) for rank, values in reply.ranks.items()}
         if counters:
             self.log.emit("counters", now, job=job,
                           ranks={str(rank): counters[rank] for rank in sorted(counters)})
+        return counters
 
     def _broadcast(self, msg: object) -> list[object]:
         return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore[arg-type]

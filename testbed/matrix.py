@@ -55,15 +55,28 @@ class Matrix:
         """Number of time slots."""
         return len(self.rows)
 
-    def place(self, job: str, size: int) -> tuple[int, tuple[int, ...]] | None:
-        """Put ``job`` in the first slot where it fits; return (slot, PEs) or None."""
+    def candidates(self, size: int) -> list[tuple[int, tuple[int, ...]]]:
+        """Where a job of ``size`` could go: the allocator's choice in each row that has one."""
+        found = []
         for slot, row in enumerate(self.rows):
             pes = self.fit(row, size)
             if pes is not None:
-                for pe in pes:
-                    row[pe] = job
-                self.placed[job] = (slot, pes)
-                return slot, pes
+                found.append((slot, pes))
+        return found
+
+    def assign(self, job: str, slot: int, pes: tuple[int, ...]) -> None:
+        """Put ``job`` on ``pes`` of row ``slot`` (which must be free)."""
+        for pe in pes:
+            assert self.rows[slot][pe] is None, f"PE {pe} of row {slot} is taken"
+            self.rows[slot][pe] = job
+        self.placed[job] = (slot, pes)
+
+    def place(self, job: str, size: int) -> tuple[int, tuple[int, ...]] | None:
+        """Put ``job`` in the first slot where it fits; return (slot, PEs) or None."""
+        options = self.candidates(size)
+        if options:
+            self.assign(job, *options[0])
+            return options[0]
         return None
 
     def remove(self, job: str) -> None:

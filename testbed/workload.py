@@ -1,8 +1,9 @@
 """Workload files (THESIS §4.3.3): one job a line, ``ARRIVAL PES [key=value...] COMMAND...``.
 
 * ``ARRIVAL``: seconds from the start of the run (>= 0); ``PES``: number of ranks (>= 1).
-* Options before the command: ``limit=SECONDS`` (kill the job after that much runtime) and
-  ``user=NAME``.
+* Options before the command: ``limit=SECONDS`` (kill the job after that much runtime),
+  ``user=NAME`` and ``mem=SIZE`` (memory each process needs, e.g. ``300M``; a bare number is
+  MiB), which memory-aware admission uses instead of an estimate from history.
 * ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
   ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m benchmarks.bsp ARGS...``,
   which inherits the run's timeslice unless ARGS set ``--timeslice``.
@@ -20,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.bsp import build_parser as bsp_parser
+from testbed.memory import parse_size
 
-OPTION_KEYS = ("limit", "user")
+OPTION_KEYS = ("limit", "user", "mem")
 
 
 class WorkloadError(ValueError):
@@ -44,6 +46,7 @@ class JobSpec:
     limit: float | None = None
     user: str = ""
     is_bsp: bool = False
+    mem_mb: float | None = None
 
 
 @dataclass
@@ -124,9 +127,15 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
     limit = None
     if "limit" in options:
         limit = _number(path, line, "limit", options["limit"], 0.0, strict=True)
+    mem_mb = None
+    if "mem" in options:
+        try:
+            mem_mb = parse_size(options["mem"]) / 2**20
+        except ValueError as err:
+            raise WorkloadError(path, line, "mem", str(err)) from None
+    user = options.get("user", "")
     if rest[0] != "bsp":
-        return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit,
-                       options.get("user", ""), False)
+        return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit, user, False, mem_mb)
     args = rest[1:]
     try:
         parsed = _bsp_options().parse_args(args)
@@ -137,8 +146,7 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
     if not any(a == "--timeslice" or a.startswith("--timeslice=") for a in args):
         args = [*args, "--timeslice", repr(timeslice)]
     argv = (sys.executable, "-m", "benchmarks.bsp", *args)
-    return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit,
-                   options.get("user", ""), True)
+    return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit, user, True, mem_mb)
 
 
 def _meta(text: str) -> dict[str, str]:

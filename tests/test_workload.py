@@ -25,6 +25,11 @@ def test_parses_jobs_options_and_bsp_shorthand(workload):
     assert wl.compress == 100.0
 
 
+def test_mem_option_is_mib_per_process(workload):
+    wl = load_workload(workload("0 1 mem=300M bsp\n0 1 mem=1.5G bsp\n0 1 mem=64 bsp\n0 1 bsp\n"))
+    assert [j.mem_mb for j in wl.jobs] == [300.0, 1536.0, 64.0, None]
+
+
 def test_bsp_line_keeps_its_own_timeslice(workload):
     wl = load_workload(workload("0 1 bsp --timeslice 0.1\n"), timeslice=0.05)
     assert wl.jobs[0].argv.count("--timeslice") == 1
@@ -39,7 +44,9 @@ def test_bsp_line_keeps_its_own_timeslice(workload):
     ("0 2", "command", "missing"),
     ("0", "pes", "missing"),
     ("0 2 limit=-1 bsp", "limit", "> 0"),
-    ("0 2 mem=1 bsp", "mem", "unknown option"),
+    ("0 2 cpu=1 bsp", "cpu", "unknown option"),
+    ("0 2 mem=lots bsp", "mem", "not a size"),
+    ("0 2 mem=0 bsp", "mem", "not a size"),
     ("0 2 bsp --pattern ring", "bsp arguments", "invalid choice"),
     ("0 2 bsp --work -3", "bsp arguments", ">= 0"),
     ("0 2 bsp --stats f", "bsp arguments", "set by the testbed"),

@@ -2,11 +2,18 @@
 
 Policies are pure: they never touch processes, signals or the wall clock.  Time comes in as a
 number of seconds since the start of the run.
+
+Admission is strict FCFS (the queue's head blocks those behind it) unless the policy has a
+``MemoryAdmission`` (MEMORY §2-3): then a job is placed only where every node it would use
+satisfies eq. 1, ``mem <= capacity * C - used`` (``mem`` for each of its processes there, ``used``
+the estimates of the processes already placed on that node, in any row); the queue is scanned
+in order, a job that does not fit is skipped, a job skipped ``skip_limit`` (15) times blocks
+those behind it, and on an empty machine the head job runs regardless.
 """
 
 from __future__ import annotations
 
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 
 from testbed.matrix import Matrix
@@ -16,11 +23,23 @@ from testbed.shim import Spin
 
 @dataclass(frozen=True)
 class JobRequest:
-    """A job as a policy sees it: id, number of ranks, arrival time (s)."""
+    """A job as a policy sees it: id, number of ranks, arrival time (s), and the memory each
+    process is estimated to need (MiB; None when there is no estimate)."""
 
     id: str
     size: int
     arrival: float
+    mem_mb: float | None = None
+
+
+@dataclass(frozen=True)
+class MemoryAdmission:
+    """Memory-aware admission: each node's memory (MiB), the factor C, and PE -> node."""
+
+    capacity_mb: tuple[float, ...]
+    factor: float
+    node_of_pe: tuple[int, ...]
+    skip_limit: int = 15
 
 
 @dataclass(frozen=True)
@@ -54,6 +73,7 @@ class Policy:
     uses_shim = False
     coscheduled = True
     spin: Spin | None = None
+    memory: MemoryAdmission | None = None
 
     def __init__(self, pes: int, mpl: int, timeslice: float | None, allocator: str) -> None:
         self.matrix = Matrix(mpl, pes, allocator)
@@ -61,6 +81,8 @@ class Policy:
         self.queue: deque[JobRequest] = deque()
         self.current: frozenset[str] = frozenset()
         self.slot: int | None = None
+        self.used_mb: dict[str, dict[int, float]] = {}
+        self.skips: Counter[str] = Counter()
 
     def node_policy(self) -> GangNode:
         """A fresh node-level policy for one node manager."""
@@ -78,6 +100,7 @@ class Policy:
     def finish(self, job: str, now: float) -> list[Action]:
         """``job`` ended (any status) at ``now``: free its cells and admit what fits."""
         self.matrix.remove(job)
+        self.used_mb.pop(job, None)
         return self._admit()
 
     def tick(self, now: float) -> list[Action]:
@@ -89,15 +112,48 @@ class Policy:
 
     def _admit(self) -> list[Action]:
         actions: list[Action] = []
-        while self.queue:
-            head = self.queue[0]
-            where = self.matrix.place(head.id, head.size)
+        passed: list[JobRequest] = []
+        for job in list(self.queue):
+            where = self._fit(job)
+            if where is None and self.memory is not None and not self.matrix.placed \
+                    and job is self.queue[0]:
+                where = next(iter(self.matrix.candidates(job.size)), None)
             if where is None:
+                if self.memory is None:
+                    break
+                passed.append(job)
+                continue
+            if any(self.skips[p.id] >= self.memory.skip_limit for p in passed):
                 break
-            self.queue.popleft()
-            actions.append(Launch(head.id, *where))
+            self.skips.update(p.id for p in passed)
+            self.queue.remove(job)
+            self.skips.pop(job.id, None)
+            self.matrix.assign(job.id, *where)
+            self.used_mb[job.id] = self._demand(job, where[1])
+            actions.append(Launch(job.id, *where))
         self.refresh()
         return actions + self._run_if_changed()
+
+    def _demand(self, job: JobRequest, pes: tuple[int, ...]) -> dict[int, float]:
+        if self.memory is None or job.mem_mb is None:
+            return {}
+        per_node = Counter(self.memory.node_of_pe[pe] for pe in pes)
+        return {node: count * job.mem_mb for node, count in per_node.items()}
+
+    def _fit(self, job: JobRequest) -> tuple[int, tuple[int, ...]] | None:
+        """The first placement in the matrix that also satisfies eq. 1 on all its nodes."""
+        options = self.matrix.candidates(job.size)
+        if self.memory is None:
+            return next(iter(options), None)
+        used: Counter[int] = Counter()
+        for demand in self.used_mb.values():
+            used.update(demand)
+        room = [cap * self.memory.factor - used[node]
+                for node, cap in enumerate(self.memory.capacity_mb)]
+        for slot, pes in options:
+            if all(need <= room[node] for node, need in self._demand(job, pes).items()):
+                return slot, pes
+        return None
 
     def _run_if_changed(self) -> list[Action]:
         now_running = self.running()
