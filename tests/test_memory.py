@@ -1,0 +1,152 @@
+"""Node memory, paging, estimates from history, and their clean-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TESTBED, events, jobs_csv, run_id, run_processes, run_testbed
+
+from testbed import cli
+from testbed.memory import memory_hierarchy, parse_size
+from testbed.memory_history import MemoryHistory, program_of
+
+
+def _can_page() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root for memory cgroups and swapon"
+    try:
+        memory_hierarchy()
+    except Exception as err:  # noqa: BLE001 - any reason is a reason to skip
+        return str(err)
+    return None
+
+
+needs_root = pytest.mark.skipif(_can_page() is not None, reason=_can_page() or "")
+
+
+def test_sizes():
+    assert parse_size("512M") == 512 * 2**20
+    assert parse_size("1.5G") == 3 * 2**29
+    assert parse_size("64") == 64 * 2**20
+    with pytest.raises(ValueError):
+        parse_size("-3M")
+
+
+def test_history_estimate_is_min_of_max_and_mean_plus_3_sigma(tmp_path):
+    history = MemoryHistory(tmp_path / "h.json", month="2026-05")
+    for peak in (100, 100, 100, 100, 100, 100, 100, 100, 100, 400):
+        history.record("/bin/app", 4, "ann", peak)
+    values = [100] * 9 + [400]
+    mean, sd = sum(values) / 10, (sum((v - 130) ** 2 for v in values) / 10) ** 0.5
+    assert history.estimate("/bin/app", 4, "ann") == (min(400, mean + 3 * sd), "/bin/app|4|ann")
+    history.record("/bin/app", 4, "bob", 50)
+    assert history.estimate("/bin/app", 4, "bob")[0] == 50
+    assert history.estimate("/bin/app", 8, "cy")[1] == "/bin/app"
+    assert history.estimate("/bin/other", 4, "ann") is None
+
+
+def test_history_ages_by_month(tmp_path):
+    path = tmp_path / "h.json"
+    history = MemoryHistory(path, month="2026-05")
+    history.record("/bin/app", 2, "", 80)
+    history.save()
+    next_month = MemoryHistory(path, month="2026-06")
+    assert next_month.entries["/bin/app"] == {"current": [], "previous": [80]}
+    assert next_month.estimate("/bin/app", 2, "")[0] == 80
+    next_month.save()
+    assert MemoryHistory(path, month="2026-07").entries == {}
+    assert MemoryHistory(path, month="2026-08").estimate("/bin/app", 2, "") is None
+
+
+def test_a_bad_history_file_is_reported(tmp_path, workload):
+    (tmp_path / "h.json").write_text("{not json")
+    done = run_testbed("run", str(workload("0 1 bsp --work 0\n")), "--memory-history", "h.json",
+                       cwd=tmp_path)
+    assert done.returncode == 2 and "h.json: not a testbed memory history" in done.stderr
+
+
+def test_python_programs_are_told_apart():
+    assert program_of(["python3", "-m", "benchmarks.bsp"]).endswith(" -m benchmarks.bsp")
+    assert program_of(["true"]) == os.path.realpath(shutil.which("true"))
+
+
+def test_without_root_node_memory_says_so(monkeypatch, tmp_path, workload, capsys):
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    path = workload("0 1 bsp --work 0\n")
+    code = cli.main(["run", str(path), "--node-mem", "100M", "--out", str(tmp_path / "r")])
+    assert code == cli.EXIT_UNAVAILABLE
+    assert "--node-mem needs root" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
+def test_history_learns_from_finished_jobs(tmp_path, workload):
+    path = workload("0 1 bsp --work 0.2 --mem-mb 40\n")
+    for out in ("a", "b"):
+        done = run_testbed("run", str(path), "--memory-history", "h.json", "--out", out,
+                           cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    first, second = ([e for e in events(tmp_path / out) if e["event"] == "arrival"][0]
+                     for out in ("a", "b"))
+    assert first["mem_source"] == "none" and second["mem_source"].endswith("|1|")
+    peak = int(jobs_csv(tmp_path / "a")["j1"]["peak_rss_kib"]) / 1024
+    assert second["mem_mb"] == pytest.approx(peak, rel=1e-3) and peak > 40
+
+
+PAGING_JOB = "0 2 bsp --work 1.5 --pattern nn --mem-mb 160 --theta 1 --accesses 30000\n"
+
+
+@needs_root
+def test_a_node_limit_below_the_footprint_makes_real_paging(tmp_path, workload):
+    path = workload(PAGING_JOB)
+    rows = {}
+    for limit in ("120M", "512M"):
+        done = run_testbed("run", str(path), "--scheduler", "gang", "--pes", "2", "--nodes",
+                           "2", "--node-mem", limit, "--swap", "600M", "--out", limit,
+                           cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        rows[limit] = jobs_csv(tmp_path / limit)["j1"]
+    tight, roomy = rows["120M"], rows["512M"]
+    assert int(tight["major_faults"]) > 1000 and int(tight["swap_in"]) > 0
+    assert int(roomy["major_faults"]) < 100
+    assert float(tight["runtime"]) > float(roomy["runtime"])
+    used = [e for e in events(tmp_path / "120M") if e["event"] == "node_memory"]
+    assert used and max(max(e["used_kib"]) for e in used) <= 120 * 1024
+
+
+def _leftovers(rid: str) -> list[str]:
+    found = [str(p) for p in Path("/sys/fs/cgroup").glob(f"*/testbed-{rid}")]
+    swaps = Path("/proc/swaps").read_text()
+    return found + [p for p in (f"/var/tmp/testbed-{rid}.swap",) if os.path.exists(p)
+                    or p in swaps]
+
+
+@needs_root
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_cgroups_and_swap_are_removed_on_every_exit_path(tmp_path, workload, sig):
+    path = workload("0 2 bsp --work 60 --pattern nn --mem-mb 20\n")
+    proc = subprocess.Popen([*TESTBED, "run", str(path), "--pes", "2", "--nodes", "2",
+                             "--node-mem", "200M", "--swap", "64M", "--out", "r"], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(e["event"] == "pids" for e in (events(tmp_path / "r") if
+                  (tmp_path / "r" / "events.jsonl").exists() else [])):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    rid = run_id(tmp_path / "r")
+    assert _leftovers(rid), "the run should have made its cgroups and swap file"
+    proc.send_signal(sig)
+    proc.wait(timeout=30)
+    deadline = time.monotonic() + 10
+    while (_leftovers(rid) or run_processes(rid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _leftovers(rid) == [] and run_processes(rid) == []
+    if sig == signal.SIGINT:
+        config = json.loads((tmp_path / "r" / "config.json").read_text())
+        assert config["node_memory"]["limit_bytes"] == 200 * 2**20
