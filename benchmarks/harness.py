@@ -63,3 +63,19 @@ def host() -> dict[str, Any]:
 def median(values: list[float]) -> float:
     """The median of ``values``."""
     return statistics.median(values)
+
+
+def write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
+    """Write ``rows`` under ``header`` as CSV."""
+    import csv as _csv
+
+    with open(path, "w", newline="") as f:
+        writer = _csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def bsp_footprint_mb(mem_mb: float) -> float:
+    """Peak memory of one benchmark rank walking ``mem_mb`` MiB: the array plus the Python
+    interpreter, mpi4py and the walk library (measured: about 36 MiB)."""
+    return mem_mb + 36.0

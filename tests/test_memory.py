@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -118,6 +119,8 @@ def test_a_node_limit_below_the_footprint_makes_real_paging(tmp_path, workload):
     assert float(tight["runtime"]) > float(roomy["runtime"])
     used = [e for e in events(tmp_path / "120M") if e["event"] == "node_memory"]
     assert used and max(max(e["used_kib"]) for e in used) <= 120 * 1024
+    for limit in rows:
+        assert _leftovers(run_id(tmp_path / limit)) == [], "a normal end must clean up too"
 
 
 def _leftovers(rid: str) -> list[str]:
@@ -150,3 +153,31 @@ def test_cgroups_and_swap_are_removed_on_every_exit_path(tmp_path, workload, sig
     if sig == signal.SIGINT:
         config = json.loads((tmp_path / "r" / "config.json").read_text())
         assert config["node_memory"]["limit_bytes"] == 200 * 2**20
+
+
+def _experiment(module: str, out: Path, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", module, *args, "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, check=True)
+    return done.stdout
+
+
+@needs_root
+def test_fig5_experiment_writes_csv_plot_and_table(tmp_path):
+    out = _experiment("benchmarks.memory_fig5", tmp_path / "f5", "--counts", "2",
+                      "--thetas", "1", "--mem-mb", "8", "--work", "0.3", "--accesses", "2000")
+    rows = (tmp_path / "f5" / "fig5.csv").read_text().splitlines()
+    assert rows[0] == "theta,jobs,config,total_s,major_faults,swap_in_pages"
+    assert [r.split(",")[2] for r in rows[1:]] == ["unlimited", "C=1", "C=1.5"]
+    assert all(float(r.split(",")[3]) > 0 for r in rows[1:])
+    assert (tmp_path / "f5" / "fig5.png").stat().st_size > 1000
+    assert "node memory" in out
+
+
+@needs_root
+def test_fig7_experiment_writes_csv_plot_and_table(tmp_path):
+    _experiment("benchmarks.memory_fig7", tmp_path / "f7", "--loads", "0.8", "--jobs", "3",
+                "--mem-mb", "8", "--work-max", "40", "--accesses", "2000")
+    rows = (tmp_path / "f7" / "fig7.csv").read_text().splitlines()
+    assert [r.split(",")[1] for r in rows[1:]] == ["unlimited", "C=1"]
+    assert all(float(r.split(",")[2]) > 0 and float(r.split(",")[3]) >= 1 for r in rows[1:])
+    assert (tmp_path / "f7" / "fig7.png").stat().st_size > 1000

@@ -1,0 +1,102 @@
+"""MEMORY Fig 5 at laptop scale: total execution time against the number of jobs, with and
+without memory-aware admission, for three localities.
+
+Two emulated nodes of one PE each, each with a memory cgroup that holds ``--fits`` jobs (4, as
+in MEMORY) and a swap file to page to.  ``N`` two-rank jobs, each rank walking ``--mem-mb`` MiB
+(theta 1, 1.5, 2), arrive together and are gang scheduled at MPL N.  Three configurations:
+no admission (every job runs at once and the kernel pages), and admission with C = 1 and 1.5.
+Writes ``fig5.csv`` and ``fig5.png`` into the output directory and prints the table.  Needs root
+(memory cgroups, swapon).
+
+Usage: ``python -m benchmarks.memory_fig5 [--counts 4,6,8] [--thetas 1,1.5,2] [--out DIR]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from benchmarks.harness import bsp_footprint_mb, default_out, run_workload, table, write_csv
+
+CONFIGS = (("unlimited", None), ("C=1", 1.0), ("C=1.5", 1.5))
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def workload(jobs: int, mem_mb: float, theta: float, work: float, accesses: int) -> str:
+    """``jobs`` identical two-rank walking jobs arriving at 0, each declaring its footprint."""
+    mem = bsp_footprint_mb(mem_mb)
+    return "".join(f"0 2 mem={mem:.0f}M bsp --work {work} --pattern nn --granularity 0.5 "
+                   f"--mem-mb {mem_mb} --theta {theta} --accesses {accesses} --seed {i}\n"
+                   for i in range(jobs))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every (theta, jobs, configuration) and write the CSV, the plot and the table."""
+    p = argparse.ArgumentParser(description="MEMORY Fig 5 at laptop scale (needs root)")
+    p.add_argument("--counts", default="4,6,8", help="numbers of jobs")
+    p.add_argument("--thetas", default="1,1.5,2", help="localities")
+    p.add_argument("--mem-mb", type=float, default=64.0, help="MiB each rank walks over")
+    p.add_argument("--fits", type=int, default=4, help="jobs a node's memory holds")
+    p.add_argument("--work", type=float, default=2.0, help="seconds of work per job")
+    p.add_argument("--accesses", type=int, default=100000,
+                   help="walk steps per iteration (MEMORY: multiples of 100000)")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    out = args.out or default_out("memory-fig5")
+    out.mkdir(parents=True, exist_ok=True)
+    counts = [int(c) for c in _floats(args.counts)]
+    node_mb = args.fits * bsp_footprint_mb(args.mem_mb)
+    swap_mb = 2 * max(counts) * bsp_footprint_mb(args.mem_mb) * 1.5
+    rows = []
+    for theta in _floats(args.thetas):
+        for jobs in counts:
+            for name, factor in CONFIGS:
+                text = workload(jobs, args.mem_mb, theta, args.work, args.accesses)
+                options = ["--scheduler", "gang", "--mpl", str(jobs), "--pes", "2", "--nodes",
+                           "2", "--node-mem", f"{node_mb:.0f}M", "--swap", f"{swap_mb:.0f}M"]
+                if factor is not None:
+                    options += ["--memory-admission", str(factor),
+                                "--memory-history", str(out / "history.json")]
+                run = run_workload(text, *options, out=out / f"t{theta}-n{jobs}-{name}")
+                summary = json.loads((run / "summary.json").read_text())
+                rows.append([theta, jobs, name, round(summary["makespan"], 3),
+                             summary["major_faults"], summary["swap_in"]])
+                print(table(["theta", "jobs", "config", "total s", "major faults", "swap in"],
+                            [rows[-1]]).splitlines()[1], flush=True)
+    header = ["theta", "jobs", "config", "total_s", "major_faults", "swap_in_pages"]
+    write_csv(out / "fig5.csv", header, rows)
+    _plot(rows, out / "fig5.png", node_mb)
+    print(table(["theta", "jobs", "config", "total s", "major faults", "swap in"], rows))
+    print(f"node memory {node_mb:.0f} MiB holds {args.fits} jobs; results in {out}")
+    return 0
+
+
+def _plot(rows: list[list[object]], path: Path, node_mb: float) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    thetas = sorted({r[0] for r in rows})
+    fig, axes = plt.subplots(1, len(thetas), figsize=(4 * len(thetas), 3.5), squeeze=False)
+    for ax, theta in zip(axes[0], thetas, strict=True):
+        for name, _ in CONFIGS:
+            points = sorted((r[1], r[3]) for r in rows if r[0] == theta and r[2] == name)
+            ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=name)
+        ax.set_title(f"theta = {theta:g}")
+        ax.set_xlabel("jobs")
+        ax.set_ylabel("total execution time (s)")
+        ax.grid(alpha=0.3)
+    axes[0][0].legend()
+    fig.suptitle(f"Execution time vs jobs, {node_mb:.0f} MiB per node")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
