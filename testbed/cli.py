@@ -12,13 +12,14 @@ import argparse
 import dataclasses
 import os
 import platform
+import random
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from testbed import __version__, shim
+from testbed import __version__, lublin, shim
 from testbed.coordinator import Coordinator, new_run_id
 from testbed.eventlog import read_events
 from testbed.machine import Machine, build_machine
@@ -34,11 +35,12 @@ from testbed.memory import (
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.memory_history import MemoryHistory
 from testbed.metrics import job_rows
-from testbed.mix import MixParams, generate_mix
+from testbed.mix import MixParams, generate_mix, job_line
 from testbed.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.policies import POLICIES, make_policy
 from testbed.policies.base import MemoryAdmission
-from testbed.report import format_table, run_dirs, write_results
+from testbed.report import format_table, run_dirs, write_results, write_swf
+from testbed.swf import ImportOptions, SwfError, SwfJob, read_swf, to_workload
 from testbed.workload import JobSpec, Workload, WorkloadError, load_workload
 
 EXIT_BAD_INPUT = 2
@@ -222,6 +224,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (FileNotFoundError, NotADirectoryError) as err:
         raise UsageError(str(err)) from None
     print(format_table({name: write_results(path) for name, path in dirs.items()}))
+    if args.swf:
+        for path in dirs.values():
+            print(f"SWF: {write_swf(path)}")
     return 0
 
 
@@ -256,18 +261,63 @@ def cmd_mix(args: argparse.Namespace) -> int:
         text = generate_mix(params)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    if args.output is None:
-        sys.stdout.write(text)
-    else:
-        tmp = args.output.with_name(f".{args.output.name}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, args.output)
+    _write_text(text, args.output)
     return 0
 
 
 def cmd_shim(args: argparse.Namespace) -> int:
     """Print the path of the spin-block shim library (building it first if needed)."""
     print(shim.library_path(detect_mpi(), rebuild=args.build))
+    return 0
+
+
+def _write_text(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+        return
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, output)
+
+
+def cmd_lublin(args: argparse.Namespace) -> int:
+    """Write a Lublin-Feitelson workload (as benchmark jobs, or as SWF)."""
+    try:
+        jobs = lublin.generate(args.jobs, args.pes, args.seed, args.load)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if args.format == "swf":
+        lines = ["; Version: 2.2", f"; Note: Lublin-Feitelson model, seed {args.seed}, "
+                 f"load {args.load}; queue 1 = batch, 0 = interactive", f"; MaxProcs: {args.pes}"]
+        lines += [SwfJob(i, round(j.arrival), -1, round(j.runtime), j.size, -1, -1, j.size, -1,
+                         -1, 1, -1, -1, -1, int(j.kind == "batch"), -1, -1, -1).line()
+                  for i, j in enumerate(jobs, start=1)]
+        _write_text("\n".join(lines) + "\n", args.output)
+        return 0
+    rng = random.Random(args.seed)
+    lines = [f"# testbed: generator=lublin jobs={args.jobs} pes={args.pes} load={args.load} "
+             f"seed={args.seed} compress={args.compress:g}", "# arrival pes command..."]
+    lines += [job_line(rng, j.arrival / args.compress, j.size, j.runtime / args.compress,
+                       extra=f"id={i}") for i, j in enumerate(jobs, start=1)]
+    _write_text("\n".join(lines) + "\n", args.output)
+    return 0
+
+
+def cmd_from_swf(args: argparse.Namespace) -> int:
+    """Turn an SWF trace into a workload file of benchmark jobs."""
+    if args.pes < 1 or args.compress <= 0:
+        raise UsageError("--pes must be >= 1 and --compress > 0")
+    try:
+        _, jobs = read_swf(args.trace)
+    except SwfError as err:
+        raise UsageError(str(err)) from None
+    options = ImportOptions(args.pes, args.compress, args.sizes, args.seed, args.granularity,
+                            args.variance, args.pattern)
+    text, skipped = to_workload(jobs, options, args.trace)
+    if skipped:
+        print(f"testbed: {skipped} of {len(jobs)} jobs skipped (no size or runtime)",
+              file=sys.stderr)
+    _write_text(text, args.output)
     return 0
 
 
@@ -296,6 +346,7 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
 
 def _setup_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path)
+    p.add_argument("--swf", action="store_true", help="also export each run as jobs.swf")
 
 
 def _setup_exec(p: argparse.ArgumentParser) -> None:
@@ -303,6 +354,29 @@ def _setup_exec(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default="gang")
     _scheduler_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
+
+
+def _setup_lublin(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--jobs", type=int, required=True)
+    p.add_argument("--pes", type=int, required=True)
+    p.add_argument("--load", type=float, default=None, help="offered load (scales arrivals)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--compress", type=float, default=100.0, help="time compression factor")
+    p.add_argument("--format", choices=("workload", "swf"), default="workload")
+    p.add_argument("--output", "-o", type=Path, default=None)
+
+
+def _setup_from_swf(p: argparse.ArgumentParser) -> None:
+    p.add_argument("trace")
+    p.add_argument("--pes", type=int, required=True, help="PEs of the machine to run on")
+    p.add_argument("--compress", type=float, default=100.0, help="time compression factor")
+    p.add_argument("--sizes", choices=("cap", "scale"), default="cap",
+                   help="cap sizes at the machine, or scale them by machine / largest job")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--granularity", type=float, default=None, help="fixed G (else drawn)")
+    p.add_argument("--variance", type=float, default=None, help="fixed V (else drawn)")
+    p.add_argument("--pattern", choices=("none", "nn", "aa"), default=None)
+    p.add_argument("--output", "-o", type=Path, default=None)
 
 
 def _setup_shim(p: argparse.ArgumentParser) -> None:
@@ -330,7 +404,11 @@ COMMANDS: dict[str, Command] = {
     "exec": (_setup_exec, cmd_exec),
     "shim": (_setup_shim, cmd_shim),
 }
-WORKLOAD_COMMANDS: dict[str, Command] = {"mix": (_setup_mix, cmd_mix)}
+WORKLOAD_COMMANDS: dict[str, Command] = {
+    "mix": (_setup_mix, cmd_mix),
+    "lublin": (_setup_lublin, cmd_lublin),
+    "from-swf": (_setup_from_swf, cmd_from_swf),
+}
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -132,7 +132,8 @@ class Coordinator:
                       config=self.config)
         self.log.emit("workload", 0.0, path=self.workload.path, meta=self.workload.meta,
                       jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
-                             "work": j.work} for j in self.workload.jobs])
+                             "work": j.work, "limit": j.limit, "source_id": j.source_id}
+                            for j in self.workload.jobs])
         status = "complete"
         try:
             self._loop()

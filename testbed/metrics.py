@@ -46,6 +46,8 @@ class JobRow:
     slowdown: float | None = None
     bounded_slowdown: float | None = None
     group: str = ""
+    limit: float | None = None
+    source_id: int | None = None
 
     def finalize(self, compress: float) -> None:
         """Derive wait, runtime, response, slowdowns and the short/long group."""
@@ -64,16 +66,22 @@ class JobRow:
             self.bounded_slowdown = max(1.0, self.response / max(self.work, tau))
 
 
+def compression(events: list[dict[str, Any]]) -> float:
+    """The time-compression factor of the run's workload (1 when not stated)."""
+    workload = next((ev for ev in events if ev["event"] == "workload"), None)
+    return float(workload["meta"].get("compress", 1.0)) if workload else 1.0
+
+
 def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
     """One row per job of the workload, in workload order, from the event log."""
     rows: dict[str, JobRow] = {}
-    compress = 1.0
+    compress = compression(events)
     for ev in events:
         kind = ev["event"]
         if kind == "workload":
-            compress = float(ev["meta"].get("compress", 1.0))
             for job in ev["jobs"]:
-                rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"])
+                rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"],
+                                          limit=job.get("limit"), source_id=job.get("source_id"))
         elif kind == "arrival":
             rows[ev["job"]].status = "waiting"
         elif kind == "start":

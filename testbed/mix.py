@@ -48,6 +48,22 @@ class MixParams:
             raise ValueError("--io-blocks must be >= 0")
 
 
+def job_line(rng: random.Random, arrival: float, pes: int, work: float,
+             granularity: float | None = None, variance: float | None = None,
+             pattern: str | None = None, io_blocks: int = 0, extra: str = "") -> str:
+    """One benchmark workload line; parameters left as None are drawn as in THESIS §4.6.
+
+    The draws happen in a fixed order whether or not a parameter is given, so fixing one does
+    not change the others."""
+    drawn_g, drawn_v, drawn_p = _pick(rng, GRANULARITIES), _pick(rng, VARIANCES), _pattern(rng)
+    seed = int(rng.random() * 2**31)
+    options = f"{extra} " if extra else ""
+    return (f"{arrival:.3f} {pes} {options}bsp --work {work:.3f} "
+            f"--granularity {granularity if granularity is not None else drawn_g:g} "
+            f"--variance {variance if variance is not None else drawn_v:g} "
+            f"--pattern {pattern or drawn_p} --io-blocks {io_blocks} --seed {seed}")
+
+
 def _pick(rng: random.Random, options: tuple[float, ...]) -> float:
     return options[min(len(options) - 1, int(rng.random() * len(options)))]
 

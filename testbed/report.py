@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from testbed.eventlog import read_events
-from testbed.metrics import GROUPS, METRICS, job_rows, summarize
+from testbed.metrics import GROUPS, METRICS, compression, job_rows, summarize
+from testbed.swf import SwfJob
 
 CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "response", "work",
               "slowdown", "bounded_slowdown", "group", "status", "exit_code", "reason", "cpu_s",
@@ -41,6 +42,37 @@ def write_results(run_dir: Path) -> dict[str, Any]:
     summary = summarize(events)
     _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
+
+
+SWF_STATUS = {"done": 1, "failed": 0, "timeout": 5, "killed": 5}
+
+
+def write_swf(run_dir: Path) -> Path:
+    """Export the run's jobs as SWF (``jobs.swf``), times multiplied back by the compression
+    factor and rounded to seconds; jobs that never started are left out."""
+    events = read_events(run_dir / "events.jsonl")
+    scale = compression(events)
+    start = next(ev for ev in events if ev["event"] == "run_start")
+
+    def secs(value: float | None) -> float:
+        return -1 if value is None else round(value * scale)
+
+    lines = ["; Version: 2.2", f"; Computer: testbed {start['config']['scheduler']} on "
+             f"{start['config']['machine']['hostname']}",
+             f"; MaxProcs: {start['config']['machine']['pes']}",
+             f"; Note: times are the run's times multiplied by its compression factor {scale:g}"]
+    for index, row in enumerate(job_rows(events), start=1):
+        if row.start is None or row.status not in SWF_STATUS:
+            continue
+        cpu = -1 if row.cpu_s is None else secs(row.cpu_s / row.size)
+        mem = -1 if row.peak_rss_kib is None else row.peak_rss_kib
+        job = SwfJob(row.source_id if row.source_id is not None else index, secs(row.arrival),
+                     secs(row.wait), secs(row.runtime), row.size, cpu, mem, row.size,
+                     secs(row.limit), -1, SWF_STATUS[row.status], -1, -1, -1, -1, -1, -1, -1)
+        lines.append(job.line())
+    path = run_dir / "jobs.swf"
+    _write_atomic(path, "\n".join(lines) + "\n")
+    return path
 
 
 def run_dirs(path: Path) -> dict[str, Path]:

@@ -3,7 +3,8 @@
 * ``ARRIVAL``: seconds from the start of the run (>= 0); ``PES``: number of ranks (>= 1).
 * Options before the command: ``limit=SECONDS`` (kill the job after that much runtime),
   ``user=NAME`` and ``mem=SIZE`` (memory each process needs, e.g. ``300M``; a bare number is
-  MiB), which memory-aware admission uses instead of an estimate from history.
+  MiB), which memory-aware admission uses instead of an estimate from history; ``id=N`` is the
+  job's number in a trace it came from (kept in SWF exports).
 * ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
   ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m benchmarks.bsp ARGS...``,
   which inherits the run's timeslice unless ARGS set ``--timeslice``.
@@ -23,7 +24,7 @@ from pathlib import Path
 from benchmarks.bsp import build_parser as bsp_parser
 from testbed.memory import parse_size
 
-OPTION_KEYS = ("limit", "user", "mem")
+OPTION_KEYS = ("limit", "user", "mem", "id")
 
 
 class WorkloadError(ValueError):
@@ -47,6 +48,7 @@ class JobSpec:
     user: str = ""
     is_bsp: bool = False
     mem_mb: float | None = None
+    source_id: int | None = None
 
 
 @dataclass
@@ -134,8 +136,14 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         except ValueError as err:
             raise WorkloadError(path, line, "mem", str(err)) from None
     user = options.get("user", "")
+    source_id = None
+    if "id" in options:
+        if not options["id"].isdigit():
+            raise WorkloadError(path, line, "id", f"not a job number: {options['id']!r}")
+        source_id = int(options["id"])
     if rest[0] != "bsp":
-        return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit, user, False, mem_mb)
+        return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit, user, False, mem_mb,
+                       source_id)
     args = rest[1:]
     try:
         parsed = _bsp_options().parse_args(args)
@@ -146,7 +154,8 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
     if not any(a == "--timeslice" or a.startswith("--timeslice=") for a in args):
         args = [*args, "--timeslice", repr(timeslice)]
     argv = (sys.executable, "-m", "benchmarks.bsp", *args)
-    return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit, user, True, mem_mb)
+    return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit, user, True, mem_mb,
+                   source_id)
 
 
 def _meta(text: str) -> dict[str, str]:

@@ -1,0 +1,57 @@
+"""SWF: reading with clear errors, import, and import -> run -> export."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import run_testbed
+
+from testbed.swf import ImportOptions, SwfError, read_swf, to_workload
+
+TRACE = """; Version: 2.2
+; MaxProcs: 4
+1 0 5 40 2 -1 -1 2 60 -1 1 3 1 1 1 -1 -1 -1
+2 30 -1 25 -1 -1 -1 1 -1 -1 1 -1 -1 -1 -1 -1 -1 -1
+3 60 -1 -1 -1 -1 -1 -1 -1 -1 0 -1 -1 -1 -1 -1 -1 -1
+4 90 -1 10 8 -1 -1 8 -1 -1 1 -1 -1 -1 -1 -1 -1 -1
+"""
+
+
+def test_unknown_fields_are_accepted_and_unusable_jobs_skipped(tmp_path):
+    (tmp_path / "t.swf").write_text(TRACE)
+    header, jobs = read_swf(tmp_path / "t.swf")
+    assert header[0] == "; Version: 2.2" and len(jobs) == 4
+    text, skipped = to_workload(jobs, ImportOptions(pes=4, compress=10), "t.swf")
+    assert skipped == 1
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert [line.split()[:3] for line in lines] == [["0.000", "2", "id=1"], ["3.000", "1", "id=2"],
+                                                    ["9.000", "4", "id=4"]]
+    assert "--work 4.000" in lines[0]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("1 0 5 40 2", "expected 18 fields, got 5"),
+    ("1 0 5 forty 2 -1 -1 2 60 -1 1 3 1 1 1 -1 -1 -1", "field 4 (run) is not a number"),
+])
+def test_malformed_lines_are_reported_with_their_line_number(tmp_path, line, message):
+    (tmp_path / "t.swf").write_text("; header\n" + line + "\n")
+    with pytest.raises(SwfError, match=re.escape(f":2: {message}")):
+        read_swf(tmp_path / "t.swf")
+    done = run_testbed("workload", "from-swf", "t.swf", "--pes", "2", cwd=tmp_path)
+    assert done.returncode == 2 and f"t.swf:2: {message}" in done.stderr
+
+
+def test_import_run_export_keeps_ids_sizes_and_times(tmp_path):
+    (tmp_path / "t.swf").write_text(TRACE)
+    done = run_testbed("workload", "from-swf", "t.swf", "--pes", "2", "--compress", "100",
+                       "--pattern", "none", "-o", "w.txt", cwd=tmp_path)
+    assert done.returncode == 0 and "1 of 4 jobs skipped" in done.stderr
+    assert run_testbed("run", "w.txt", "--scheduler", "gang", "--pes", "2", "--out", "r",
+                       cwd=tmp_path).returncode == 0
+    assert run_testbed("report", "r", "--swf", cwd=tmp_path).returncode == 0
+    _, exported = read_swf(tmp_path / "r" / "jobs.swf")
+    assert [(j.job, j.procs, j.submit, j.status) for j in exported] == \
+        [(1, 2, 0, 1), (2, 1, 30, 1), (4, 2, 90, 1)]
+    for job in exported:
+        assert job.run >= {1: 40, 2: 25, 4: 10}[job.job] * 0.8
