@@ -37,10 +37,12 @@ from testbed.memory_history import MemoryHistory
 from testbed.metrics import job_rows
 from testbed.mix import MixParams, generate_mix, job_line
 from testbed.mpi_info import MpiInfo, MpiNotFound, detect_mpi
+from testbed.plots import write_plots
 from testbed.policies import POLICIES, make_policy
 from testbed.policies.base import MemoryAdmission
 from testbed.report import format_table, run_dirs, write_results, write_swf
 from testbed.swf import ImportOptions, SwfError, SwfJob, read_swf, to_workload
+from testbed.trace import write_trace
 from testbed.workload import JobSpec, Workload, WorkloadError, load_workload
 
 EXIT_BAD_INPUT = 2
@@ -224,9 +226,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     except (FileNotFoundError, NotADirectoryError) as err:
         raise UsageError(str(err)) from None
     print(format_table({name: write_results(path) for name, path in dirs.items()}))
-    if args.swf:
-        for path in dirs.values():
-            print(f"SWF: {write_swf(path)}")
+    logs = {name: read_events(path / "events.jsonl") for name, path in dirs.items()}
+    for name, path in dirs.items():
+        write_plots({name: logs[name]}, path)
+        write_trace(path)
+        if args.swf:
+            write_swf(path)
+    if len(dirs) > 1:
+        write_plots(logs, args.dir)
+    print(f"figures, trace.json{' and jobs.swf' if args.swf else ''} written under {args.dir}")
     return 0
 
 

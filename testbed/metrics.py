@@ -90,7 +90,8 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
         elif kind == "finish":
             row = rows[ev["job"]]
             row.end, row.status, row.exit_code = ev["t"], ev["status"], ev["exit_code"]
-            row.reason, row.swap_in, row.swap_out = ev["reason"], ev["swap_in"], ev["swap_out"]
+            row.reason, row.swap_in, row.swap_out = (ev["reason"], ev.get("swap_in"),
+                                                     ev.get("swap_out"))
         elif kind == "stats":
             _usage(rows[ev["job"]], ev["ranks"])
             rows[ev["job"]].comm_wait_s = round(statistics.fmean(r["comm_s"] for r in

@@ -1,0 +1,90 @@
+"""Figures of a run (matplotlib, PNG and SVG), after evalys: a Gantt chart of the PEs over
+time (the Ousterhout matrix in time, THESIS Figs 2.1-2.3), runtime against work (Fig 5.5)
+and wait against arrival (Fig 5.6).  For a compare directory, the schedulers side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
+
+from testbed.metrics import job_rows  # noqa: E402
+from testbed.timeline import intervals  # noqa: E402
+
+
+def _colour(job: str) -> Any:
+    return plt.get_cmap("tab20")(int(job.lstrip("j") or 0) % 20)
+
+
+def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
+    """Draw PEs (rows split by matrix row) over time; suspended stretches are pale and
+    hatched."""
+    start = next(ev for ev in events if ev["event"] == "run_start")
+    mpl, pes = start["config"]["mpl"], start["config"]["machine"]["pes"]
+    for span in intervals(events):
+        for pe in span.pes:
+            y = pe + span.slot / mpl
+            ax.broken_barh([(span.start, span.end - span.start)], (y, 1 / mpl),
+                           facecolors=_colour(span.job), alpha=1.0 if span.running else 0.25,
+                           hatch=None if span.running else "//", edgecolor="white",
+                           linewidth=0.3)
+    for span in {s.job: s for s in intervals(events)}.values():
+        ax.text(span.start, span.pes[0] + (span.slot + 0.5) / mpl, span.job, fontsize=6,
+                va="center")
+    ax.set_ylim(0, pes)
+    ax.set_yticks([pe + 0.5 for pe in range(pes)], [f"PE {pe}" for pe in range(pes)])
+    ax.set_xlabel("time (s)")
+    ax.set_title(title)
+
+
+def runtime_vs_work(ax: Any, events: list[dict[str, Any]], label: str) -> None:
+    """Each finished job's runtime against its work, with the line runtime = work."""
+    rows = [r for r in job_rows(events) if r.runtime is not None and r.work]
+    ax.scatter([r.work for r in rows], [r.runtime for r in rows], s=12, label=label)
+    top = max([r.runtime for r in rows] + [r.work for r in rows] + [1e-3])
+    ax.plot([0, top], [0, top], color="grey", linewidth=0.8)
+    ax.set_xlabel("work (s)")
+    ax.set_ylabel("runtime (s)")
+
+
+def wait_vs_arrival(ax: Any, events: list[dict[str, Any]], label: str) -> None:
+    """Each started job's wait against its arrival time."""
+    rows = [r for r in job_rows(events) if r.wait is not None]
+    ax.scatter([r.arrival for r in rows], [r.wait for r in rows], s=12, label=label)
+    ax.set_xlabel("arrival (s)")
+    ax.set_ylabel("wait (s)")
+
+
+def _save(fig: Any, base: Path) -> list[Path]:
+    fig.tight_layout()
+    paths = [base.with_suffix(".png"), base.with_suffix(".svg")]
+    for path in paths:
+        fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return paths
+
+
+def write_plots(runs: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
+    """Write gantt, runtime_vs_work and wait_vs_arrival (PNG and SVG) for one run or, with
+    several, the schedulers side by side; return the files."""
+    names = list(runs)
+    fig, axes = plt.subplots(len(names), 1, figsize=(10, 2.2 + 1.6 * len(names)),
+                             squeeze=False, sharex=True)
+    for ax, name in zip(axes[:, 0], names, strict=True):
+        gantt(ax, runs[name], name)
+    written = _save(fig, out / "gantt")
+    for base, draw, title in (("runtime_vs_work", runtime_vs_work, "Runtime vs work"),
+                              ("wait_vs_arrival", wait_vs_arrival, "Wait vs arrival")):
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        for name in names:
+            draw(ax, runs[name], name)
+        ax.set_title(title)
+        if len(names) > 1:
+            ax.legend()
+        ax.grid(alpha=0.3)
+        written += _save(fig, out / base)
+    return written
