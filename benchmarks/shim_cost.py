@@ -86,6 +86,27 @@ def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10") -> 
     return json.loads(out.strip().splitlines()[0])
 
 
+def measure(rounds: int, iterations: int, waits: int) -> dict[str, object]:
+    """Ping-pong with and without the shim, and the wake-up test (see the module's text)."""
+    preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}
+    plain, shimmed = [], []
+    for _ in range(rounds):
+        plain.append(_run("pingpong", iterations, {})["round_trip_us"])
+        shimmed.append(_run("pingpong", iterations, preload)["round_trip_us"])
+    blocking = {**preload, "TESTBED_SPIN": "fixed:0.0001"}
+    return {
+        "pingpong": {"without_us": statistics.median(plain),
+                     "with_us": statistics.median(shimmed),
+                     "ratio": statistics.median(shimmed) / statistics.median(plain),
+                     "rounds": rounds, "iterations": iterations},
+        "wakeup": {"mpich_busy_poll": _run("wakeup", waits, {}),
+                   "shim_spin_block_100us": _run("wakeup", waits, blocking),
+                   "shim_long_waits_20_50ms": _run("wakeup", max(1, waits // 3), blocking,
+                                                   "20:50"),
+                   "waits": waits},
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures as JSON (one object)."""
     p = argparse.ArgumentParser(description="shim cost and spin-block behaviour")
@@ -104,24 +125,8 @@ def main(argv: list[str] | None = None) -> int:
         if MPI.COMM_WORLD.Get_rank() == 0:
             print(json.dumps(result), flush=True)
         return 0
-    preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}
-    plain, shimmed = [], []
-    for _ in range(args.rounds):
-        plain.append(_run("pingpong", args.iterations, {})["round_trip_us"])
-        shimmed.append(_run("pingpong", args.iterations, preload)["round_trip_us"])
-    blocking = {**preload, "TESTBED_SPIN": "fixed:0.0001"}
-    result = {
-        "benchmark": "shim_cost", "host": host(),
-        "pingpong": {"without_us": statistics.median(plain),
-                     "with_us": statistics.median(shimmed),
-                     "ratio": statistics.median(shimmed) / statistics.median(plain),
-                     "rounds": args.rounds, "iterations": args.iterations},
-        "wakeup": {"mpich_busy_poll": _run("wakeup", args.waits, {}),
-                   "shim_spin_block_100us": _run("wakeup", args.waits, blocking),
-                   "shim_long_waits_20_50ms": _run("wakeup", max(1, args.waits // 3),
-                                                   blocking, "20:50"),
-                   "waits": args.waits},
-    }
+    result = {"benchmark": "shim_cost", "host": host(),
+              **measure(args.rounds, args.iterations, args.waits)}
     print(json.dumps(result, indent=2))
     return 0
 

@@ -17,11 +17,12 @@ from benchmarks.harness import events, host, run_workload
 from testbed.metrics import percentiles
 
 
-def measure(work: float, timeslice: float) -> dict[str, object]:
-    """Switch latency and heartbeat lag figures (microseconds) for one gang run."""
+def measure(work: float, timeslice: float, mpl: int = 2) -> dict[str, object]:
+    """Switch latency and heartbeat lag figures (microseconds) for one gang run of ``mpl``
+    CPU-bound jobs, each on every PE."""
     pes = len(os.sched_getaffinity(0))
     job = f"0 {pes} bsp --work {work} --pattern none\n"
-    run = run_workload(job * 2, "--scheduler", "gang", "--mpl", "2",
+    run = run_workload(job * mpl, "--scheduler", "gang", "--mpl", str(mpl),
                        "--timeslice", str(timeslice))
     try:
         evs = events(run)
@@ -33,7 +34,7 @@ def measure(work: float, timeslice: float) -> dict[str, object]:
     latency = [e["latency_us"] for e in switches]
     lag = [e["lag_us"] for e in switches if e["lag_us"] is not None]
     priority = evs[0]["config"].get("coordinator_priority", "")
-    return {"pes": pes, "timeslice_s": timeslice, "switches": len(switches),
+    return {"pes": pes, "mpl": mpl, "timeslice_s": timeslice, "switches": len(switches),
             "ranks_per_switch": 2 * pes, "coordinator_priority": priority,
             "latency_us": percentiles(latency), "lag_us": percentiles(lag)}
 

@@ -59,3 +59,24 @@ def test_fcs_classification_experiment_prints_every_process(tmp_path):
             and not line.startswith("run directory")]
     assert len(rows) == 2 + 2 + 3 + 1 + 4 + 4
     assert all(row[-2] in ("INIT_CS", "INIT_DC", "CS", "F", "DC") for row in rows)
+
+
+def test_overhead_suite_quick_runs_and_a_regression_fails_it(tmp_path):
+    from benchmarks.overheads import ratio_figures, regressions
+
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({
+        "mpl_linearity": {"ratios": {"200": {"1": 1.0, "2": 0.5}}},
+        "shim": {"pingpong": {"ratio": 0.01}}}))
+    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
+                           "--baseline", str(baseline), "--out", str(tmp_path / "now.json")],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stderr
+    assert "regression: mpl_linearity[200ms][k=2]" in done.stderr
+    assert "regression: shim_pingpong_ratio" in done.stderr
+    now = json.loads((tmp_path / "now.json").read_text())
+    assert now["quick"] and now["host"]["cpus"] >= 1
+    assert [r["ranks"] for r in now["launch_overhead"]] == list(range(1, now["host"]["cpus"] + 1))
+    assert all(s["latency_us"]["p50"] > 0 for s in now["switch_latency"])
+    assert set(ratio_figures(now)) >= {"mpl_linearity[200ms][k=1]", "shim_pingpong_ratio"}
+    assert regressions(now, now, 0.0) == []

@@ -1,0 +1,135 @@
+"""The testbed's own overheads on this host, as one JSON document, and a regression check.
+
+* job launch overhead (an empty job's response minus its work) for N = 1 ... all PEs
+  (THESIS Table 5.1);
+* multi-context-switch latency p50/p99 against MPL (gang, every job on every PE);
+* MPL linearity (THESIS Fig 5.1): the mean runtime of k identical fine-grained all-to-all jobs
+  at MPL k divided by k times the runtime of one at MPL 1, for k = 1..4 and timeslices 200,
+  50, 20 and 10 ms, and the smallest timeslice at which every ratio stays within 3 %;
+* the shim's ping-pong cost and spin-block wake-up latency.
+
+``--baseline FILE`` compares the ratio figures (MPL linearity, shim cost) with a stored run of
+this suite and exits 1 when one is worse by more than ``--tolerance`` (default 10 %, relative).
+``--quick`` runs a tiny version to show the suite works (CI); its figures mean nothing.
+
+Usage: ``python -m benchmarks.overheads [--quick] [--baseline FILE] [--out FILE]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks import launch_overhead, shim_cost, switch_latency
+from benchmarks.harness import events, host, run_workload
+
+LINEARITY_LIMIT = 0.03
+FULL = {"launch_repeats": 7, "switch_mpls": (2, 3, 4), "switch_work": 4.0,
+        "timeslices": (0.2, 0.05, 0.02, 0.01), "mpls": (1, 2, 3, 4), "work": 2.0,
+        "shim": (5, 20000, 300)}
+QUICK = {"launch_repeats": 2, "switch_mpls": (2,), "switch_work": 0.6, "timeslices": (0.2,),
+         "mpls": (1, 2), "work": 0.4, "shim": (1, 500, 12)}
+
+
+def mean_runtime(k: int, timeslice: float, work: float) -> float:
+    """Mean time (s) ``k`` identical fine-grained all-to-all jobs on every PE, at MPL k, spend
+    in the benchmark (the slowest rank's ``wall_s``: launch and MPI start-up, which do not grow
+    with k, are left out)."""
+    pes = len(os.sched_getaffinity(0))
+    job = f"0 {pes} bsp --work {work} --granularity 0.1 --pattern aa\n"
+    run = run_workload(job * k, "--scheduler", "gang", "--mpl", str(k), "--timeslice",
+                       str(timeslice))
+    try:
+        walls = [max(r["wall_s"] for r in ev["ranks"]) for ev in events(run)
+                 if ev["event"] == "stats"]
+    finally:
+        shutil.rmtree(run.parent)
+    if len(walls) != k:
+        raise RuntimeError(f"only {len(walls)} of {k} jobs reported")
+    return statistics.fmean(walls)
+
+
+def linearity(timeslices: tuple[float, ...], mpls: tuple[int, ...],
+              work: float) -> dict[str, Any]:
+    """Ratios mean runtime at MPL k / (k * runtime at MPL 1), by timeslice (ms) and k."""
+    ratios: dict[str, dict[str, float]] = {}
+    for timeslice in timeslices:
+        runtime = {k: mean_runtime(k, timeslice, work) for k in sorted({1, *mpls})}
+        ratios[f"{timeslice * 1000:g}"] = {str(k): round(runtime[k] / (k * runtime[1]), 4)
+                                           for k in mpls}
+    within = [float(t) for t, row in ratios.items()
+              if all(abs(r - 1) <= LINEARITY_LIMIT for r in row.values())]
+    return {"ratios": ratios, "smallest_linear_timeslice_ms": min(within) if within else None,
+            "limit": LINEARITY_LIMIT}
+
+
+def measure(plan: dict[str, Any]) -> dict[str, Any]:
+    """Every figure of the suite for this host."""
+    pes = len(os.sched_getaffinity(0))
+    return {
+        "benchmark": "overheads", "host": host(),
+        "launch_overhead": [launch_overhead.measure(n, plan["launch_repeats"], 0.5)
+                            for n in range(1, pes + 1)],
+        "switch_latency": [switch_latency.measure(plan["switch_work"], 0.2, mpl)
+                           for mpl in plan["switch_mpls"]],
+        "mpl_linearity": linearity(plan["timeslices"], plan["mpls"], plan["work"]),
+        "shim": shim_cost.measure(*plan["shim"]),
+    }
+
+
+def ratio_figures(result: dict[str, Any]) -> dict[str, float]:
+    """The figures compared against a baseline (larger is worse for each)."""
+    figures = {f"mpl_linearity[{t}ms][k={k}]": r
+               for t, row in result["mpl_linearity"]["ratios"].items() for k, r in row.items()}
+    figures["shim_pingpong_ratio"] = result["shim"]["pingpong"]["ratio"]
+    return figures
+
+
+def regressions(result: dict[str, Any], baseline: dict[str, Any],
+                tolerance: float) -> list[str]:
+    """Ratio figures worse than the baseline's by more than ``tolerance`` (relative)."""
+    now, then = ratio_figures(result), ratio_figures(baseline)
+    return [f"{name}: {now[name]:.4f} > baseline {then[name]:.4f} * (1 + {tolerance:g})"
+            for name in sorted(now.keys() & then.keys())
+            if now[name] > then[name] * (1 + tolerance)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite, print (and optionally save) the JSON, compare with a baseline."""
+    p = argparse.ArgumentParser(description="the testbed's overhead regression suite")
+    p.add_argument("--quick", action="store_true", help="tiny runs: shows the suite works")
+    p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
+    p.add_argument("--tolerance", type=float, default=0.10, help="relative, default 0.10")
+    p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    args = p.parse_args(argv)
+    baseline = None
+    if args.baseline is not None:
+        try:
+            baseline = json.loads(args.baseline.read_text())
+            ratio_figures(baseline)
+        except (OSError, ValueError, KeyError) as err:
+            print(f"overheads: {args.baseline}: not a baseline of this suite ({err})",
+                  file=sys.stderr)
+            return 2
+    result = measure(QUICK if args.quick else FULL)
+    result["quick"] = args.quick
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out is not None:
+        args.out.write_text(text + "\n")
+    if baseline is not None:
+        found = regressions(result, baseline, args.tolerance)
+        for line in found:
+            print(f"regression: {line}", file=sys.stderr)
+        return 1 if found else 0
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
