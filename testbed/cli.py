@@ -13,6 +13,7 @@ import dataclasses
 import os
 import platform
 import random
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -42,6 +43,7 @@ from testbed.policies import POLICIES, make_policy
 from testbed.policies.base import MemoryAdmission
 from testbed.report import format_table, run_dirs, write_results, write_swf
 from testbed.swf import ImportOptions, SwfError, SwfJob, read_swf, to_workload
+from testbed.top import follow
 from testbed.trace import write_trace
 from testbed.workload import JobSpec, Workload, WorkloadError, load_workload
 
@@ -192,7 +194,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     machine = _check_common(args, [args.scheduler])
     workload = _load(args.workload, args.timeslice, machine)
     run_dir = _new_run_dir(args.out, args.scheduler)
-    status, summary = _run_one(workload, args.scheduler, machine, args, run_dir)
+    viewer = None
+    if args.live:
+        viewer = subprocess.Popen([sys.executable, "-m", "testbed.cli", "top", str(run_dir)])
+    try:
+        status, summary = _run_one(workload, args.scheduler, machine, args, run_dir)
+    finally:
+        if viewer is not None:
+            try:
+                viewer.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                viewer.terminate()
+                viewer.wait()
     print(format_table({args.scheduler: summary}))
     print(f"run directory: {run_dir}")
     return EXIT_INTERRUPTED if status == "interrupted" else 0
@@ -273,6 +286,17 @@ def cmd_mix(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_top(args: argparse.Namespace) -> int:
+    """Show a run's matrix, current row, job states and progress, live until it ends."""
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such run directory")
+    try:
+        follow(args.dir, interval=args.interval, once=args.once)
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
 def cmd_shim(args: argparse.Namespace) -> int:
     """Print the path of the spin-block shim library (building it first if needed)."""
     print(shim.library_path(detect_mpi(), rebuild=args.build))
@@ -343,7 +367,14 @@ def _load(path: str, timeslice: float, machine: Machine) -> Workload:
 def _setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload")
     p.add_argument("--scheduler", default="gang", help=f"one of {', '.join(sorted(POLICIES))}")
+    p.add_argument("--live", action="store_true", help="show the live view while it runs")
     _scheduler_options(p)
+
+
+def _setup_top(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="a run directory (running or finished)")
+    p.add_argument("--once", action="store_true", help="print one frame and exit")
+    p.add_argument("--interval", type=float, default=0.5, help="seconds between frames")
 
 
 def _setup_compare(p: argparse.ArgumentParser) -> None:
@@ -411,6 +442,7 @@ COMMANDS: dict[str, Command] = {
     "report": (_setup_report, cmd_report),
     "exec": (_setup_exec, cmd_exec),
     "shim": (_setup_shim, cmd_shim),
+    "top": (_setup_top, cmd_top),
 }
 WORKLOAD_COMMANDS: dict[str, Command] = {
     "mix": (_setup_mix, cmd_mix),

@@ -68,3 +68,14 @@ def test_compare_report_puts_schedulers_side_by_side(tmp_path, workload, names):
     assert done.returncode == 0 and all(n in done.stdout.splitlines()[0] for n in names)
     for name in ("gantt.png", "runtime_vs_work.svg", "wait_vs_arrival.png"):
         assert (tmp_path / "c" / name).exists()
+
+
+def test_live_view_shows_the_matrix_states_and_progress(tmp_path, workload):
+    path = workload("0 2 bsp --work 1 --pattern nn\n0 2 bsp --work 1\n0.3 1 bsp --work 0.2\n")
+    done = run_testbed("run", str(path), "--live", "--pes", "2", "--out", "r", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    frames = [f for f in done.stdout.split("gang  MPL 2  2 PEs") if f.strip()]
+    assert len(frames) >= 2 and "row" in frames[0]
+    assert any("running:" in f and "stopped:" in f for f in frames), frames[:3]
+    final = run_testbed("top", "r", "--once", cwd=tmp_path).stdout
+    assert "3/3 jobs" in final and "(complete)" in final and "done: j1 j2 j3" in final

@@ -1,0 +1,91 @@
+"""The live view (like the T3D "gangster" display): the matrix, the current row, every job's
+state and a progress bar, read from a run's ``events.jsonl`` while the run goes on."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from testbed.eventlog import read_events
+
+FAILED = {"failed", "timeout", "killed"}
+BAR = 30
+
+
+def job_states(events: list[dict[str, Any]]) -> dict[str, str]:
+    """Each job's state: new, waiting, running, stopped, done or failed.  A job launched into
+    a row that is not current starts stopped: its first flip is a ``resume``."""
+    first_flip: dict[str, str] = {}
+    for ev in events:
+        if ev["event"] in ("suspend", "resume"):
+            first_flip.setdefault(ev["job"], ev["event"])
+    states: dict[str, str] = {}
+    for ev in events:
+        kind = ev["event"]
+        if kind == "workload":
+            states = {job["job"]: "new" for job in ev["jobs"]}
+        elif kind == "arrival":
+            states[ev["job"]] = "waiting"
+        elif kind == "start":
+            states[ev["job"]] = "stopped" if first_flip.get(ev["job"]) == "resume" else "running"
+        elif kind == "resume":
+            states[ev["job"]] = "running"
+        elif kind == "suspend":
+            states[ev["job"]] = "stopped"
+        elif kind == "finish":
+            states[ev["job"]] = "failed" if ev["status"] in FAILED else "done"
+    return states
+
+
+def render(events: list[dict[str, Any]], now: float | None = None) -> str:
+    """One frame of the view as text."""
+    start = next((ev for ev in events if ev["event"] == "run_start"), None)
+    if start is None:
+        return "waiting for the run to start...\n"
+    config = start["config"]
+    mpl, pes = config["mpl"], config["machine"]["pes"]
+    states = job_states(events)
+    ended = next((ev for ev in events if ev["event"] == "run_end"), None)
+    elapsed = ended["t"] if ended else (now if now is not None else events[-1]["t"])
+    finished = sum(s in ("done", "failed") for s in states.values())
+    filled = round(BAR * finished / len(states)) if states else BAR
+    lines = [f"{config['scheduler']}  MPL {mpl}  {pes} PEs  "
+             f"[{'#' * filled}{'-' * (BAR - filled)}] {finished}/{len(states)} jobs  "
+             f"{elapsed:.1f} s" + (f"  ({ended['status']})" if ended else "")]
+    rows = [["."] * pes for _ in range(mpl)]
+    for ev in events:
+        if ev["event"] == "start" and states.get(ev["job"]) in ("running", "stopped"):
+            for pe in ev["pes"]:
+                rows[ev["slot"]][pe] = ev["job"]
+    current = next((ev["slot"] for ev in reversed(events) if ev["event"] == "switch"), None)
+    width = max([len(c) for row in rows for c in row] + [4])
+    lines.append("row  " + " ".join(f"PE{pe}".rjust(width) for pe in range(pes)))
+    for slot, row in enumerate(rows):
+        marker = "*" if slot == current else " "
+        lines.append(f"{slot:>2}{marker}  " + " ".join(c.rjust(width) for c in row))
+    by_state: dict[str, list[str]] = {}
+    for job, state in states.items():
+        by_state.setdefault(state, []).append(job)
+    for state in ("running", "stopped", "waiting", "new", "done", "failed"):
+        if by_state.get(state):
+            lines.append(f"{state:>8}: {' '.join(by_state[state])}")
+    return "\n".join(lines) + "\n"
+
+
+def follow(run_dir: Path, out: TextIO = sys.stdout, interval: float = 0.5,
+           once: bool = False) -> None:
+    """Redraw the view every ``interval`` seconds until the run ends (or once)."""
+    clear = "\x1b[H\x1b[2J" if out.isatty() else ""
+    log = run_dir / "events.jsonl"
+    started = time.monotonic()
+    while True:
+        events = read_events(log) if log.exists() else []
+        first = next((ev for ev in events if ev["event"] == "run_start"), None)
+        now = time.time() - first["wall_time"] if first else time.monotonic() - started
+        out.write(clear + render(events, now))
+        out.flush()
+        if once or any(ev["event"] == "run_end" for ev in events):
+            return
+        time.sleep(interval)
