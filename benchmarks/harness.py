@@ -79,3 +79,25 @@ def bsp_footprint_mb(mem_mb: float) -> float:
     """Peak memory of one benchmark rank walking ``mem_mb`` MiB: the array plus the Python
     interpreter, mpi4py and the walk library (measured: about 36 MiB)."""
     return mem_mb + 36.0
+
+
+def line_plot(ax: Any, rows: list[list[Any]], series: tuple[str, ...], key: int, x: int, y: int,
+              labels: tuple[str, str]) -> None:
+    """One line per series (rows whose column ``key`` is the series' name) of column ``y``
+    against column ``x``."""
+    for name in series:
+        points = sorted((r[x], r[y]) for r in rows if r[key] == name)
+        ax.plot([p for p, _ in points], [q for _, q in points], marker="o", label=name)
+    ax.set_xlabel(labels[0])
+    ax.set_ylabel(labels[1])
+    ax.grid(alpha=0.3)
+
+
+def save_figure(fig: Any, path: Path, title: str) -> None:
+    """Title, lay out, write (PNG) and close a figure."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -17,7 +17,15 @@ import argparse
 import json
 from pathlib import Path
 
-from benchmarks.harness import bsp_footprint_mb, default_out, run_workload, table, write_csv
+from benchmarks.harness import (
+    bsp_footprint_mb,
+    default_out,
+    line_plot,
+    run_workload,
+    save_figure,
+    table,
+    write_csv,
+)
 
 CONFIGS = (("unlimited", None), ("C=1", 1.0), ("C=1.5", 1.5))
 
@@ -83,19 +91,13 @@ def _plot(rows: list[list[object]], path: Path, node_mb: float) -> None:
 
     thetas = sorted({r[0] for r in rows})
     fig, axes = plt.subplots(1, len(thetas), figsize=(4 * len(thetas), 3.5), squeeze=False)
+    names = tuple(name for name, _ in CONFIGS)
     for ax, theta in zip(axes[0], thetas, strict=True):
-        for name, _ in CONFIGS:
-            points = sorted((r[1], r[3]) for r in rows if r[0] == theta and r[2] == name)
-            ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=name)
+        line_plot(ax, [r for r in rows if r[0] == theta], names, key=2, x=1, y=3,
+                  labels=("jobs", "total execution time (s)"))
         ax.set_title(f"theta = {theta:g}")
-        ax.set_xlabel("jobs")
-        ax.set_ylabel("total execution time (s)")
-        ax.grid(alpha=0.3)
     axes[0][0].legend()
-    fig.suptitle(f"Execution time vs jobs, {node_mb:.0f} MiB per node")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, f"Execution time vs jobs, {node_mb:.0f} MiB per node")
 
 
 if __name__ == "__main__":

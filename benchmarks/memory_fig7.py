@@ -17,7 +17,15 @@ import argparse
 import json
 from pathlib import Path
 
-from benchmarks.harness import bsp_footprint_mb, default_out, run_workload, table, write_csv
+from benchmarks.harness import (
+    bsp_footprint_mb,
+    default_out,
+    line_plot,
+    run_workload,
+    save_figure,
+    table,
+    write_csv,
+)
 from testbed.mix import MixParams, generate_mix
 
 
@@ -90,17 +98,10 @@ def _plot(rows: list[list[object]], path: Path, theta: float) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(8, 3.5))
     for column, ax, label in ((2, axes[0], "mean response time (s)"),
                               (3, axes[1], "mean slowdown")):
-        for name in ("unlimited", "C=1"):
-            points = sorted((r[0], r[column]) for r in rows if r[1] == name)
-            ax.plot([x for x, _ in points], [y for _, y in points], marker="o", label=name)
-        ax.set_xlabel("offered load")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
+        line_plot(ax, rows, ("unlimited", "C=1"), key=1, x=0, y=column,
+                  labels=("offered load", label))
     axes[0].legend()
-    fig.suptitle(f"Response and slowdown vs load (theta = {theta:g})")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, f"Response and slowdown vs load (theta = {theta:g})")
 
 
 if __name__ == "__main__":
