@@ -71,14 +71,6 @@ class Matrix:
             self.rows[slot][pe] = job
         self.placed[job] = (slot, pes)
 
-    def place(self, job: str, size: int) -> tuple[int, tuple[int, ...]] | None:
-        """Put ``job`` in the first slot where it fits; return (slot, PEs) or None."""
-        options = self.candidates(size)
-        if options:
-            self.assign(job, *options[0])
-            return options[0]
-        return None
-
     def remove(self, job: str) -> None:
         """Free the cells of ``job``."""
         slot, pes = self.placed.pop(job)

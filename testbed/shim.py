@@ -131,15 +131,6 @@ class Record:
         c.magic = lib.TB_MAGIC
         return record
 
-    @classmethod
-    def attach(cls, path: str) -> Record:
-        """Map an existing record."""
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-        try:
-            return cls(path, mmap.mmap(fd, RECORD_SIZE))
-        finally:
-            os.close(fd)
-
     def set_spin(self, spin: Spin) -> None:
         """Set how this rank's waits spin."""
         self.c.spin_mode = SPIN_MODES[spin.mode]
