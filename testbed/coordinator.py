@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import deque
 from pathlib import Path
 from typing import Any
 
@@ -161,14 +162,14 @@ class Coordinator:
 
     def _loop(self) -> None:
         assert self.log is not None
-        pending = list(self.workload.jobs)
+        pending = deque(self.workload.jobs)
         next_tick = math.inf
         timeslice = self.policy.timeslice
         while True:
             self._check_interrupt()
             now = self.clock()
             while pending and pending[0].arrival <= now:
-                self._arrive(pending.pop(0), now)
+                self._arrive(pending.popleft(), now)
             busy = bool(self.policy.matrix.placed)
             if timeslice is None or not busy:
                 next_tick = math.inf
@@ -198,8 +199,8 @@ class Coordinator:
                 self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
             if not pending and not self.policy.queue and not self.policy.matrix.placed:
                 return
-            wake_at = min([next_tick, *self.deadlines.values(),
-                           pending[0].arrival if pending else math.inf])
+            deadlines = [d for job, d in self.deadlines.items() if job not in self.killing]
+            wake_at = min([next_tick, *deadlines, pending[0].arrival if pending else math.inf])
             timeout = min(wake_at - self.clock(), DISCOVERY_POLL if awaiting else IDLE_POLL)
             self._wait(max(0.0, timeout))
 
