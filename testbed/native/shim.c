@@ -29,7 +29,7 @@
 #include "shim_record.h"
 
 #define BACKOFF_MIN_NS 20000L
-#define BACKOFF_MAX_NS 500000L
+#define BACKOFF_MAX_NS 650000L
 #define CPU_SAMPLE_MASK 1023u
 
 static struct tb_record private_record = {.magic = TB_MAGIC, .version = TB_VERSION,
