@@ -239,17 +239,20 @@ class NodeManager:
                 self.memory.add(self.node.index, pid)
 
     def _apply(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """Make the node policy's decision real; return the jobs stopped and continued."""
+        """Make the node policy's decision real; return the jobs stopped and continued.
+
+        Outgoing processes stop first, then the coscheduled flags change, then incoming
+        processes continue, so no wait is counted under the wrong flag."""
         wanted = self.policy.decide()
         outgoing = [k for k in self.active if k not in wanted]
         incoming = [k for k in wanted if k not in self.active]
         for key in outgoing:
             self._signal(key, signal.SIGSTOP)
-        for key in incoming:
-            self._signal(key, signal.SIGCONT)
         for key, coscheduled in wanted.items():
             if key in self.records and self.active.get(key) != coscheduled:
                 self.records[key].set_coscheduled(coscheduled)
+        for key in incoming:
+            self._signal(key, signal.SIGCONT)
         self.active = wanted
         return (tuple(sorted({k[0] for k in outgoing})),
                 tuple(sorted({k[0] for k in incoming})))
