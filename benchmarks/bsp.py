@@ -83,9 +83,10 @@ def _positive(text: str) -> float:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the benchmark's argument parser (times in seconds)."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.bsp",
+def build_parser(cls: type[argparse.ArgumentParser] = argparse.ArgumentParser
+                 ) -> argparse.ArgumentParser:
+    """Return the benchmark's argument parser (times in seconds), an instance of ``cls``."""
+    p = cls(prog="python -m benchmarks.bsp",
                                 description=(__doc__ or "").split("\n")[0])
     p.add_argument("--work", type=_non_negative, default=1.0, help="total work W, seconds")
     p.add_argument("--granularity", type=_positive, default=0.5,

@@ -58,6 +58,13 @@ class UsageError(Exception):
     """Bad input: reported as one line, exit code 2."""
 
 
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def _scheduler_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--mpl", type=int, default=2, help="multiprogramming level (rows); fcfs uses 1")
     p.add_argument("--timeslice", type=float, default=0.2, help="timeslice T, seconds")
@@ -68,9 +75,9 @@ def _scheduler_options(p: argparse.ArgumentParser) -> None:
                    help="kill a job after this many seconds of runtime (limit= on a line wins)")
     p.add_argument("--spin", type=float, default=None,
                    help="shim spin time, seconds: fixed for ics, MAX_spin for fcs (0.0005)")
-    p.add_argument("--node-mem", default=None, metavar="SIZE",
+    p.add_argument("--node-mem", type=_size, default=None, metavar="SIZE",
                    help="memory limit of each emulated node, e.g. 512M (root, cgroups)")
-    p.add_argument("--swap", default=None, metavar="SIZE",
+    p.add_argument("--swap", type=_size, default=None, metavar="SIZE",
                    help="make a swap file of SIZE for the run and remove it after (root)")
     p.add_argument("--memory-admission", type=float, default=None, metavar="C",
                    help="admit a job only where eq. 1 holds with factor C (MEMORY §3.2)")
@@ -96,17 +103,12 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
         raise UsageError(f"--memory-admission must be > 0, got {args.memory_admission}")
     if args.memory_history is None and args.memory_admission is not None:
         args.memory_history = DEFAULT_HISTORY
+    args.history = None
     if args.memory_history is not None:
         try:
-            MemoryHistory(args.memory_history)
+            args.history = MemoryHistory(args.memory_history)
         except ValueError as err:
             raise UsageError(str(err)) from None
-    for option in ("node_mem", "swap"):
-        if getattr(args, option) is not None:
-            try:
-                setattr(args, f"{option}_bytes", parse_size(getattr(args, option)))
-            except ValueError as err:
-                raise UsageError(f"--{option.replace('_', '-')}: {err}") from None
     if args.node_mem is not None:
         if os.geteuid() != 0:
             raise MemorySetupError("--node-mem needs root (memory cgroups)")
@@ -135,9 +137,9 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
     node_memory = swap = None
     try:
         if args.swap is not None:
-            swap = SwapFile(SWAP_DIR / f"testbed-{run_id}.swap", args.swap_bytes)
+            swap = SwapFile(SWAP_DIR / f"testbed-{run_id}.swap", args.swap)
         if args.node_mem is not None:
-            node_memory = NodeCgroups(run_id, len(machine.nodes), args.node_mem_bytes)
+            node_memory = NodeCgroups(run_id, len(machine.nodes), args.node_mem)
         return _run_coordinator(workload, scheduler, mpl, machine, mpi, args, run_dir, run_id,
                                 node_memory, swap)
     finally:
@@ -153,11 +155,10 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
                      swap: SwapFile | None) -> tuple[str, dict[str, Any]]:
     policy = make_policy(scheduler, machine.pes, mpl, args.timeslice, args.allocator, args.spin)
     if args.memory_admission is not None:
-        per_node = (args.node_mem_bytes if node_memory else _mem_total() / len(machine.nodes))
+        per_node = args.node_mem or _mem_total() / len(machine.nodes)
         policy.memory = MemoryAdmission(
             capacity_mb=(per_node / 2**20,) * len(machine.nodes), factor=args.memory_admission,
             node_of_pe=tuple(machine.node_of(pe).index for pe in range(machine.pes)))
-    history = MemoryHistory(args.memory_history) if args.memory_history else None
     library = shim.library_path(mpi) if policy.uses_shim else None
     config = {
         "scheduler": scheduler, "mpl": mpl, "timeslice": args.timeslice,
@@ -175,18 +176,14 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         "kernel": platform.release(), "argv": sys.argv,
     }
     coordinator = Coordinator(workload, policy, machine, mpi, run_dir, config, args.job_timeout,
-                              library, node_memory, swap, run_id, history)
+                              library, node_memory, swap, run_id, args.history)
     status = coordinator.run()
     return status, write_results(run_dir)
 
 
 def _mem_total() -> int:
-    """The host's memory in bytes (/proc/meminfo MemTotal)."""
-    with open("/proc/meminfo") as f:
-        for line in f:
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no MemTotal in /proc/meminfo")
+    """The host's memory in bytes."""
+    return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
 
 
 def cmd_run(args: argparse.Namespace) -> int:

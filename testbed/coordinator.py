@@ -99,7 +99,6 @@ class Coordinator:
         self.log: EventLog | None = None
         self.swap_at_start: dict[str, tuple[int, int]] = {}
         self.deadlines: dict[str, float] = {}
-        self.limits: dict[str, float] = {}
         self.last_slot: int | None = None
         self.killing: set[str] = set()
         self.interrupted: int | None = None
@@ -181,7 +180,7 @@ class Coordinator:
             for job, deadline in self.deadlines.items():
                 if now >= deadline and job not in self.killing:
                     self.killing.add(job)
-                    self.log.emit("limit", now, job=job, limit=self.limits[job])
+                    self.log.emit("limit", now, job=job, limit=self._limit(self.specs[job]))
                     self._broadcast(KillJob(job, "timeout"))
             awaiting = False
             memory: dict[str, dict[str, int]] = {}
@@ -247,22 +246,25 @@ class Coordinator:
         self.swap_at_start[spec.id] = procs.swap_pages()
         self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
                       cpus=[self.machine.cpus[pe] for pe in action.pes])
-        limit = spec.limit if spec.limit is not None else self.job_timeout
+        limit = self._limit(spec)
         if limit is not None:
-            self.limits[spec.id] = limit
             self.deadlines[spec.id] = now + limit
         msg = LaunchJob(spec.id, action.slot, action.pes, argv, spec.id in self.policy.current,
                         str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"))
         leader_last = sorted(self.nms, key=lambda nm: action.pes[0] in nm.node.pes)
         replies = [reply for nm in leader_last for reply in nm.handle(msg)]
         for nm in self.nms:
-            for fd, job in nm.launcher_fds().items():
-                if job == spec.id:
-                    self.selector.register(fd, selectors.EVENT_READ,
-                                           functools.partial(self._reaped, nm, job))
+            fd = nm.launcher_fd(spec.id)
+            if fd is not None:
+                self.selector.register(fd, selectors.EVENT_READ,
+                                       functools.partial(self._reaped, nm, spec.id))
         for reply in replies:
             if isinstance(reply, LaunchFailure):
                 self._ended(Termination(reply.job, "failed", None, reply.reason))
+
+    def _limit(self, spec: JobSpec) -> float | None:
+        """The job's runtime limit (s): its ``limit=``, else ``--job-timeout``."""
+        return spec.limit if spec.limit is not None else self.job_timeout
 
     def _heartbeat(self, action: Run, due: float | None) -> None:
         assert self.log is not None
@@ -303,8 +305,7 @@ class Coordinator:
         self._broadcast(info)
 
     def _reaped(self, nm: NodeManager, job: str) -> None:
-        fd = next(fd for fd, j in nm.launcher_fds().items() if j == job)
-        self.selector.unregister(fd)
+        self.selector.unregister(nm.launcher_fd(job))
         self._ended(nm.reap(job))
 
     def _finish_event(self, term: Termination, status: str) -> float:
@@ -326,7 +327,6 @@ class Coordinator:
             records = [json.loads(line) for line in stats.read_text().splitlines() if line]
             self.log.emit("stats", now, job=term.job, ranks=records)
         self.deadlines.pop(term.job, None)
-        self.limits.pop(term.job, None)
         self.killing.discard(term.job)
         counters = self._release(term.job, now)
         peaks = [r["peak_rss_kib"] for r in records or counters.values()]

@@ -118,13 +118,14 @@ def _stats(values: list[float]) -> dict[str, float | None]:
     return {"mean": statistics.fmean(values), "median": statistics.median(values)}
 
 
-def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) -> dict[str, Any]:
     """The run's summary: counts, mean/median of each metric by group, utilization, makespan.
 
     Metrics cover jobs that ended ``done``.  Utilization is the CPU time delivered to ranks
-    divided by PE-seconds over the makespan (first arrival to last end).
+    divided by PE-seconds over the makespan (first arrival to last end).  ``rows`` are the
+    events' ``job_rows`` when the caller already has them.
     """
-    rows = job_rows(events)
+    rows = job_rows(events) if rows is None else rows
     start = next(ev for ev in events if ev["event"] == "run_start")
     end = next((ev for ev in events if ev["event"] == "run_end"), None)
     pes = start["config"]["machine"]["pes"]

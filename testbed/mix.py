@@ -48,6 +48,30 @@ class MixParams:
             raise ValueError("--io-blocks must be >= 0")
 
 
+@dataclass(frozen=True)
+class BspParams:
+    """A benchmark job's THESIS §4.6 parameters and its PRNG seed."""
+
+    granularity: float
+    variance: float
+    pattern: str
+    seed: int
+
+    @classmethod
+    def draw(cls, rng: random.Random) -> BspParams:
+        """Granularity, variance and pattern drawn as in THESIS §4.6, then a seed."""
+        return cls(_pick(rng, GRANULARITIES), _pick(rng, VARIANCES), _pattern(rng),
+                   int(rng.random() * 2**31))
+
+    def line(self, arrival: float, pes: int, work: float, io_blocks: int = 0,
+             extra: str = "") -> str:
+        """The workload line of this job (times in seconds)."""
+        options = f"{extra} " if extra else ""
+        return (f"{arrival:.3f} {pes} {options}bsp --work {work:.3f} "
+                f"--granularity {self.granularity:g} --variance {self.variance:g} "
+                f"--pattern {self.pattern} --io-blocks {io_blocks} --seed {self.seed}")
+
+
 def job_line(rng: random.Random, arrival: float, pes: int, work: float,
              granularity: float | None = None, variance: float | None = None,
              pattern: str | None = None, io_blocks: int = 0, extra: str = "") -> str:
@@ -55,13 +79,11 @@ def job_line(rng: random.Random, arrival: float, pes: int, work: float,
 
     The draws happen in a fixed order whether or not a parameter is given, so fixing one does
     not change the others."""
-    drawn_g, drawn_v, drawn_p = _pick(rng, GRANULARITIES), _pick(rng, VARIANCES), _pattern(rng)
-    seed = int(rng.random() * 2**31)
-    options = f"{extra} " if extra else ""
-    return (f"{arrival:.3f} {pes} {options}bsp --work {work:.3f} "
-            f"--granularity {granularity if granularity is not None else drawn_g:g} "
-            f"--variance {variance if variance is not None else drawn_v:g} "
-            f"--pattern {pattern or drawn_p} --io-blocks {io_blocks} --seed {seed}")
+    drawn = BspParams.draw(rng)
+    params = BspParams(drawn.granularity if granularity is None else granularity,
+                       drawn.variance if variance is None else variance,
+                       pattern or drawn.pattern, drawn.seed)
+    return params.line(arrival, pes, work, io_blocks, extra)
 
 
 def _pick(rng: random.Random, options: tuple[float, ...]) -> float:
@@ -86,18 +108,15 @@ def generate_mix(p: MixParams) -> str:
     for _ in range(p.jobs):
         size = 2 ** min(top, int(rng.random() * (top + 1)))
         work = p.work_min * (p.work_max / p.work_min) ** rng.random()
-        drafts.append((size, work, _pick(rng, GRANULARITIES), _pick(rng, VARIANCES),
-                       _pattern(rng), int(rng.random() * 2**31)))
-    demand = sum(size * work for size, work, *_ in drafts)
+        drafts.append((size, work, BspParams.draw(rng)))
+    demand = sum(size * work for size, work, _ in drafts)
     mean_gap = demand / (p.load * p.pes * p.jobs)
     lines = [f"# testbed: generator=mix jobs={p.jobs} pes={p.pes} load={p.load} seed={p.seed} "
              f"compress={p.compress:g} work_min={p.work_min:g} work_max={p.work_max:g}",
              "# arrival pes command..."]
     arrival = 0.0
-    for i, (size, work, g, v, pattern, seed) in enumerate(drafts):
+    for i, (size, work, params) in enumerate(drafts):
         if i:
             arrival += -math.log(1.0 - rng.random()) * mean_gap
-        lines.append(f"{arrival / p.compress:.3f} {size} bsp --work {work / p.compress:.3f} "
-                     f"--granularity {g:g} --variance {v:g} --pattern {pattern} "
-                     f"--io-blocks {p.io_blocks} --seed {seed}")
+        lines.append(params.line(arrival / p.compress, size, work / p.compress, p.io_blocks))
     return "\n".join(lines) + "\n"

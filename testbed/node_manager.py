@@ -85,6 +85,7 @@ class LocalJob:
     stderr_path: str = ""
     kill_reason: str | None = None
     reported: bool = False
+    found: dict[int, int] = field(default_factory=dict)
 
 
 def resolve_command(argv0: str, env: dict[str, str]) -> str | None:
@@ -154,6 +155,11 @@ class NodeManager:
                 return []
         raise TypeError(f"node manager {self.node.index}: unexpected message {msg!r}")
 
+    def launcher_fd(self, job: str) -> int | None:
+        """The pidfd of ``job``'s mpiexec if this NM launched it and it has not been reaped."""
+        local = self.jobs.get(job)
+        return local.pidfd if local is not None else None
+
     def launcher_fds(self) -> dict[int, str]:
         """pidfds of the mpiexec processes this NM launched, mapped to their job."""
         return {j.pidfd: j.job for j in self.jobs.values() if j.pidfd is not None}
@@ -170,7 +176,7 @@ class NodeManager:
         self.jobs[msg.job] = job
         for rank, pe in local.items():
             self.policy.add(Proc(msg.job, rank, pe, msg.slot))
-            if self.shim is not None and self.events is not None:
+            if self.shim is not None and self.events is not None:  # both exist or neither
                 path = record_path(self.run_id, msg.job, rank)
                 self.records[(msg.job, rank)] = Record.create(
                     path, len(self.record_keys), msg.job, rank, self.events.name, self.shim[1])
@@ -208,15 +214,17 @@ class NodeManager:
         for job in self.jobs.values():
             if job.popen is None or job.reported:
                 continue
-            pids = {}
+            known = set(job.found.values())
             for pid in procs.descendants(job.popen.pid):
+                if pid in known:
+                    continue
                 rank = procs.read_environ(pid).get("PMI_RANK")
                 if rank is not None and rank.isdigit():
-                    pids[int(rank)] = pid
-            self._adopt(job.job, pids)
-            if len(pids) == job.size:
+                    job.found[int(rank)] = pid
+            self._adopt(job.job, job.found)
+            if len(job.found) == job.size:
                 job.reported = True
-                found.append(PidInfo(job.job, pids, self.clock() - job.launched_at))
+                found.append(PidInfo(job.job, dict(job.found), self.clock() - job.launched_at))
         return found
 
     def _adopt(self, name: str, pids: dict[int, int]) -> None:

@@ -12,7 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
 
-from testbed.metrics import job_rows  # noqa: E402
+from testbed.metrics import JobRow, job_rows  # noqa: E402
 from testbed.timeline import intervals  # noqa: E402
 
 
@@ -41,9 +41,9 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
     ax.set_title(title)
 
 
-def runtime_vs_work(ax: Any, events: list[dict[str, Any]], label: str) -> None:
+def runtime_vs_work(ax: Any, rows: list[JobRow], label: str) -> None:
     """Each finished job's runtime against its work, with the line runtime = work."""
-    rows = [r for r in job_rows(events) if r.runtime is not None and r.work]
+    rows = [r for r in rows if r.runtime is not None and r.work]
     ax.scatter([r.work for r in rows], [r.runtime for r in rows], s=12, label=label)
     top = max([r.runtime for r in rows] + [r.work for r in rows] + [1e-3])
     ax.plot([0, top], [0, top], color="grey", linewidth=0.8)
@@ -51,9 +51,9 @@ def runtime_vs_work(ax: Any, events: list[dict[str, Any]], label: str) -> None:
     ax.set_ylabel("runtime (s)")
 
 
-def wait_vs_arrival(ax: Any, events: list[dict[str, Any]], label: str) -> None:
+def wait_vs_arrival(ax: Any, rows: list[JobRow], label: str) -> None:
     """Each started job's wait against its arrival time."""
-    rows = [r for r in job_rows(events) if r.wait is not None]
+    rows = [r for r in rows if r.wait is not None]
     ax.scatter([r.arrival for r in rows], [r.wait for r in rows], s=12, label=label)
     ax.set_xlabel("arrival (s)")
     ax.set_ylabel("wait (s)")
@@ -77,11 +77,12 @@ def write_plots(runs: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
     for ax, name in zip(axes[:, 0], names, strict=True):
         gantt(ax, runs[name], name)
     written = _save(fig, out / "gantt")
+    rows = {name: job_rows(events) for name, events in runs.items()}
     for base, draw, title in (("runtime_vs_work", runtime_vs_work, "Runtime vs work"),
                               ("wait_vs_arrival", wait_vs_arrival, "Wait vs arrival")):
         fig, ax = plt.subplots(figsize=(5.5, 4))
         for name in names:
-            draw(ax, runs[name], name)
+            draw(ax, rows[name], name)
         ax.set_title(title)
         if len(names) > 1:
             ax.legend()

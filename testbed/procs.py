@@ -60,14 +60,21 @@ class Usage:
     rss_kib: int
 
 
-def usage(pid: int) -> Usage | None:
-    """CPU seconds (user + system), minor and major faults and RSS of ``pid``; None when gone."""
+def _stat(pid: int) -> list[bytes] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
-    fields = data[data.rindex(b")") + 2 :].split()
+    return data[data.rindex(b")") + 2 :].split()
+
+
+def usage(pid: int) -> Usage | None:
+    """CPU seconds (user + system), minor and major faults and RSS of ``pid``; None when gone."""
+    fields = _stat(pid)
+    if fields is None:
+        return None
     return Usage((int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, int(fields[7]),
                  int(fields[9]), int(fields[21]) * _PAGE_KIB)
 
@@ -91,12 +98,8 @@ def swap_pages() -> tuple[int, int]:
 
 def state(pid: int) -> str | None:
     """The one-letter scheduler state of ``pid`` (R, S, D, T, Z...) or None when gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
-    return data[data.rindex(b")") + 2 :].split()[0].decode()
+    fields = _stat(pid)
+    return None if fields is None else fields[0].decode()
 
 
 def children(pid: int) -> list[int]:

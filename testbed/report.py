@@ -35,11 +35,12 @@ def write_results(run_dir: Path) -> dict[str, Any]:
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
-    for row in job_rows(events):
+    rows = job_rows(events)
+    for row in rows:
         data = dataclasses.asdict(row)
         writer.writerow({k: _cell(data[k]) for k in CSV_FIELDS})
     _write_atomic(run_dir / "jobs.csv", out.getvalue())
-    summary = summarize(events)
+    summary = summarize(events, rows)
     _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -21,6 +21,15 @@ class Interval:
     running: bool
 
 
+def launched_stopped(events: list[dict[str, Any]]) -> set[str]:
+    """Jobs launched into a row that was not current (their first flip is a ``resume``)."""
+    first: dict[str, str] = {}
+    for ev in events:
+        if ev["event"] in ("suspend", "resume"):
+            first.setdefault(ev["job"], ev["event"])
+    return {job for job, flip in first.items() if flip == "resume"}
+
+
 def intervals(events: list[dict[str, Any]]) -> list[Interval]:
     """Every job's running and suspended intervals, in time order."""
     end_of_run = max((ev["t"] for ev in events), default=0.0)
@@ -32,10 +41,11 @@ def intervals(events: list[dict[str, Any]]) -> list[Interval]:
             changes[ev["job"]].append((ev["t"], ev["event"] == "resume"))
         elif ev["event"] == "finish":
             finishes[ev["job"]] = ev["t"]
+    stopped = launched_stopped(events)
     out = []
     for job, start in starts.items():
         flips = changes[job]
-        running = not (flips and flips[0][1])
+        running = job not in stopped
         since = start["t"]
         for t, now_running in [*flips, (finishes.get(job, end_of_run), None)]:
             if t > since:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from testbed.eventlog import read_events
+from testbed.timeline import launched_stopped
 
 FAILED = {"failed", "timeout", "killed"}
 BAR = 30
@@ -17,10 +18,7 @@ BAR = 30
 def job_states(events: list[dict[str, Any]]) -> dict[str, str]:
     """Each job's state: new, waiting, running, stopped, done or failed.  A job launched into
     a row that is not current starts stopped: its first flip is a ``resume``."""
-    first_flip: dict[str, str] = {}
-    for ev in events:
-        if ev["event"] in ("suspend", "resume"):
-            first_flip.setdefault(ev["job"], ev["event"])
+    stopped = launched_stopped(events)
     states: dict[str, str] = {}
     for ev in events:
         kind = ev["event"]
@@ -29,7 +27,7 @@ def job_states(events: list[dict[str, Any]]) -> dict[str, str]:
         elif kind == "arrival":
             states[ev["job"]] = "waiting"
         elif kind == "start":
-            states[ev["job"]] = "stopped" if first_flip.get(ev["job"]) == "resume" else "running"
+            states[ev["job"]] = "stopped" if ev["job"] in stopped else "running"
         elif kind == "resume":
             states[ev["job"]] = "running"
         elif kind == "suspend":

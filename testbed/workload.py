@@ -15,11 +15,13 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from benchmarks.bsp import build_parser as bsp_parser
 from testbed.memory import parse_size
@@ -73,17 +75,18 @@ class Workload:
 
 
 class _BspArgs(argparse.ArgumentParser):
+    """The benchmark's options without --help, raising instead of printing and exiting."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "add_help": False})
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise ValueError(message)
 
 
+@functools.cache
 def _bsp_options() -> argparse.ArgumentParser:
-    parser = bsp_parser()
-    strict = _BspArgs(prog=parser.prog, add_help=False)
-    for action in parser._actions:
-        if action.option_strings and action.dest != "help":
-            strict._add_action(action)
-    return strict
+    return bsp_parser(_BspArgs)
 
 
 def _number(path: str, line: int, name: str, text: str, minimum: float, strict: bool) -> float:

@@ -114,10 +114,8 @@ class Policy:
         actions: list[Action] = []
         passed: list[JobRequest] = []
         for job in list(self.queue):
-            where = self._fit(job)
-            if where is None and self.memory is not None and not self.matrix.placed \
-                    and job is self.queue[0]:
-                where = next(iter(self.matrix.candidates(job.size)), None)
+            empty_machine_head = not self.matrix.placed and job is self.queue[0]
+            where = self._fit(job, check_memory=not empty_machine_head)
             if where is None:
                 if self.memory is None:
                     break
@@ -140,10 +138,11 @@ class Policy:
         per_node = Counter(self.memory.node_of_pe[pe] for pe in pes)
         return {node: count * job.mem_mb for node, count in per_node.items()}
 
-    def _fit(self, job: JobRequest) -> tuple[int, tuple[int, ...]] | None:
-        """The first placement in the matrix that also satisfies eq. 1 on all its nodes."""
+    def _fit(self, job: JobRequest, check_memory: bool) -> tuple[int, tuple[int, ...]] | None:
+        """The first placement in the matrix that also satisfies eq. 1 on all its nodes (when
+        there is memory admission and ``check_memory``)."""
         options = self.matrix.candidates(job.size)
-        if self.memory is None:
+        if self.memory is None or not check_memory:
             return next(iter(options), None)
         used: Counter[int] = Counter()
         for demand in self.used_mb.values():
