@@ -10,10 +10,21 @@ Every rank loops ``iterations`` times over three phases:
    size (MEMORY §4.1: jumps with Pr[X > u] = u^-theta, one byte written per step, cells of
    ``--stride`` bytes); the array is touched once at start so all of it is resident.
 
-One iteration lasts ``G * T`` seconds on a dedicated machine: the cost of one exchange, one I/O
-block and one iteration's walk is calibrated at start-up and subtracted from the iteration
-length to give ``w``, so a dedicated run without paging takes about ``W`` seconds.  Each rank
-reports one JSON record; rank 0 writes them all, one line each, to ``--stats`` or to stdout.
+The iteration count follows THESIS §4.5 item 6: the basic work per iteration is
+``w = G * T - (exchange + B * io_block + walk)``, the costs calibrated at start-up, and the
+iteration count is ``W / w`` rounded; every rank then computes exactly ``W`` seconds of CPU time
+in all (``W / iterations`` per iteration, times its imbalance factor, with variance).  The
+calibration only sets how finely the work is cut: it is never subtracted from the work, so
+paging, contention and descheduling always show up as a longer runtime.  Calibration is made
+where it cannot be disturbed: the exchange first (the median of 20 rounds, so a round that
+straddles a stop does not count), the I/O block likewise, and the walk on a small resident
+array before the walk's own array is touched.  A dedicated run takes about ``dedicated_s``
+(reported): ``iterations * G * T`` up to the expected extra compute of the slowest rank.
+
+Times the testbed keeps the rank stopped (its record's ``stopped_s``) count in no phase: the
+phases are timed on a clock that stops with the rank, and ``stopped_s`` reports the total.
+Each rank reports one JSON record; rank 0 writes them all, one line each, to ``--stats`` or to
+stdout.
 
 Run standalone: ``mpiexec -n 4 python -m benchmarks.bsp --work 2 --pattern aa``.
 """
@@ -26,10 +37,12 @@ import os
 import random
 import resource
 import signal
+import statistics
 import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -38,6 +51,8 @@ IO_BLOCK_BYTES = 1024
 PATTERNS = ("none", "nn", "aa")
 CALIBRATION_ROUNDS = 20
 CALIBRATION_IO_BLOCKS = 8
+CALIBRATION_WALK_MB = 4.0
+MIN_WORK_FRACTION = 0.1
 
 
 def _rank_value(text: str, allow_zero: bool) -> tuple[int, float]:
@@ -128,9 +143,12 @@ class RankRecord:
     walk_s: float
     cpu_s: float
     wall_s: float
+    stopped_s: float
     calib_exchange_s: float
     calib_io_block_s: float
     calib_walk_s: float
+    iteration_work_s: float
+    dedicated_s: float
     minor_faults: int
     major_faults: int
     peak_rss_kib: int
@@ -187,67 +205,111 @@ class ScratchFile:
         os.unlink(self.path)
 
 
-def calibrate(comm: Any, exchange: Exchange, scratch: ScratchFile | None) -> tuple[float, float]:
-    """Measure one exchange round and one I/O block (seconds, max over ranks)."""
+def _median_time(clock: Callable[[], float], action: Callable[[], object], rounds: int) -> float:
+    """The median of ``rounds`` timings of ``action`` (seconds on ``clock``)."""
+    times = []
+    for _ in range(rounds):
+        t0 = clock()
+        action()
+        times.append(clock() - t0)
+    return statistics.median(times)
+
+
+def calibrate(comm: Any, exchange: Exchange, scratch: ScratchFile | None,
+              clock: Callable[[], float]) -> tuple[float, float]:
+    """One exchange round and one I/O block (seconds, the median of several, max over ranks)."""
     from mpi4py import MPI
 
-    exchange_s = 0.0
+    exchange_s = io_s = 0.0
     if exchange.peers:
         exchange.run()
         comm.Barrier()
-        t0 = time.perf_counter()
-        for _ in range(CALIBRATION_ROUNDS):
-            exchange.run()
-        exchange_s = (time.perf_counter() - t0) / CALIBRATION_ROUNDS
-    io_s = 0.0
+        exchange_s = _median_time(clock, exchange.run, CALIBRATION_ROUNDS)
     if scratch is not None:
-        t0 = time.perf_counter()
-        scratch.write_blocks(CALIBRATION_IO_BLOCKS)
-        io_s = (time.perf_counter() - t0) / CALIBRATION_IO_BLOCKS
+        io_s = _median_time(clock, lambda: scratch.write_blocks(1), CALIBRATION_IO_BLOCKS)
     worst = comm.allreduce((exchange_s, io_s), op=MPI.MAX) if comm.Get_size() > 1 else None
     return worst if worst is not None else (exchange_s, io_s)
 
 
+def calibrate_walk(args: argparse.Namespace, seed: int, clock: Callable[[], float]) -> float:
+    """One iteration's walk (seconds) on a small resident array, made before the real array
+    exists so that paging cannot inflate it."""
+    from testbed.walk import Walk
+
+    probe = Walk(min(args.mem_mb, CALIBRATION_WALK_MB), args.theta, args.stride, seed)
+    try:
+        probe.run(args.accesses)
+        return _median_time(clock, lambda: probe.run(args.accesses), 3)
+    finally:
+        probe.close()
+
+
+def plan(work: float, slot: float, cost: float) -> tuple[int, float]:
+    """THESIS §4.5 item 6: the iteration count and the work per iteration (seconds) for total
+    work ``work``, iterations of ``slot`` seconds, and ``cost`` seconds of exchange, I/O and
+    walk per iteration.  The compute per iteration is kept at least a tenth of the slot."""
+    if work <= 0:
+        return 0, 0.0
+    basic = max(slot - cost, MIN_WORK_FRACTION * slot)
+    iterations = max(1, round(work / basic))
+    return iterations, work / iterations
+
+
+def dedicated_runtime(iterations: int, per_iteration: float, cost: float, size: int,
+                      factors: list[float], variances: list[float]) -> float:
+    """The expected runtime (s) alone on a dedicated machine: every iteration waits for the
+    slowest rank, whose compute is its factor times ``per_iteration`` times 1 + V (n-1)/(n+1),
+    the expected maximum of ``size`` uniform draws in [-1, 1]."""
+    spread = (size - 1) / (size + 1)
+    slowest = max(f * (1.0 + v * spread) for f, v in zip(factors, variances, strict=True))
+    return iterations * (per_iteration * slowest + cost)
+
+
 def run(args: argparse.Namespace, comm: Any) -> RankRecord:
     """Run the benchmark loop on this rank and return its record."""
+    from testbed.shim import StoppedClock
+
     rank, size = comm.Get_rank(), comm.Get_size()
+    clock = StoppedClock(rank)
     started = time.perf_counter()
+    stopped_start = clock.stopped()
     cpu_started = time.process_time()
     exchange = Exchange(comm, args.pattern)
     scratch = ScratchFile(args.scratch_dir, rank) if args.io_blocks > 0 else None
     walk = None
-    if args.mem_mb > 0:
-        from testbed.walk import Walk
-
-        walk = Walk(args.mem_mb, args.theta, args.stride, args.seed * 65537 + rank)
+    seed = args.seed * 65537 + rank
     try:
-        exchange_s, io_block_s = calibrate(comm, exchange, scratch)
+        exchange_s, io_block_s = calibrate(comm, exchange, scratch, clock.now)
         walk_cost = 0.0
-        if walk is not None:
-            t0 = time.perf_counter()
-            walk.run(args.accesses)
-            walk_cost = time.perf_counter() - t0
-        slot = args.granularity * args.timeslice
-        iterations = max(1, round(args.work / slot)) if args.work > 0 else 0
-        length = args.work / iterations if iterations else 0.0
-        base = max(0.0, length - exchange_s - args.io_blocks * io_block_s - walk_cost)
-        factor = dict(args.imbalance).get(rank, 1.0)
-        variance = dict(args.rank_variance).get(rank, args.variance)
+        if args.mem_mb > 0:
+            from testbed.walk import Walk
+
+            walk_cost = calibrate_walk(args, seed, clock.now)
+            walk = Walk(args.mem_mb, args.theta, args.stride, seed)
+        cost = exchange_s + args.io_blocks * io_block_s + walk_cost
+        iterations, per_iteration = plan(args.work, args.granularity * args.timeslice, cost)
+        imbalance, rank_variance = dict(args.imbalance), dict(args.rank_variance)
+        factor = imbalance.get(rank, 1.0)
+        variance = rank_variance.get(rank, args.variance)
+        dedicated = dedicated_runtime(
+            iterations, per_iteration, cost, size,
+            [imbalance.get(r, 1.0) for r in range(size)],
+            [rank_variance.get(r, args.variance) for r in range(size)])
         prng = random.Random(f"{args.seed}/{rank}")
         compute_target = compute_s = comm_s = io_s = walk_s = 0.0
         for _ in range(iterations):
-            amount = base * factor * (1.0 + variance * (2.0 * prng.random() - 1.0))
-            t0 = time.perf_counter()
+            amount = per_iteration * factor * (1.0 + variance * (2.0 * prng.random() - 1.0))
+            t0 = clock.now()
             burn_cpu(amount)
-            t1 = time.perf_counter()
+            t1 = clock.now()
             if scratch is not None:
                 scratch.write_blocks(args.io_blocks)
-            t2 = time.perf_counter()
+            t2 = clock.now()
             exchange.run()
-            t3 = time.perf_counter()
+            t3 = clock.now()
             if walk is not None:
                 walk.run(args.accesses)
-                walk_s += time.perf_counter() - t3
+                walk_s += clock.now() - t3
             compute_target += amount
             compute_s += t1 - t0
             io_s += t2 - t1
@@ -257,14 +319,17 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
             scratch.close()
         if walk is not None:
             walk.close()
+    stopped = clock.stopped() - stopped_start
+    clock.close()
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return RankRecord(
         rank=rank, size=size, iterations=iterations, work_s=args.work,
         compute_target_s=round(compute_target, 6), compute_s=round(compute_s, 6),
         comm_s=round(comm_s, 6), io_s=round(io_s, 6), walk_s=round(walk_s, 6),
         cpu_s=round(time.process_time() - cpu_started, 6),
-        wall_s=round(time.perf_counter() - started, 6),
+        wall_s=round(time.perf_counter() - started, 6), stopped_s=round(stopped, 6),
         calib_exchange_s=exchange_s, calib_io_block_s=io_block_s, calib_walk_s=walk_cost,
+        iteration_work_s=round(per_iteration, 9), dedicated_s=round(dedicated, 6),
         minor_faults=usage.ru_minflt, major_faults=usage.ru_majflt, peak_rss_kib=usage.ru_maxrss,
     )
 

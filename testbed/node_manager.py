@@ -7,9 +7,12 @@ which of its processes run (and whether coscheduled) after each heartbeat, and, 
 after each block or unblock the shim reports; all outgoing processes are stopped before any
 incoming one is continued.
 
-With the shim, the NM creates each local rank's shared record before launch, preloads the
-library into the ranks (``-genv LD_PRELOAD``), reads block/unblock datagrams on its socket, and
-removes the records when the job ends.
+The NM creates each local rank's shared record before launch and removes it when the job
+ends.  It adds to the record the time the rank spent stopped before continuing it, so neither
+the shim nor the benchmark counts stopped time as communication wait (THESIS §3.4).  With the
+shim, the NM also preloads the library into the ranks (``-genv LD_PRELOAD``), reads
+block/unblock datagrams on its socket, and sets each rank's spin as its node policy says
+(under FCS, by class).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ from testbed.messages import (
     Termination,
 )
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
-from testbed.shim import EventSocket, Record, Spin, record_path
+from testbed.shim import EventSocket, Record, record_path
+from testbed.spin import Spin
 
 SAMPLE_INTERVAL = 0.5
 Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown
@@ -124,6 +128,8 @@ class NodeManager:
         self.active: dict[ProcKey, bool] = {}
         self.records: dict[ProcKey, Record] = {}
         self.record_keys: list[ProcKey] = []
+        self.stopped_at: dict[ProcKey, float] = {}
+        self.spins: dict[ProcKey, Spin] = {}
         self.events = EventSocket(f"testbed-{run_id}-nm{node.index}") if shim else None
         self.last_sample = 0.0
 
@@ -176,11 +182,13 @@ class NodeManager:
         self.jobs[msg.job] = job
         for rank, pe in local.items():
             self.policy.add(Proc(msg.job, rank, pe, msg.slot))
-            if self.shim is not None and self.events is not None:  # both exist or neither
-                path = record_path(self.run_id, msg.job, rank)
-                self.records[(msg.job, rank)] = Record.create(
-                    path, len(self.record_keys), msg.job, rank, self.events.name, self.shim[1])
-                self.record_keys.append((msg.job, rank))
+            key = (msg.job, rank)
+            spin = self.shim[1] if self.shim else Spin("forever")
+            self.records[key] = Record.create(
+                record_path(self.run_id, msg.job, rank), len(self.record_keys), msg.job, rank,
+                self.events.name if self.events else "", spin)
+            self.spins[key] = spin
+            self.record_keys.append(key)
         if msg.run_now:
             self.policy.heartbeat(self.policy.jobs | {msg.job}, self.policy.slot)
             self._apply()
@@ -241,7 +249,7 @@ class NodeManager:
             job.ranks[rank] = Rank(rank, pe, pid, pidfd)
             job.ranks[rank].sample()
             if (name, rank) not in self.active:
-                procs.send(pidfd, signal.SIGSTOP)
+                self._signal((name, rank), signal.SIGSTOP)
             procs.pin(pid, self.machine.cpus[pe])
             if self.memory is not None:
                 self.memory.add(self.node.index, pid)
@@ -257,8 +265,15 @@ class NodeManager:
         for key in outgoing:
             self._signal(key, signal.SIGSTOP)
         for key, coscheduled in wanted.items():
-            if key in self.records and self.active.get(key) != coscheduled:
-                self.records[key].set_coscheduled(coscheduled)
+            record = self.records.get(key)
+            if record is None:
+                continue
+            if self.active.get(key) != coscheduled:
+                record.set_coscheduled(coscheduled)
+            spin = self.policy.spin_of(key, coscheduled)
+            if spin is not None and spin != self.spins.get(key):
+                record.set_spin(spin)
+                self.spins[key] = spin
         for key in incoming:
             self._signal(key, signal.SIGCONT)
         self.active = wanted
@@ -266,12 +281,20 @@ class NodeManager:
                 tuple(sorted({k[0] for k in incoming})))
 
     def _signal(self, key: ProcKey, sig: int) -> None:
+        """Stop or continue one rank, keeping its record's stopped time up to date."""
         job = self.jobs.get(key[0])
         rank = job.ranks.get(key[1]) if job else None
-        if rank is not None:
-            procs.send(rank.pidfd, sig)
+        if rank is None:
+            return
+        if sig == signal.SIGSTOP:
+            self.stopped_at.setdefault(key, time.monotonic())
+        elif key in self.stopped_at and key in self.records:
+            self.records[key].add_stopped(time.monotonic() - self.stopped_at.pop(key))
+        procs.send(rank.pidfd, sig)
 
     def _classify(self, keys: list[ProcKey] | None = None) -> list[ClassChange]:
+        if self.shim is None:
+            return []
         changes = []
         for key in self.records if keys is None else keys:
             job = self.jobs.get(key[0])
@@ -365,7 +388,10 @@ class NodeManager:
         counters = {rank.rank: rank.counters() for rank in job.ranks.values()}
         for key in [k for k in self.records if k[0] == name]:
             record = self.records.pop(key)
-            counters.setdefault(key[1], {})["shim"] = record.counters().as_dict()
+            self.stopped_at.pop(key, None)
+            self.spins.pop(key, None)
+            if self.shim is not None:
+                counters.setdefault(key[1], {})["shim"] = record.counters().as_dict()
             record.remove()
         return [JobCounters(name, counters)] if counters else []
 

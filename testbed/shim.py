@@ -17,13 +17,14 @@ import os
 import shutil
 import socket
 import struct
-from dataclasses import dataclass
+import time
 from pathlib import Path
 
 import cffi
 
 from testbed import build
 from testbed.mpi_info import MpiInfo
+from testbed.spin import Counters, Spin
 
 NATIVE = build.NATIVE
 HEADER = NATIVE / "shim_record.h"
@@ -69,40 +70,6 @@ def record_path(run_id: str, job: str, rank: int) -> str:
     return f"{RECORD_PREFIX}{run_id}-{job}-{rank}"
 
 
-@dataclass(frozen=True)
-class Spin:
-    """How waits spin before blocking: ``forever``, ``fixed`` (seconds) or ``adaptive``
-    (min(2 * longest non-blocking wait, max_s), THESIS §3.5 item 4)."""
-
-    mode: str
-    fixed_s: float = 0.0
-    max_s: float = 0.0
-
-
-@dataclass(frozen=True)
-class Counters:
-    """A snapshot of a record: counts, seconds, and the blocked state."""
-
-    pid: int
-    attached: bool
-    c_cs: int
-    c_dc: int
-    t_cs: float
-    t_dc: float
-    max_nonblock_s: float
-    blocked: bool
-    block_seq: int
-    blocks: int
-    blocked_s: float
-    cpu_s: float
-    spin_s: float
-
-    def as_dict(self) -> dict[str, float | int | bool]:
-        """JSON-ready fields."""
-        return {k: (round(v, 6) if isinstance(v, float) else v)
-                for k, v in self.__dict__.items()}
-
-
 class Record:
     """One rank's shared record, mapped into this process."""
 
@@ -136,6 +103,12 @@ class Record:
         self.c.spin_mode = SPIN_MODES[spin.mode]
         self.c.spin_fixed_s = spin.fixed_s
         self.c.spin_max_s = spin.max_s
+        self.c.spin_min_s = spin.min_s
+
+    def add_stopped(self, seconds: float) -> None:
+        """Add ``seconds`` the process spent stopped; call it before continuing the process,
+        so the shim never sees the process running with the stop unaccounted."""
+        self.c.stopped_s += seconds
 
     def set_coscheduled(self, flag: bool) -> None:
         """Say whether the rank is scheduled coscheduled (its waits count as C_CS/T_CS)."""
@@ -146,7 +119,7 @@ class Record:
         c = self.c
         return Counters(c.pid, bool(c.attached), c.c_cs, c.c_dc, c.t_cs, c.t_dc,
                         c.max_nonblock_s, bool(c.blocked), c.block_seq, c.blocks, c.blocked_s,
-                        c.cpu_s, c.spin_s)
+                        c.cpu_s, c.spin_s, c.stopped_s)
 
     def close(self) -> None:
         """Unmap (the file stays)."""
@@ -158,6 +131,57 @@ class Record:
         self.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+
+
+class StoppedClock:
+    """This process's own view of its record: wall time minus time stopped by the testbed.
+
+    A rank finds its record from ``TESTBED_RUN``, ``TESTBED_JOB`` and its MPI rank; outside
+    the testbed (no record) no time is ever stopped.
+    """
+
+    def __init__(self, rank: int) -> None:
+        run, job = os.environ.get("TESTBED_RUN"), os.environ.get("TESTBED_JOB")
+        self._record: Record | None = None
+        if run and job:
+            path = record_path(run, job, rank)
+            with contextlib.suppress(OSError, ValueError):
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                try:
+                    mapping = mmap.mmap(fd, RECORD_SIZE, prot=mmap.PROT_READ)
+                finally:
+                    os.close(fd)
+                record = Record(path, mapping)
+                if record.c.magic == lib.TB_MAGIC and record.c.version == lib.TB_VERSION:
+                    self._record = record
+                else:
+                    record.close()
+
+    @property
+    def attached(self) -> bool:
+        """True when a record was found (the process runs under the testbed)."""
+        return self._record is not None
+
+    def stopped(self) -> float:
+        """Seconds this process has spent stopped by the testbed so far (0 outside it)."""
+        return 0.0 if self._record is None else float(self._record.c.stopped_s)
+
+    def now(self) -> float:
+        """Seconds (monotonic) during which this process was not stopped by the testbed."""
+        if self._record is None:
+            return time.monotonic()
+        c = self._record.c
+        while True:
+            stopped = c.stopped_s
+            t = time.monotonic()
+            if c.stopped_s == stopped:
+                return t - stopped
+
+    def close(self) -> None:
+        """Unmap the record."""
+        if self._record is not None:
+            self._record.close()
+            self._record = None
 
 
 def remove_run_records(run_id: str) -> None:

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.bsp import dedicated_runtime, plan
 from testbed.mpi_info import detect_mpi
 
 FIELDS = {"rank", "size", "iterations", "work_s", "compute_target_s", "compute_s", "comm_s",
-          "io_s", "walk_s", "cpu_s", "wall_s", "calib_exchange_s", "calib_io_block_s",
-          "calib_walk_s", "minor_faults", "major_faults", "peak_rss_kib"}
+          "io_s", "walk_s", "cpu_s", "wall_s", "stopped_s", "calib_exchange_s",
+          "calib_io_block_s", "calib_walk_s", "iteration_work_s", "dedicated_s", "minor_faults",
+          "major_faults", "peak_rss_kib"}
 
 
 def bsp(n: int, *args: str, tmp: Path) -> list[dict]:
@@ -32,9 +34,14 @@ def test_records_every_rank_and_burns_cpu_time(tmp_path):
     assert [r["rank"] for r in records] == [0, 1]
     for r in records:
         assert set(r) == FIELDS
-        assert r["iterations"] == 6
-        assert 0.5 <= r["cpu_s"] <= 1.5
+        cost = r["calib_exchange_s"] + 2 * r["calib_io_block_s"]
+        assert (r["iterations"], r["iteration_work_s"]) == pytest.approx(plan(0.6, 0.1, cost))
+        # The whole work is computed, whatever the calibration said (THESIS §4.5 item 6).
+        assert r["compute_target_s"] == pytest.approx(0.6, rel=1e-6)
+        assert 0.6 <= r["cpu_s"] <= 1.5
         assert r["io_s"] > 0 and r["calib_io_block_s"] > 0 and r["calib_exchange_s"] > 0
+        assert r["stopped_s"] == 0  # plain mpiexec: nobody stops the ranks
+        assert r["dedicated_s"] >= 0.6
         assert r["peak_rss_kib"] > 0 and r["minor_faults"] > 0
     assert not [f for f in os.listdir(tmp_path) if f.startswith("testbed-bsp")], \
         "scratch files must be removed"
@@ -75,6 +82,21 @@ def test_memory_walk_is_resident_and_timed(tmp_path):
     assert walked["minor_faults"] - plain["minor_faults"] >= 48 * 256 * 0.9
 
 
+def test_the_iteration_count_follows_thesis_4_5_and_keeps_the_whole_work():
+    # w = G*T - costs = 20 ms - 5 ms; W / w = 2 / 0.015 = 133.3 -> 133 iterations of W / 133
+    iterations, per_iteration = plan(2.0, 0.02, 0.005)
+    assert iterations == 133 and per_iteration * iterations == pytest.approx(2.0)
+    # costs above the slot: the compute is kept at a tenth of the slot
+    assert plan(1.0, 0.02, 0.5) == (500, pytest.approx(0.002))
+    assert plan(0.0, 0.02, 0.0) == (0, 0.0)
+
+
+def test_the_dedicated_runtime_waits_for_the_slowest_rank_every_iteration():
+    assert dedicated_runtime(10, 0.1, 0.01, 2, [1.0, 1.5], [0.0, 0.0]) == pytest.approx(1.6)
+    # 3 ranks with V = 0.5: the expected max of 3 uniform draws in [-1, 1] is 1/2
+    assert dedicated_runtime(4, 0.1, 0.0, 3, [1.0] * 3, [0.5] * 3) == pytest.approx(0.5)
+
+
 def test_empty_job_does_no_iterations(tmp_path):
     records = bsp(1, "--work", "0", tmp=tmp_path)
     assert records[0]["iterations"] == 0
@@ -84,3 +106,22 @@ def test_bad_option_exits_2():
     done = subprocess.run([sys.executable, "-m", "benchmarks.bsp", "--imbalance", "x"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "RANK:VALUE" in done.stderr
+
+
+def test_time_stopped_by_gang_scheduling_counts_in_no_phase(tmp_path):
+    """THESIS §3.4: two jobs share 2 PEs at MPL 2, so each rank is stopped about half the
+    time; that time is reported as stopped_s and never as communication wait."""
+    from conftest import events, run_testbed
+
+    job = "bsp --work 1.2 --granularity 0.1 --pattern nn"
+    (tmp_path / "w.txt").write_text(f"0 2 {job}\n0 2 {job}\n")
+    done = run_testbed("run", "w.txt", "--scheduler", "gang", "--mpl", "2", "--pes", "2",
+                       "--timeslice", "0.1", "--out", "r", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    ranks = [r for e in events(tmp_path / "r") if e["event"] == "stats" for r in e["ranks"]]
+    assert len(ranks) == 4
+    for r in ranks:
+        phases = r["compute_s"] + r["io_s"] + r["comm_s"] + r["walk_s"]
+        assert r["stopped_s"] > 0.3, r            # about 1.2 s alone in ~2.4 s of sharing
+        assert phases + r["stopped_s"] <= r["wall_s"] + 0.01, r
+        assert r["comm_s"] < r["stopped_s"] / 2, r

@@ -16,7 +16,7 @@ from testbed.policies.fcs import (
     classify,
 )
 from testbed.policies.node import Proc
-from testbed.shim import Counters
+from testbed.spin import Counters
 
 T = 0.2
 P = FcsParams.for_timeslice(T)
@@ -66,7 +66,7 @@ def test_class_is_reset_after_max_ctime():
 
 
 def _counters(c_cs, t_cs):
-    return Counters(1, True, c_cs, 0, t_cs, 0.0, 0.0, False, 0, 0, 0.0, 0.0, 0.0)
+    return Counters(1, True, c_cs, 0, t_cs, 0.0, 0.0, False, 0, 0, 0.0, 0.0, 0.0, 0.0)
 
 
 def _node():
@@ -105,6 +105,63 @@ def test_dc_slot_runs_dc_processes_not_coscheduled():
     node = _node()
     node.heartbeat(frozenset({"dc0", "dc1"}), 1)
     assert node.decide() == {("dc0", 0): False, ("dc1", 0): False}
+
+
+def _pe_with_every_class():
+    """PE 0 holds one CS, one F and two DC processes, in rows 0, 1, 2 and 3."""
+    node = FcsNode(P)
+    for job, slot in (("cs", 0), ("f", 1), ("dc", 2), ("dc2", 3)):
+        node.add(Proc(job, 0, pe=0, slot=slot))
+    for key in (("dc", 0), ("dc2", 0)):
+        node.update(key, _counters(0, 0.0), 5 * T)
+        node.update(key, _counters(0, 0.0), 10 * T)
+    node.update(("cs", 0), _counters(500, 0.001), 5 * T)
+    node.update(("f", 0), _counters(30, 0.0), 5 * T)
+    node.update(("f", 0), _counters(60, 0.5), 10 * T)
+    assert {k[0]: v[-1] for k, v in node.classes().items()} == {
+        "cs": CS, "f": F, "dc": DC, "dc2": DC}
+    return node
+
+
+def test_a_dc_slot_falls_back_to_f_then_cs_only_when_no_dc_process_is_ready():
+    node = _pe_with_every_class()
+    node.heartbeat(frozenset({"dc"}), 2)
+    both_dc = {("dc", 0): False, ("dc2", 0): False}
+    assert node.decide() == both_dc
+    node.set_blocked(("dc", 0), True)
+    assert node.decide() == both_dc                       # dc2 is still ready
+    node.set_blocked(("dc2", 0), True)
+    assert node.decide() == {**both_dc, ("f", 0): False}  # no DC ready: F next
+    node.set_blocked(("f", 0), True)
+    assert node.decide() == {**both_dc, ("f", 0): False, ("cs", 0): False}
+    node.set_blocked(("dc2", 0), False)
+    assert node.decide() == both_dc                       # a DC process is ready again
+
+
+def test_an_f_gap_is_filled_by_dc_then_by_cs_when_dc_is_blocked():
+    node = _pe_with_every_class()
+    node.heartbeat(frozenset({"f"}), 1)
+    assert node.decide() == {("f", 0): True}
+    node.set_blocked(("f", 0), True)
+    assert node.decide() == {("f", 0): True, ("dc", 0): False, ("dc2", 0): False}
+    node.set_blocked(("dc", 0), True)
+    node.set_blocked(("dc2", 0), True)
+    assert node.decide() == {("f", 0): True, ("dc", 0): False, ("dc2", 0): False,
+                             ("cs", 0): False}
+
+
+def test_waits_spin_by_class():
+    node = _pe_with_every_class()
+    node.add(Proc("new", 0, pe=1, slot=0))
+    spins = node.spins
+    assert node.spin_of(("cs", 0), True) == node.spin_of(("new", 0), True) == spins.coscheduled
+    assert spins.coscheduled.mode == "forever"
+    assert node.spin_of(("f", 0), True) == node.spin_of(("f", 0), False) == spins.frustrated
+    assert spins.frustrated.mode == "adaptive"
+    assert 0 < spins.frustrated.min_s <= spins.frustrated.max_s
+    assert node.spin_of(("dc", 0), False) == spins.short and spins.short.mode == "fixed"
+    assert node.spin_of(("cs", 0), False) == spins.short  # filling a gap: do not hog the CPU
+    assert node.spin_of(("gone", 0), True) is None
 
 
 def test_an_empty_slot_lets_dc_and_f_continue_but_not_cs():

@@ -97,6 +97,44 @@ def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
         sock.close()
 
 
+def test_time_a_waiting_rank_spends_stopped_is_not_counted_as_wait(tmp_path):
+    """THESIS §3.4: the node manager adds the stopped time before it continues the rank."""
+    mpi = detect_mpi()
+    run_id = f"t{uuid.uuid4().hex[:8]}"
+    spin = Spin("fixed", fixed_s=0.001)
+    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, "", spin) for r in (0, 1)]
+    go = tmp_path / "go"
+    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
+    launched = time.monotonic()
+    job = subprocess.Popen([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",
+                            str(library_path(mpi)), sys.executable,
+                            str(PROGRAMS / "wait_for_peer.py"), str(go)], env=env,
+                           start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not records[0].counters().blocked and time.monotonic() < deadline:
+            time.sleep(0.01)
+        waiter = records[0].counters().pid
+        stopped_at = time.monotonic()
+        os.kill(waiter, 19)
+        time.sleep(1.0)
+        records[0].add_stopped(time.monotonic() - stopped_at)
+        os.kill(waiter, 18)
+        go.touch()
+        assert job.wait(timeout=30) == 0
+        wall = time.monotonic() - launched
+        last = records[0].counters()
+        assert last.stopped_s >= 1.0
+        # Without the exclusion the wait would be at least 1 s longer than all of this.
+        assert 0 < last.t_dc < wall - 0.9, (last, wall)
+        assert 0 < last.blocked_s < wall - 0.9, (last, wall)
+    finally:
+        procs.kill_marked(run_id)
+        job.wait()
+        for record in records:
+            record.remove()
+
+
 @pytest.mark.parametrize(("scheduler", "field", "other"), [("ics", "c_dc", "c_cs"),
                                                            ("fcs", "c_cs", "c_dc")])
 def test_counters_split_by_the_coscheduled_flag(tmp_path, workload, scheduler, field, other):
@@ -123,5 +161,7 @@ def test_fcs_makes_the_fast_ranks_of_an_imbalanced_job_frustrated(tmp_path, work
         final[change["rank"]] = change["new"]
         assert change["stats"]["events"] >= 0 and "w_cs" in change["stats"]
     assert final.get(0) == "F", changes
-    assert final.get(1) != "F", "the slow rank hardly waits: it is not frustrated"
+    shim = _shim_ranks(tmp_path / "r")
+    waits = {rank: (c["t_cs"] + c["t_dc"]) / (c["c_cs"] + c["c_dc"]) for rank, c in shim.items()}
+    assert waits["0"] > 2 * waits["1"], "the fast rank waits for the slow one, not the reverse"
     assert jobs_csv(tmp_path / "r")["j1"]["status"] == "done"

@@ -6,10 +6,11 @@
  * Both the classic and the MPI-4 large-count (_c) forms are wrapped: mpi4py 4 calls the _c ones.
  *
  * Every wait is counted in the rank's shared record (shim_record.h), split by the coscheduled
- * flag the node manager sets; blocking and unblocking are also sent as a datagram to the node
- * manager's socket, so it learns of them at once without polling.  Outside the testbed (no
+ * flag the node manager sets, without the time the node manager kept the process stopped;
+ * blocking and unblocking are also sent as a datagram to the node manager's socket, so it
+ * learns of them at once without polling.  Outside the testbed (no
  * record to attach to) the shim keeps a private record and busy-polls like MPICH unless
- * TESTBED_SPIN is "fixed:SECONDS" or "adaptive:MAX_SECONDS".
+ * TESTBED_SPIN is "fixed:SECONDS" or "adaptive:MAX_SECONDS[:MIN_SECONDS]".
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -69,7 +70,9 @@ static void spin_from_env(void) {
         private_record.spin_fixed_s = atof(spin + 6);
     } else if (strncmp(spin, "adaptive:", 9) == 0) {
         private_record.spin_mode = TB_SPIN_ADAPTIVE;
-        private_record.spin_max_s = atof(spin + 9);
+        char *end;
+        private_record.spin_max_s = strtod(spin + 9, &end);
+        if (*end == ':') private_record.spin_min_s = strtod(end + 1, NULL);
     }
 }
 
@@ -126,26 +129,52 @@ static double spin_limit(void) {
         return rec->spin_fixed_s;
     case TB_SPIN_ADAPTIVE: {
         double adaptive = 2.0 * rec->max_nonblock_s;
-        if (rec->max_nonblock_s <= 0.0 || adaptive > rec->spin_max_s) return rec->spin_max_s;
-        return adaptive;
+        if (adaptive < rec->spin_min_s) adaptive = rec->spin_min_s;
+        return adaptive > rec->spin_max_s ? rec->spin_max_s : adaptive;
     }
     default:
         return INFINITY;
     }
 }
 
+/* The time now and the node manager's stopped-time total, read so that no stop falls between
+ * the two: the total is written before SIGCONT, so a stop in between shows as a changed total. */
+static double stamp(double *stopped) {
+    double s, again, t;
+    do {
+        __atomic_load(&rec->stopped_s, &s, __ATOMIC_ACQUIRE);
+        t = now();
+        __atomic_load(&rec->stopped_s, &again, __ATOMIC_ACQUIRE);
+    } while (again != s);
+    *stopped = s;
+    return t;
+}
+
+/* Seconds since (t0, s0) during which the process was not stopped. */
+static double ready_since(double t0, double s0) {
+    double s, t = stamp(&s);
+    return (t - t0) - (s - s0);
+}
+
 /* A completion test: sets *done when the awaited operation(s) completed. */
 typedef int (*tb_test)(void *ctx, int *done);
 
+/* Wait for test() to report completion: spin while the spin limit (re-read every poll, as the
+ * node manager may change the class) exceeds the time waited, then block.  Time stopped by the
+ * node manager counts neither as spinning nor as waiting. */
 static int spin_block(tb_test test, void *ctx) {
     int coscheduled = rec->coscheduled;
-    double limit = spin_limit();
-    double t0 = now(), t;
+    double s0, t0 = stamp(&s0), waited = 0.0, limit = spin_limit();
     int done = 0;
     int rc = test(ctx, &done);
-    while (rc == MPI_SUCCESS && !done && now() - t0 < limit) rc = test(ctx, &done);
+    while (rc == MPI_SUCCESS && !done) {
+        waited = ready_since(t0, s0);
+        limit = spin_limit();
+        if (waited >= limit) break;
+        rc = test(ctx, &done);
+    }
     if (rc == MPI_SUCCESS && !done) {
-        double blocked_at = now();
+        double sb, tb = stamp(&sb);
         rec->blocks++;
         notify(1);
         long ns = BACKOFF_MIN_NS;
@@ -155,20 +184,20 @@ static int spin_block(tb_test test, void *ctx) {
             rc = test(ctx, &done);
             ns = ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : ns * 2;
         }
-        t = now();
-        rec->blocked_s += t - blocked_at;
+        rec->blocked_s += ready_since(tb, sb);
+        waited = ready_since(t0, s0);
         notify(0);
     } else {
-        t = now();
-        if (t - t0 > rec->max_nonblock_s) rec->max_nonblock_s = t - t0;
+        waited = ready_since(t0, s0);
+        if (waited > rec->max_nonblock_s) rec->max_nonblock_s = waited;
     }
     rec->spin_s = limit;
     if (coscheduled) {
         rec->c_cs++;
-        rec->t_cs += t - t0;
+        rec->t_cs += waited;
     } else {
         rec->c_dc++;
-        rec->t_dc += t - t0;
+        rec->t_dc += waited;
     }
     if ((++calls & CPU_SAMPLE_MASK) == 0) rec->cpu_s = cpu_now();
     return rc;

@@ -2,10 +2,12 @@
  *
  * One record per rank, a file in /dev/shm created (mode 0600) and removed by the node
  * manager.  The node manager writes the settings; the shim writes the counters.  Times are in
- * seconds.  Block and unblock events are also sent as a datagram to the node manager's socket.
+ * seconds; wait times exclude the time the process spent stopped (THESIS §3.4), which the
+ * shim learns from stopped_s.  Block and unblock events are also sent as a datagram to the node
+ * manager's socket.
  */
 #define TB_MAGIC 1413632840
-#define TB_VERSION 1
+#define TB_VERSION 2
 #define TB_SPIN_FOREVER 0
 #define TB_SPIN_FIXED 1
 #define TB_SPIN_ADAPTIVE 2
@@ -24,6 +26,8 @@ struct tb_record {
     int32_t spin_mode;        /* TB_SPIN_FOREVER, TB_SPIN_FIXED or TB_SPIN_ADAPTIVE */
     double spin_fixed_s;
     double spin_max_s;        /* MAX_spin of the adaptive rule */
+    double spin_min_s;        /* floor of the adaptive rule */
+    double stopped_s;         /* total time stopped by the node manager, added before SIGCONT */
     /* written by the shim */
     uint64_t c_cs;            /* synchronous operations while coscheduled */
     uint64_t c_dc;            /* synchronous operations while not coscheduled */

@@ -5,10 +5,17 @@ the shim's counters (Fig 4.3, Table 4.1 thresholds in units of the timeslice T, 
 class rather than wall time) and deviates from the matrix locally (Fig 3.2):
 
 * CS processes run their whole slot, alone on their PE;
-* F processes run in their slot until they block; while they are blocked, DC processes on the
-  same PE fill the gap (or, if there are none, other F, then other CS processes);
-* DC processes run in DC slots, and DC and F processes continue into slots that leave their PE
-  idle (alternate scheduling).
+* F processes run in their slot until they block; while they are blocked, the DC processes on
+  the same PE fill the gap, and when no DC process is ready (none, or all blocked), the F and
+  then the CS processes do (§3.5 item 6);
+* DC processes run in DC slots, with the same fallback to F and then CS processes when none of
+  them is ready; DC and F processes continue into slots that leave their PE idle (alternate
+  scheduling), while CS processes stay suspended there (Fig 3.2).
+
+Waits spin by class (§3.3, §3.5 item 4): a coscheduled CS (or INIT_CS) process owns its slot
+and busy-waits; an F process spins adaptively, min(max(2 * MAX_non-block, floor), MAX_spin),
+then blocks; a DC process, and any process running outside its coscheduled slot, blocks after
+a short spin so that others can use the CPU.
 
 New processes start in INIT_CS, then INIT_DC (skipped by effective fine-grained processes,
 §3.5 item 2), then move between CS, F and DC; after MAX_ctime in one class they start over.
@@ -23,11 +30,38 @@ from typing import Any
 
 from testbed.policies.gang import Gang
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
-from testbed.shim import Counters, Spin
+from testbed.spin import Counters, Spin
 
 INIT_CS, INIT_DC, CS, F, DC = "INIT_CS", "INIT_DC", "CS", "F", "DC"
 COSCHEDULED = (INIT_CS, CS)
 DONT_CARE = (INIT_DC, DC)
+MAX_SPIN_S = 0.0005
+SPIN_FLOOR_S = 0.0001
+
+
+@dataclass(frozen=True)
+class FcsSpins:
+    """The spin of each kind of wait (seconds): a coscheduled CS process busy-waits, F
+    processes spin adaptively between ``floor_s`` and ``max_s``, the rest spin ``floor_s``
+    then block."""
+
+    max_s: float = MAX_SPIN_S
+    floor_s: float = SPIN_FLOOR_S
+
+    @property
+    def coscheduled(self) -> Spin:
+        """CS and INIT_CS in their own slot: never block."""
+        return Spin("forever")
+
+    @property
+    def frustrated(self) -> Spin:
+        """F: THESIS §3.5 item 4, with a floor so the spin cannot collapse."""
+        return Spin("adaptive", max_s=self.max_s, min_s=min(self.floor_s, self.max_s))
+
+    @property
+    def short(self) -> Spin:
+        """DC processes, and any process outside its coscheduled slot."""
+        return Spin("fixed", fixed_s=min(self.floor_s, self.max_s))
 
 
 @dataclass(frozen=True)
@@ -104,9 +138,10 @@ class _State:
 class FcsNode(GangNode):
     """One node's FCS scheduler: classes from counters, run sets from Fig 3.2."""
 
-    def __init__(self, params: FcsParams) -> None:
+    def __init__(self, params: FcsParams, spins: FcsSpins | None = None) -> None:
         super().__init__()
         self.params = params
+        self.spins = spins or FcsSpins()
         self.state: dict[ProcKey, _State] = {}
 
     def add(self, proc: Proc) -> None:
@@ -124,6 +159,17 @@ class FcsNode(GangNode):
         """The shim reported that the process blocked (or runs again)."""
         if key in self.state:
             self.state[key].blocked = blocked
+
+    def spin_of(self, key: ProcKey, coscheduled: bool) -> Spin | None:
+        """How the process's waits spin, from its class and whether it runs coscheduled."""
+        st = self.state.get(key)
+        if st is None:
+            return None
+        if st.cls == F:
+            return self.spins.frustrated
+        if coscheduled and st.cls in COSCHEDULED:
+            return self.spins.coscheduled
+        return self.spins.short
 
     def classes(self) -> dict[ProcKey, list[str]]:
         """Each process's class history, oldest first."""
@@ -155,19 +201,29 @@ class FcsNode(GangNode):
             primary = next((s for s in states if s.proc.job in self.jobs), None)
             others = [s for s in states if s is not primary]
             if primary is None:
-                run.update({s.proc.key: False for s in others if s.cls in (*DONT_CARE, F)})
+                fillers = _fill(others, ((*DONT_CARE, F),))
             elif primary.cls in COSCHEDULED:
                 run[primary.proc.key] = True
+                continue
             elif primary.cls == F:
                 run[primary.proc.key] = True
-                if primary.blocked:
-                    fillers = ([s for s in others if s.cls in DONT_CARE]
-                               or [s for s in others if s.cls == F]
-                               or [s for s in others if s.cls in COSCHEDULED])
-                    run.update({s.proc.key: False for s in fillers})
+                fillers = _fill(others, (DONT_CARE, (F,), COSCHEDULED)) if primary.blocked else []
             else:
-                run.update({s.proc.key: False for s in states if s.cls in DONT_CARE})
+                fillers = _fill(states, (DONT_CARE, (F,), COSCHEDULED))
+            run.update({s.proc.key: False for s in fillers})
         return run
+
+
+def _fill(candidates: list[_State], tiers: tuple[tuple[str, ...], ...]) -> list[_State]:
+    """The processes to let the OS schedule in a DC slot or an F gap (Fig 3.2, §3.5 item 6):
+    the first tier's processes, then each next tier's as long as none chosen so far is ready
+    (not blocked in a wait)."""
+    chosen: list[_State] = []
+    for tier in tiers:
+        chosen += [s for s in candidates if s.cls in tier]
+        if any(not s.blocked for s in chosen):
+            break
+    return chosen
 
 
 class Fcs(Gang):
@@ -177,11 +233,12 @@ class Fcs(Gang):
     uses_shim = True
 
     def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str,
-                 spin: float = 0.0005) -> None:
+                 spin: float = MAX_SPIN_S) -> None:
         super().__init__(pes, mpl, timeslice, allocator)
-        self.spin = Spin("adaptive", max_s=spin)
+        self.spins = FcsSpins(max_s=spin)
+        self.spin = self.spins.coscheduled
         self.params = FcsParams.for_timeslice(timeslice)
 
     def node_policy(self) -> FcsNode:
         """A fresh node-level FCS scheduler."""
-        return FcsNode(self.params)
+        return FcsNode(self.params, self.spins)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.shim import Counters
+from testbed.spin import Counters, Spin
 
 ProcKey = tuple[str, int]
 
@@ -69,6 +69,10 @@ class GangNode:
 
     def update(self, key: ProcKey, counters: Counters, cpu_s: float) -> ClassChange | None:
         """Fresh counters for a process (gang scheduling does not classify)."""
+        return None
+
+    def spin_of(self, key: ProcKey, coscheduled: bool) -> Spin | None:
+        """How the process's waits should spin now; None keeps the spin it was launched with."""
         return None
 
     def decide(self) -> dict[ProcKey, bool]:
