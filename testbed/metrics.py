@@ -1,9 +1,26 @@
 """From ``events.jsonl`` to per-job rows and a run summary (THESIS §5.4.1, DESIGN §5).
 
-Times are seconds of the (compressed) run.  ``work`` is the job's dedicated runtime as the
-benchmark was asked to take it; slowdown = response / work; bounded slowdown =
-max(1, response / max(work, tau)) with tau = 10 s before compression; a job is *short* when its
-work is under one minute before compression, *long* otherwise.
+Times are seconds of the (compressed) run.  Per job:
+
+* ``wait`` = start - arrival; ``runtime`` = end - start; ``response`` = end - arrival.
+* ``work``: the job's amount of work as the workload gave it (``bsp --work``).
+* ``dedicated``: the job's runtime alone on a dedicated machine: the benchmark's own estimate
+  (the largest ``dedicated_s`` of its ranks' records) when its records carry one, else ``work``.
+* ``slowdown`` = runtime / work, THESIS §5.4.1 ("the ratio between the actual runtime of the
+  job and its given amount of work"): what sharing the machine costs a running job.
+* ``response_slowdown`` = response / dedicated, the slowdown of MEMORY and T3D ("response time
+  on a loaded system ... and its runtime on a dedicated system"): queueing included.
+* ``bounded_slowdown`` = max(1, response / max(dedicated, tau)), T3D's bounded slowdown, also on
+  response, with tau = 10 s before compression.
+* A job is *short* when its work is under one minute before compression, *long* otherwise.
+
+The summary gives the mean and median of each per-job metric over the jobs that ended
+``done`` (all, short, long).  With makespan = last end - first arrival:
+
+* ``utilization`` = CPU seconds of all ranks / (PEs x makespan).  CPU time spent spinning and
+  in MPICH's busy polling counts as busy.
+* ``useful_utilization`` = sum of work x size over the jobs that ended ``done`` /
+  (PEs x makespan): only the work the jobs asked for counts.
 """
 
 from __future__ import annotations
@@ -15,7 +32,7 @@ from typing import Any
 
 BSLD_TAU_UNCOMPRESSED = 10.0
 SHORT_WORK_UNCOMPRESSED = 60.0
-METRICS = ("wait", "runtime", "response", "slowdown", "bounded_slowdown")
+METRICS = ("wait", "runtime", "response", "slowdown", "response_slowdown", "bounded_slowdown")
 GROUPS = ("all", "short", "long")
 
 
@@ -29,6 +46,7 @@ class JobRow:
     start: float | None = None
     end: float | None = None
     work: float | None = None
+    dedicated: float | None = None
     status: str = "not started"
     exit_code: int | None = None
     reason: str = ""
@@ -44,26 +62,30 @@ class JobRow:
     runtime: float | None = None
     response: float | None = None
     slowdown: float | None = None
+    response_slowdown: float | None = None
     bounded_slowdown: float | None = None
     group: str = ""
     limit: float | None = None
     source_id: int | None = None
 
     def finalize(self, compress: float) -> None:
-        """Derive wait, runtime, response, slowdowns and the short/long group."""
+        """Derive wait, runtime, response, dedicated, the slowdowns and the short/long group."""
         if self.start is not None:
             self.wait = self.start - self.arrival
         if self.start is not None and self.end is not None:
             self.runtime = self.end - self.start
             self.response = self.end - self.arrival
-        if self.work is None:
-            return
-        self.group = "short" if self.work < SHORT_WORK_UNCOMPRESSED / compress else "long"
-        if self.response is not None and self.work > 0:
-            self.slowdown = self.response / self.work
-        if self.response is not None:
+        if self.dedicated is None:
+            self.dedicated = self.work
+        if self.work is not None:
+            self.group = "short" if self.work < SHORT_WORK_UNCOMPRESSED / compress else "long"
+            if self.runtime is not None and self.work > 0:
+                self.slowdown = self.runtime / self.work
+        if self.response is not None and self.dedicated is not None:
+            if self.dedicated > 0:
+                self.response_slowdown = self.response / self.dedicated
             tau = BSLD_TAU_UNCOMPRESSED / compress
-            self.bounded_slowdown = max(1.0, self.response / max(self.work, tau))
+            self.bounded_slowdown = max(1.0, self.response / max(self.dedicated, tau))
 
 
 def compression(events: list[dict[str, Any]]) -> float:
@@ -93,10 +115,13 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
             row.reason, row.swap_in, row.swap_out = (ev["reason"], ev.get("swap_in"),
                                                      ev.get("swap_out"))
         elif kind == "stats":
-            _usage(rows[ev["job"]], ev["ranks"])
-            rows[ev["job"]].comm_wait_s = round(statistics.fmean(r["comm_s"] for r in
-                                                                 ev["ranks"]), 6)
-            rows[ev["job"]].measured_by_benchmark = True
+            row = rows[ev["job"]]
+            _usage(row, ev["ranks"])
+            row.comm_wait_s = round(statistics.fmean(r["comm_s"] for r in ev["ranks"]), 6)
+            row.measured_by_benchmark = True
+            estimates = [r["dedicated_s"] for r in ev["ranks"] if r.get("dedicated_s") is not None]
+            if estimates:
+                row.dedicated = max(estimates)
         elif kind == "counters" and not rows[ev["job"]].measured_by_benchmark:
             _usage(rows[ev["job"]], list(ev["ranks"].values()))
     for row in rows.values():
@@ -119,11 +144,13 @@ def _stats(values: list[float]) -> dict[str, float | None]:
 
 
 def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) -> dict[str, Any]:
-    """The run's summary: counts, mean/median of each metric by group, utilization, makespan.
+    """The run's summary: counts, mean/median of each metric by group, utilization, useful
+    utilization, makespan.
 
-    Metrics cover jobs that ended ``done``.  Utilization is the CPU time delivered to ranks
-    divided by PE-seconds over the makespan (first arrival to last end).  ``rows`` are the
-    events' ``job_rows`` when the caller already has them.
+    Metrics cover jobs that ended ``done``.  Utilization is the CPU time delivered to ranks,
+    useful utilization the work x size of the ``done`` jobs (None when one of them has no
+    work), each divided by PE-seconds over the makespan (first arrival to last end).  ``rows``
+    are the events' ``job_rows`` when the caller already has them.
     """
     rows = job_rows(events) if rows is None else rows
     start = next(ev for ev in events if ev["event"] == "run_start")
@@ -143,6 +170,8 @@ def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) ->
     ends = [r.end for r in rows if r.end is not None]
     makespan = max(ends) - min(r.arrival for r in rows) if ends else 0.0
     cpu = sum(r.cpu_s or 0.0 for r in rows)
+    capacity = pes * makespan
+    useful = _useful_work(done)
     switches = [ev["latency_us"] for ev in events if ev["event"] == "switch"]
     return {
         "status": end["status"] if end else "incomplete",
@@ -153,7 +182,8 @@ def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) ->
         "failed": len(rows) - len(done),
         "metrics": metrics,
         "makespan": makespan,
-        "utilization": cpu / (pes * makespan) if makespan > 0 else None,
+        "utilization": cpu / capacity if capacity > 0 else None,
+        "useful_utilization": useful / capacity if capacity > 0 and useful is not None else None,
         "cpu_s": cpu,
         "major_faults": sum(r.major_faults or 0 for r in rows),
         "swap_in": sum(r.swap_in or 0 for r in rows),
@@ -162,6 +192,16 @@ def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) ->
         "switch_latency_us": percentiles(switches),
         "oversubscribed": start["config"]["machine"]["oversubscribed"],
     }
+
+
+def _useful_work(done: list[JobRow]) -> float | None:
+    """Work x size summed over ``done`` (None when one of them has no work)."""
+    total = 0.0
+    for row in done:
+        if row.work is None:
+            return None
+        total += row.work * row.size
+    return total
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -15,8 +15,9 @@ from testbed.metrics import GROUPS, METRICS, compression, job_rows, summarize
 from testbed.swf import SwfJob
 
 CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "response", "work",
-              "slowdown", "bounded_slowdown", "group", "status", "exit_code", "reason", "cpu_s",
-              "comm_wait_s", "minor_faults", "major_faults", "peak_rss_kib", "swap_in", "swap_out")
+              "dedicated", "slowdown", "response_slowdown", "bounded_slowdown", "group", "status",
+              "exit_code", "reason", "cpu_s", "comm_wait_s", "minor_faults", "major_faults",
+              "peak_rss_kib", "swap_in", "swap_out")
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -90,8 +91,14 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _label(key: str) -> str:
+    """A summary key as the table names it: ``response_slowdown`` is "response slowdown"."""
+    return key.replace("_", " ")
+
+
 def format_table(summaries: dict[str, dict[str, Any]]) -> str:
-    """A plain-text table, one column per run (scheduler), one row per figure (seconds)."""
+    """A plain-text table, one column per run (scheduler), one row per figure (times in
+    seconds), each row named after its ``summary.json`` key."""
     names = list(summaries)
     rows: list[list[str]] = [["", *names]]
     rows.append(["status", *(s["status"] for s in summaries.values())])
@@ -99,11 +106,11 @@ def format_table(summaries: dict[str, dict[str, Any]]) -> str:
     for metric in METRICS:
         for stat in ("mean", "median"):
             for group in GROUPS:
-                label = f"{metric} {stat} ({group})"
+                label = f"{_label(metric)} {stat} ({group})"
                 rows.append([label, *(_fmt(s["metrics"][metric][group][stat])
                                       for s in summaries.values())])
-    rows.append(["utilization", *(_fmt(s["utilization"]) for s in summaries.values())])
-    rows.append(["makespan", *(_fmt(s["makespan"]) for s in summaries.values())])
+    for key in ("utilization", "useful_utilization", "makespan"):
+        rows.append([_label(key), *(_fmt(s[key]) for s in summaries.values())])
     rows.append(["switch latency p99 (us)",
                  *(_fmt(s["switch_latency_us"]["p99"]) for s in summaries.values())])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
