@@ -4,7 +4,9 @@ Three client programs in the style of public suites, written as plain MPI with n
 the testbed (``benchmarks/clients/``): ``osu_alltoall`` (mpi4py, ``MPI_Alltoall`` latency),
 ``osu_latency`` (mpi4py, ping-pong latency between ranks 0 and 1) and ``pingpong_allreduce``
 (C, built on first use with the ``mpicc`` of the MPI that mpi4py loads: a ping-pong and an
-``MPI_Allreduce`` sweep).  Each prints ``size latency_us`` lines per test.
+``MPI_Allreduce`` sweep).  Each prints ``size latency_us`` lines per test.  A fourth client is
+mpi4py's own ``python -m mpi4py.bench pingpong`` (``mpi4py_bench``), read from its table of
+mean one-way times.
 
 For every repeat, program and scheduler (fcfs, gang, local, ics, fcs), one ``testbed run`` of a
 workload holding two copies of the program, both arriving at 0 with one rank per PE of the
@@ -17,8 +19,8 @@ shown beside them without a target.  ``--quick`` runs tiny sweeps to show that i
 figures mean nothing.
 
 Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers fcfs,gang,local,ics,fcs]
-[--programs osu_alltoall,osu_latency,pingpong_allreduce] [--repeats 3] [--timeslice 0.2]
-[--job-timeout S] [--runs DIR] [--out FILE|-]``
+[--programs osu_alltoall,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats 3]
+[--timeslice 0.2] [--job-timeout S] [--runs DIR] [--out FILE|-]``
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import os
 import shlex
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,26 +44,10 @@ from testbed.shim import mpicc
 
 CLIENTS = Path(__file__).parent / "clients"
 SCHEDULERS = ("fcfs", "gang", "local", "ics", "fcs")
-QUICK_ARGS = ("-i", "20", "-x", "2", "-m", "4096")
 KIB = 1024
 MPL = 2
 COPIES = 2
 TARGETS = {"makespan": 1.1, "small": 1.5}
-
-
-@dataclass(frozen=True)
-class Program:
-    """A client program: its source under ``clients/`` and the tests it prints, in order."""
-
-    source: str
-    tests: tuple[str, ...]
-
-
-PROGRAMS = {
-    "osu_alltoall": Program("osu_alltoall.py", ("alltoall",)),
-    "osu_latency": Program("osu_latency.py", ("latency",)),
-    "pingpong_allreduce": Program("pingpong_allreduce.c", ("pingpong", "allreduce")),
-}
 
 
 def parse_latencies(text: str) -> list[dict[int, float]]:
@@ -85,6 +72,42 @@ def parse_latencies(text: str) -> list[dict[int, float]]:
             in_table = True
         tables[-1][size] = latency
     return tables
+
+
+def parse_mpi4py_bench(text: str) -> list[dict[int, float]]:
+    """The table of ``python -m mpi4py.bench pingpong``: size (bytes) -> mean one-way time,
+    converted from seconds to us (lines ``size bandwidth | mean ± stdev samples``)."""
+    table: dict[int, float] = {}
+    for line in text.splitlines():
+        left, bar, right = line.partition("|")
+        try:
+            size, mean = int(left.split()[0]), float(right.split()[0])
+        except (ValueError, IndexError):
+            continue
+        if bar:
+            table[size] = mean * 1e6
+    return [table] if table else []
+
+
+@dataclass(frozen=True)
+class Program:
+    """A client program: its source under ``clients/`` (or a module of mpi4py), the tests it
+    prints, in order, and how to read them."""
+
+    source: str
+    tests: tuple[str, ...]
+    parse: Callable[[str], list[dict[int, float]]] = parse_latencies
+    quick_args: tuple[str, ...] = ("-i", "20", "-x", "2", "-m", "4096")
+
+
+PROGRAMS = {
+    "osu_alltoall": Program("osu_alltoall.py", ("alltoall",)),
+    "osu_latency": Program("osu_latency.py", ("latency",)),
+    "pingpong_allreduce": Program("pingpong_allreduce.c", ("pingpong", "allreduce")),
+    "mpi4py_bench": Program("mpi4py.bench", ("bench_pingpong",), parse_mpi4py_bench,
+                            ("-l", "20", "-s", "2", "-n", "4096")),
+}
+MPI4PY_BENCH_ARGS = ("pingpong", "-n", str(2**20))
 
 
 def _cache_dir() -> Path:
@@ -113,14 +136,18 @@ def build_c_client(source: Path) -> Path:
 
 def command(name: str, quick: bool) -> list[str]:
     """The command line of client ``name`` (``quick``: tiny sweeps)."""
-    source = CLIENTS / PROGRAMS[name].source
-    args = list(QUICK_ARGS) if quick else []
+    program = PROGRAMS[name]
+    args = list(program.quick_args) if quick else []
+    if program.source == "mpi4py.bench":
+        return [sys.executable, "-m", "mpi4py.bench", *MPI4PY_BENCH_ARGS[:1], *args,
+                *([] if quick else MPI4PY_BENCH_ARGS[1:])]
+    source = CLIENTS / program.source
     if source.suffix == ".py":
         return [sys.executable, str(source), *args]
     return [str(build_c_client(source)), *args]
 
 
-def run_case(argv: list[str], tests: tuple[str, ...], scheduler: str, pes: int,
+def run_case(argv: list[str], program: Program, scheduler: str, pes: int,
              options: list[str], out: Path) -> dict[str, Any]:
     """Run two copies of ``argv`` (``pes`` ranks each) under ``scheduler`` into ``out``.
 
@@ -133,9 +160,9 @@ def run_case(argv: list[str], tests: tuple[str, ...], scheduler: str, pes: int,
     run = run_workload(text, "--scheduler", scheduler, "--mpl", str(MPL), *options, out=out)
     summary = json.loads((run / "summary.json").read_text())
     rows = jobs(run)
-    tables = [parse_latencies((run / "jobs" / f"{row['id']}.out").read_text()) for row in rows]
+    tables = [program.parse((run / "jobs" / f"{row['id']}.out").read_text()) for row in rows]
     figures: dict[str, Any] = {}
-    for index, test in enumerate(tests):
+    for index, test in enumerate(program.tests):
         printed = [t[index] for t in tables if len(t) > index and t[index]]
         smallest = min((min(t) for t in printed), default=None)
         figures[test] = {"smallest_size": smallest,
@@ -267,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schedulers", type=lambda t: _names(t, SCHEDULERS, "schedulers"),
                    default=list(SCHEDULERS), help="comma-separated, default all five")
     p.add_argument("--programs", type=lambda t: _names(t, tuple(PROGRAMS), "programs"),
-                   default=list(PROGRAMS), help="comma-separated, default all three")
+                   default=list(PROGRAMS), help="comma-separated, default all four")
     p.add_argument("--repeats", type=int, default=3, help="runs of each case (>= 1)")
     p.add_argument("--timeslice", type=float, default=0.2, help="seconds, default 0.2")
     p.add_argument("--job-timeout", type=float, default=None,
@@ -293,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.programs:
             for scheduler in args.schedulers:
                 out = runs / f"{name}-{scheduler}-{repeat + 1}"
-                cases[(name, scheduler)].append(run_case(commands[name], PROGRAMS[name].tests,
+                cases[(name, scheduler)].append(run_case(commands[name], PROGRAMS[name],
                                                          scheduler, pes, options, out))
     results = summarize(cases)
     doc = {"benchmark": "real_clients", "host": host(), "quick": args.quick, "pes": pes,

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from benchmarks.real_clients import parse_latencies, summarize, targets
+import pytest
+
+from benchmarks.real_clients import parse_latencies, parse_mpi4py_bench, summarize, targets
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -38,6 +40,16 @@ def _case(makespan: float, small: float, kib: float | None) -> dict:
             "tests": {"latency": {"smallest_size": 0, "small_us": small, "kib_us": kib}}}
 
 
+def test_mpi4py_bench_table_is_read_as_one_way_microseconds():
+    text = ("# MPI PingPong Test\n"
+            "# Size [B]  Bandwidth [MB/s] | Time Mean [s] ± StdDev [s]  Samples\n"
+            "         1              0.10 | 1.0318728e-05 ± 1.5039e-04    10000\n"
+            "      4096            275.02 | 1.4893359e-05 ± 1.4919e-04    10000\n")
+    (table,) = parse_mpi4py_bench(text)
+    assert table == {1: pytest.approx(10.318728), 4096: pytest.approx(14.893359)}
+    assert parse_mpi4py_bench("no table here\n") == []
+
+
 def test_summary_takes_medians_over_repeats_and_ratios_to_gang():
     results = summarize({
         ("osu_latency", "gang"): [_case(2.0, 4.0, 8.0), _case(3.0, 2.0, 9.0), _case(4.0, 3.0, 7.0)],
@@ -63,9 +75,10 @@ def test_quick_run_reports_every_program_and_scheduler(tmp_path):
     assert done.stdout.split()[:3] == ["program", "test", "scheduler"]
     doc = json.loads(out.read_text())
     assert doc["quick"] and doc["repeats"] == 1 and doc["pes"] == doc["host"]["cpus"] >= 1
-    assert set(doc["programs"]) == {"osu_alltoall", "osu_latency", "pingpong_allreduce"}
+    assert set(doc["programs"]) == {"osu_alltoall", "osu_latency", "pingpong_allreduce",
+                                    "mpi4py_bench"}
     assert Path(doc["programs"]["pingpong_allreduce"]["argv"][0]).is_file()
-    smallest = {"alltoall": 1, "latency": 0, "pingpong": 0, "allreduce": 4}
+    smallest = {"alltoall": 1, "latency": 0, "pingpong": 0, "allreduce": 4, "bench_pingpong": 1}
     seen = set()
     for r in doc["results"]:
         seen.add((r["program"], r["scheduler"]))
@@ -80,5 +93,5 @@ def test_quick_run_reports_every_program_and_scheduler(tmp_path):
         assert all(ratio > 0 for ratio in r["vs_gang"].values())
     assert seen == {(p, s) for p in doc["programs"] for s in ("gang", "fcs")}
     checks = doc["targets"]
-    assert len(checks) == 3 + 4  # a makespan per program, a small latency per test
+    assert len(checks) == 4 + 5  # a makespan per program, a small latency per test
     assert all(c["ratio"] > 0 and isinstance(c["met"], bool) for c in checks)
