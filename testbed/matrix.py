@@ -2,24 +2,26 @@
 
 A cell holds the id of the job whose rank runs on that PE in that slot.  Allocation is done by a
 buddy allocator (blocks of power-of-two size aligned to their size, as in THESIS §4.3.3 and
-MEMORY) or by first fit (any free PEs, lowest first).  ``alternates`` implements alternate
-scheduling (T3D §3.1, THESIS Fig 2.2): in a slot, PEs left idle may run a job from another slot
-whose PEs are all idle there.
+MEMORY) or by first fit (any free PEs, lowest first).  Each allocator lists every placement it
+allows in a row, best first; a policy without further criteria takes the first one of the first
+row that has one.  ``alternates`` implements alternate scheduling (T3D §3.1, THESIS Fig 2.2): in a
+slot, PEs left idle may run a job from another slot whose PEs are all idle there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
-Allocator = Callable[[list[str | None], int], tuple[int, ...] | None]
+Placement = tuple[int, ...]
+Allocator = Callable[[list[str | None], int], Iterator[Placement]]
 
 
-def buddy_fit(row: list[str | None], size: int) -> tuple[int, ...] | None:
-    """Free PEs for a job of ``size`` in ``row``: the first free buddy block, or None.
+def buddy_fit(row: list[str | None], size: int) -> Iterator[Placement]:
+    """Every free buddy block for a job of ``size`` PEs in ``row``, lowest first.
 
-    The block has the smallest power-of-two size >= ``size``, is aligned to it, and the job gets
-    its first ``size`` PEs.  A machine whose PE count is not a power of two also accepts a final,
-    shorter block.
+    A block has the smallest power-of-two size >= ``size``, is aligned to it, and the job gets
+    its first ``size`` PEs.  A machine whose PE count is not a power of two also has a final,
+    shorter block, used when it is long enough.
     """
     block = 1
     while block < size:
@@ -27,14 +29,19 @@ def buddy_fit(row: list[str | None], size: int) -> tuple[int, ...] | None:
     for start in range(0, len(row), block):
         cells = range(start, min(start + block, len(row)))
         if len(cells) >= size and all(row[pe] is None for pe in cells):
-            return tuple(cells[:size])
-    return None
+            yield tuple(cells[:size])
 
 
-def first_fit(row: list[str | None], size: int) -> tuple[int, ...] | None:
-    """The ``size`` lowest free PEs of ``row``, or None if fewer are free."""
+def first_fit(row: list[str | None], size: int) -> Iterator[Placement]:
+    """Every run of ``size`` consecutive free PEs of ``row``, lowest first.
+
+    Consecutive means next to each other among the free PEs (taken PEs in between are skipped),
+    so the first run is the ``size`` lowest free PEs, plain first fit, and the others are first
+    fit started at each later free PE.
+    """
     free = [pe for pe, cell in enumerate(row) if cell is None]
-    return tuple(free[:size]) if len(free) >= size else None
+    for start in range(len(free) - size + 1):
+        yield tuple(free[start:start + size])
 
 
 ALLOCATORS: dict[str, Allocator] = {"buddy": buddy_fit, "first-fit": first_fit}
@@ -48,23 +55,22 @@ class Matrix:
             raise ValueError(f"MPL must be at least 1, got {mpl}")
         self.rows: list[list[str | None]] = [[None] * pes for _ in range(mpl)]
         self.fit = ALLOCATORS[allocator]
-        self.placed: dict[str, tuple[int, tuple[int, ...]]] = {}
+        self.placed: dict[str, tuple[int, Placement]] = {}
 
     @property
     def mpl(self) -> int:
         """Number of time slots."""
         return len(self.rows)
 
-    def candidates(self, size: int) -> list[tuple[int, tuple[int, ...]]]:
-        """Where a job of ``size`` could go: the allocator's choice in each row that has one."""
-        found = []
+    def candidates(self, size: int) -> Iterator[tuple[int, Placement]]:
+        """Every ``(slot, pes)`` where a job of ``size`` PEs could go: the placements the
+        allocator allows in each row, by row and then in the allocator's order.  The first one is
+        the allocator's choice in the first row with room."""
         for slot, row in enumerate(self.rows):
-            pes = self.fit(row, size)
-            if pes is not None:
-                found.append((slot, pes))
-        return found
+            for pes in self.fit(row, size):
+                yield slot, pes
 
-    def assign(self, job: str, slot: int, pes: tuple[int, ...]) -> None:
+    def assign(self, job: str, slot: int, pes: Placement) -> None:
         """Put ``job`` on ``pes`` of row ``slot`` (which must be free)."""
         for pe in pes:
             assert self.rows[slot][pe] is None, f"PE {pe} of row {slot} is taken"

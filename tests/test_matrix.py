@@ -8,32 +8,44 @@ from testbed.matrix import Matrix, buddy_fit, first_fit
 
 
 def place(m: Matrix, job: str, size: int):
-    """Put ``job`` where a policy would: the first row with room."""
-    options = m.candidates(size)
-    if options:
-        m.assign(job, *options[0])
-    return options[0] if options else None
+    """Put ``job`` where a policy without memory admission would: the first candidate."""
+    where = next(m.candidates(size), None)
+    if where is not None:
+        m.assign(job, *where)
+    return where
 
 
-def test_buddy_aligns_blocks_to_their_size():
+def test_buddy_lists_every_free_block_aligned_to_its_size():
     row: list[str | None] = [None] * 8
     row[0] = "a"
-    assert buddy_fit(row, 2) == (2, 3)
-    assert buddy_fit(row, 3) == (4, 5, 6)
-    assert buddy_fit(row, 4) == (4, 5, 6, 7)
-    assert buddy_fit(row, 8) is None
+    assert list(buddy_fit(row, 1)) == [(pe,) for pe in range(1, 8)]
+    assert list(buddy_fit(row, 2)) == [(2, 3), (4, 5), (6, 7)]
+    assert list(buddy_fit(row, 3)) == [(4, 5, 6)]
+    assert list(buddy_fit(row, 4)) == [(4, 5, 6, 7)]
+    assert list(buddy_fit(row, 8)) == []
 
 
-def test_first_fit_takes_any_free_pes():
+def test_first_fit_lists_every_run_of_free_pes_skipping_taken_ones():
     row: list[str | None] = ["a", None, "b", None, None]
-    assert first_fit(row, 3) == (1, 3, 4)
-    assert first_fit(row, 4) is None
+    assert list(first_fit(row, 2)) == [(1, 3), (3, 4)]
+    assert list(first_fit(row, 3)) == [(1, 3, 4)]
+    assert list(first_fit(row, 4)) == []
 
 
 def test_buddy_handles_a_non_power_of_two_machine():
-    assert buddy_fit([None] * 6, 2) == (0, 1)
+    assert list(buddy_fit([None] * 6, 2)) == [(0, 1), (2, 3), (4, 5)]
+    assert list(buddy_fit([None] * 6, 4)) == [(0, 1, 2, 3)]
     row: list[str | None] = ["a"] * 4 + [None] * 2
-    assert buddy_fit(row, 2) == (4, 5)
+    assert list(buddy_fit(row, 2)) == [(4, 5)]
+
+
+def test_candidates_cover_every_row_in_row_then_pe_order():
+    m = Matrix(mpl=2, pes=4)
+    place(m, "a", 1)          # slot 0, PE 0
+    assert list(m.candidates(2)) == [(0, (2, 3)), (1, (0, 1)), (1, (2, 3))]
+    m = Matrix(mpl=2, pes=4, allocator="first-fit")
+    place(m, "a", 1)
+    assert list(m.candidates(3)) == [(0, (1, 2, 3)), (1, (0, 1, 2)), (1, (1, 2, 3))]
 
 
 def test_place_uses_the_first_slot_that_fits_and_remove_frees():

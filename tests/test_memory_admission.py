@@ -76,3 +76,33 @@ def test_admission_is_a_modifier_on_every_scheduler(name):
     assert _launched(policy.arrive(JobRequest("a", 2, 0, mem_mb=60), 0)) == ["a"]
     assert _launched(policy.arrive(JobRequest("b", 2, 0, mem_mb=60), 0)) == []
     assert _launched(policy.finish("a", 1)) == ["b"]
+
+
+@pytest.mark.parametrize("allocator", ["buddy", "first-fit"])
+def test_a_small_job_goes_to_the_empty_node_instead_of_waiting(allocator):
+    policy = make_policy("gang", 4, 2, 0.2, allocator)
+    policy.memory = MemoryAdmission((100.0, 100.0), 1.0, node_of_pe=(0, 0, 1, 1))
+    assert _launched(policy.arrive(JobRequest("big", 1, 0, mem_mb=95), 0)) == ["big"]
+    assert _launched(policy.arrive(JobRequest("small", 1, 1, mem_mb=10), 1)) == ["small"]
+    assert policy.matrix.placed["small"] == (0, (2,))
+
+
+def test_the_least_loaded_nodes_win_even_when_the_first_placement_fits():
+    policy = make_policy("gang", 4, 2, 0.2, "buddy")
+    policy.memory = MemoryAdmission((100.0, 100.0), 1.0, node_of_pe=(0, 0, 1, 1))
+    policy.arrive(JobRequest("a", 1, 0, mem_mb=50), 0)
+    policy.arrive(JobRequest("b", 1, 0, mem_mb=10), 0)
+    assert policy.matrix.placed["b"] == (0, (2,))   # PE 1 would fit too, but node 0 is at 50%
+
+
+def test_load_is_a_fraction_of_each_nodes_memory_and_the_fullest_node_counts():
+    policy = _policy(capacity=(100.0, 200.0))
+    policy.arrive(JobRequest("a", 1, 0, mem_mb=80), 0)          # 40% of node 1, not 80% of 0
+    assert policy.matrix.placed["a"] == (0, (1,))
+    policy.arrive(JobRequest("b", 1, 0, mem_mb=30), 0)          # 30% of 0 (70 MiB left) beats
+    assert policy.matrix.placed["b"] == (0, (0,))               # 55% of 1 (90 MiB left)
+    wide = make_policy("fcfs", 4, 1, 0.2, "buddy")
+    wide.memory = MemoryAdmission((100.0,) * 4, 1.0, node_of_pe=(0, 1, 2, 3))
+    wide.arrive(JobRequest("a", 1, 0, mem_mb=60), 0)
+    wide.arrive(JobRequest("b", 2, 0, mem_mb=10), 0)            # PEs 0-1: max(70%, 10%) = 70%
+    assert wide.matrix.placed["b"] == (0, (2, 3))

@@ -3,12 +3,16 @@
 Policies are pure: they never touch processes, signals or the wall clock.  Time comes in as a
 number of seconds since the start of the run.
 
-Admission is strict FCFS (the queue's head blocks those behind it) unless the policy has a
+Admission is strict FCFS (the queue's head blocks those behind it) and a job takes the
+allocator's first placement in the first row with room, unless the policy has a
 ``MemoryAdmission`` (MEMORY §2-3): then a job is placed only where every node it would use
 satisfies eq. 1, ``mem <= capacity * C - used`` (``mem`` for each of its processes there, ``used``
-the estimates of the processes already placed on that node, in any row); the queue is scanned
-in order, a job that does not fit is skipped, a job skipped ``skip_limit`` (15) times blocks
-those behind it, and on an empty machine the head job runs regardless.
+the estimates of the processes already placed on that node, in any row); of all the placements
+the allocator allows in all rows, the one whose fullest node would be least full after the job
+is added wins (MEMORY §3.2: the least loaded nodes), ties going to the earlier row, then the
+lower PEs; the queue is scanned in order, a job that does not fit is skipped, a job skipped
+``skip_limit`` (15) times blocks those behind it, and on an empty machine the head job runs
+regardless of eq. 1.
 """
 
 from __future__ import annotations
@@ -16,9 +20,9 @@ from __future__ import annotations
 from collections import Counter, deque
 from dataclasses import dataclass
 
-from testbed.matrix import Matrix
+from testbed.matrix import Matrix, Placement
 from testbed.policies.node import GangNode
-from testbed.shim import Spin
+from testbed.spin import Spin
 
 
 @dataclass(frozen=True)
@@ -132,27 +136,40 @@ class Policy:
         self.refresh()
         return actions + self._run_if_changed()
 
-    def _demand(self, job: JobRequest, pes: tuple[int, ...]) -> dict[int, float]:
+    def _demand(self, job: JobRequest, pes: Placement) -> dict[int, float]:
         if self.memory is None or job.mem_mb is None:
             return {}
         per_node = Counter(self.memory.node_of_pe[pe] for pe in pes)
         return {node: count * job.mem_mb for node, count in per_node.items()}
 
-    def _fit(self, job: JobRequest, check_memory: bool) -> tuple[int, tuple[int, ...]] | None:
-        """The first placement in the matrix that also satisfies eq. 1 on all its nodes (when
-        there is memory admission and ``check_memory``)."""
+    def _fit(self, job: JobRequest, check_memory: bool) -> tuple[int, Placement] | None:
+        """Where ``job`` goes, as ``(slot, pes)``, or None if nowhere.
+
+        Without memory admission: the matrix's first candidate.  With it: of every candidate in
+        every row (those satisfying eq. 1 on all their nodes, when ``check_memory``), the one
+        that minimises the largest fraction (used + the job's demand, MiB) / capacity (MiB) over
+        the nodes it touches; the first such candidate, so ties go to the earlier row, then the
+        lower PEs.
+        """
         options = self.matrix.candidates(job.size)
-        if self.memory is None or not check_memory:
-            return next(iter(options), None)
+        memory = self.memory
+        if memory is None:
+            return next(options, None)
         used: Counter[int] = Counter()
         for demand in self.used_mb.values():
             used.update(demand)
-        room = [cap * self.memory.factor - used[node]
-                for node, cap in enumerate(self.memory.capacity_mb)]
-        for slot, pes in options:
-            if all(need <= room[node] for node, need in self._demand(job, pes).items()):
-                return slot, pes
-        return None
+
+        def fits(where: tuple[int, Placement]) -> bool:
+            return all(need <= memory.capacity_mb[node] * memory.factor - used[node]
+                       for node, need in self._demand(job, where[1]).items())
+
+        def load(where: tuple[int, Placement]) -> float:
+            demand = self._demand(job, where[1])
+            return max((used[node] + demand.get(node, 0.0)) / memory.capacity_mb[node]
+                       for node in {memory.node_of_pe[pe] for pe in where[1]})
+
+        allowed = filter(fits, options) if check_memory else options
+        return min(allowed, key=load, default=None)
 
     def _run_if_changed(self) -> list[Action]:
         now_running = self.running()
