@@ -1,8 +1,13 @@
-"""Small, Linux-specific process helpers: pidfd signals, /proc reads, sweeping a run's processes.
+"""Small, Linux-specific process helpers: pidfd signals, process reads, sweeping a run's processes.
 
 Every process a run starts carries ``TESTBED_RUN=<run id>`` in its environment (``mpiexec``
 passes the environment on to the ranks), which is how a sweep finds them even after they have
 left our process tree: hydra puts every rank in a session of its own.
+
+psutil reads environments, CPU times, memory, thread ids and states. The rest is by hand where
+psutil has no such call (pidfds, fault counts, the child subreaper), where its call costs far
+more than a hot path can pay (child lists, shared-memory mappings) and for swap counts, which
+it reports in bytes of assumed 4 KiB pages.
 """
 
 from __future__ import annotations
@@ -14,12 +19,20 @@ import signal
 import time
 from dataclasses import dataclass
 
+import psutil
+
 MARKER = "TESTBED_RUN"
 SHM_PREFIX = "/dev/shm/"
 MPI_SEGMENT_PREFIXES = ("mpich_shm_", "ucx_shm_posix_")
-_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-_PAGE_KIB = os.sysconf("SC_PAGE_SIZE") // 1024
 _PR_SET_CHILD_SUBREAPER = 36
+_GONE = (psutil.NoSuchProcess, psutil.AccessDenied)
+# psutil's state names back to the kernel's letters, which callers compare against.
+_STATE_LETTERS = {
+    psutil.STATUS_RUNNING: "R", psutil.STATUS_SLEEPING: "S", psutil.STATUS_DISK_SLEEP: "D",
+    psutil.STATUS_STOPPED: "T", psutil.STATUS_TRACING_STOP: "t", psutil.STATUS_ZOMBIE: "Z",
+    psutil.STATUS_DEAD: "X", psutil.STATUS_WAKING: "W", psutil.STATUS_PARKED: "P",
+    psutil.STATUS_IDLE: "I",
+}
 
 
 def open_pidfd(pid: int) -> int | None:
@@ -40,19 +53,16 @@ def send(pidfd: int, sig: int) -> bool:
 
 
 def read_environ(pid: int) -> dict[str, str]:
-    """The environment of ``pid`` ({} when unreadable or gone)."""
+    """The environment of ``pid`` ({} when unreadable, gone or a zombie)."""
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            data = f.read()
-    except OSError:
+        return psutil.Process(pid).environ()
+    except _GONE:
         return {}
-    pairs = (item.split(b"=", 1) for item in data.split(b"\0") if b"=" in item)
-    return {k.decode(errors="replace"): v.decode(errors="replace") for k, v in pairs}
 
 
 @dataclass(frozen=True)
 class Usage:
-    """What ``/proc/<pid>/stat`` says of a process: CPU seconds, faults, resident KiB."""
+    """A process's CPU seconds (user + system), minor and major page faults, resident KiB."""
 
     cpu_s: float
     minor_faults: int
@@ -60,33 +70,53 @@ class Usage:
     rss_kib: int
 
 
-def _stat(pid: int) -> list[bytes] | None:
-    """The fields of ``/proc/<pid>/stat`` after the command name (state first), or None."""
+def _faults(pid: int) -> tuple[int, int] | None:
+    """Minor and major page faults of ``pid`` since it started, or None when gone.
+
+    Read by hand from ``/proc/<pid>/stat``: psutil has no page-fault counts.
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             data = f.read()
     except OSError:
         return None
-    return data[data.rindex(b")") + 2 :].split()
+    fields = data[data.rindex(b")") + 2 :].split()
+    return int(fields[7]), int(fields[9])
 
 
 def usage(pid: int) -> Usage | None:
-    """CPU seconds (user + system), minor and major faults and RSS of ``pid``; None when gone."""
-    fields = _stat(pid)
-    if fields is None:
+    """CPU seconds (user + system), minor and major faults and KiB resident of ``pid``.
+
+    None when the process is gone.
+    """
+    try:
+        proc = psutil.Process(pid)
+        with proc.oneshot():
+            times = proc.cpu_times()
+            rss = proc.memory_info().rss
+    except _GONE:
         return None
-    return Usage((int(fields[11]) + int(fields[12])) / _CLOCK_TICKS, int(fields[7]),
-                 int(fields[9]), int(fields[21]) * _PAGE_KIB)
+    faults = _faults(pid)
+    if faults is None:
+        return None
+    return Usage(times.user + times.system, faults[0], faults[1], rss // 1024)
 
 
 def cpu_seconds(pid: int) -> float | None:
     """User + system CPU seconds of ``pid`` (None when gone)."""
-    sample = usage(pid)
-    return None if sample is None else sample.cpu_s
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except _GONE:
+        return None
+    return times.user + times.system
 
 
 def swap_pages() -> tuple[int, int]:
-    """The machine's pages swapped in and out since boot (``/proc/vmstat``)."""
+    """The machine's pages swapped in and out since boot (``/proc/vmstat``).
+
+    Read by hand: ``psutil.swap_memory()`` turns these counts into bytes as if every page
+    were 4 KiB, and reads ``/proc/meminfo`` besides.
+    """
     counts = {}
     with open("/proc/vmstat") as f:
         for line in f:
@@ -97,13 +127,21 @@ def swap_pages() -> tuple[int, int]:
 
 
 def state(pid: int) -> str | None:
-    """The one-letter scheduler state of ``pid`` (R, S, D, T, Z...) or None when gone."""
-    fields = _stat(pid)
-    return None if fields is None else fields[0].decode()
+    """The one-letter scheduler state of ``pid`` (R, S, D, T, t, Z...) or None when gone."""
+    try:
+        status = psutil.Process(pid).status()
+    except _GONE:
+        return None
+    return _STATE_LETTERS.get(status, "?")
 
 
 def children(pid: int) -> list[int]:
-    """Direct children of ``pid`` on any of its threads."""
+    """Direct children of ``pid`` on any of its threads.
+
+    Read by hand from ``/proc/<pid>/task/<tid>/children``: psutil's ``children()`` reads the
+    stat file of every process on the machine (ten times the cost with 80 processes up), and
+    pid discovery walks the tree every 2 ms.
+    """
     kids: list[int] = []
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
@@ -126,18 +164,27 @@ def descendants(pid: int) -> list[int]:
 
 
 def pin(pid: int, cpu: int) -> None:
-    """Bind every thread of ``pid`` to host CPU ``cpu`` (silently skips vanished threads)."""
+    """Bind every thread of ``pid`` to host CPU ``cpu`` (silently skips vanished threads).
+
+    psutil's ``cpu_affinity()`` binds only the thread whose id is ``pid``, so each thread
+    psutil lists is bound with ``os.sched_setaffinity``.
+    """
     try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+        threads = psutil.Process(pid).threads()
+    except _GONE:
         return
-    for tid in tids:
+    for thread in threads:
         with contextlib.suppress(OSError):
-            os.sched_setaffinity(int(tid), {cpu})
+            os.sched_setaffinity(thread.id, {cpu})
 
 
 def shm_segments(pid: int) -> set[str]:
-    """Files under /dev/shm that ``pid`` has mapped (MPICH's shared-memory segments)."""
+    """Files under /dev/shm that ``pid`` has mapped (MPICH's shared-memory segments).
+
+    Read by hand from ``/proc/<pid>/maps``: psutil's ``memory_maps()`` reads ``smaps``, for
+    which the kernel walks every page of every mapping (ten times the cost), and
+    ``orphan_segments`` reads the mappings of every process on the machine.
+    """
     try:
         with open(f"/proc/{pid}/maps") as f:
             lines = f.read().splitlines()
@@ -155,16 +202,21 @@ def unlink_all(paths: set[str]) -> None:
 
 
 def marked(run_id: str, job: str | None = None) -> list[int]:
-    """Pids of live processes carrying this run's marker (and, if given, this job's)."""
+    """Pids of live processes carrying this run's marker (and, if given, this job's).
+
+    Zombies never match: psutil reports that a zombie has no environment left to read.
+    """
     me = os.getpid()
     found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == me:
+    for proc in psutil.process_iter():
+        if proc.pid == me:
             continue
-        env = read_environ(int(entry))
-        mine = env.get(MARKER) == run_id and (job is None or env.get("TESTBED_JOB") == job)
-        if mine and state(int(entry)) not in (None, "Z"):
-            found.append(int(entry))
+        try:
+            env = proc.environ()
+        except _GONE:
+            continue
+        if env.get(MARKER) == run_id and (job is None or env.get("TESTBED_JOB") == job):
+            found.append(proc.pid)
     return found
 
 
@@ -191,7 +243,10 @@ def kill_marked(run_id: str, job: str | None = None, rounds: int = 50) -> int:
 
 
 def become_subreaper() -> None:
-    """Adopt orphaned descendants (an mpiexec's proxy) so that we can reap them."""
+    """Adopt orphaned descendants (an mpiexec's proxy) so that we can reap them.
+
+    Through ``prctl`` by hand: neither psutil nor ``os`` offers it.
+    """
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
@@ -232,7 +287,6 @@ def orphan_segments(since: float) -> set[str]:
                 fresh.add(path)
     if not fresh:
         return fresh
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            fresh -= shm_segments(int(entry))
+    for pid in psutil.pids():
+        fresh -= shm_segments(pid)
     return fresh
