@@ -166,8 +166,7 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         "workload": {"path": workload.path, "jobs": len(workload.jobs), "meta": workload.meta},
         "seed": workload.meta.get("seed"),
         "machine": machine.describe(), "mpi": mpi.describe(),
-        "shim": {"library": str(library), "spin": dataclasses.asdict(policy.spin)}
-        if library and policy.spin else None,
+        "shim": {"library": str(library), "spin": policy.spin_settings()} if library else None,
         "node_memory": node_memory.describe() if node_memory else None,
         "memory_admission": dataclasses.asdict(policy.memory) if policy.memory else None,
         "memory_history": str(args.memory_history) if args.memory_history else None,

@@ -17,6 +17,7 @@ regardless of eq. 1.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter, deque
 from dataclasses import dataclass
 
@@ -87,6 +88,10 @@ class Policy:
         self.slot: int | None = None
         self.used_mb: dict[str, dict[int, float]] = {}
         self.skips: Counter[str] = Counter()
+
+    def spin_settings(self) -> dict[str, dict[str, float | str]] | None:
+        """The shim's spin settings by kind of process (for ``config.json``), None without it."""
+        return {"all": dataclasses.asdict(self.spin)} if self.spin else None
 
     def node_policy(self) -> GangNode:
         """A fresh node-level policy for one node manager."""

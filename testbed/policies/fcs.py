@@ -23,6 +23,7 @@ New processes start in INIT_CS, then INIT_DC (skipped by effective fine-grained 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -238,6 +239,12 @@ class Fcs(Gang):
         self.spins = FcsSpins(max_s=spin)
         self.spin = self.spins.coscheduled
         self.params = FcsParams.for_timeslice(timeslice)
+
+    def spin_settings(self) -> dict[str, dict[str, float | str]]:
+        """The spin of coscheduled CS processes, of F processes, and of all others."""
+        return {"coscheduled CS": dataclasses.asdict(self.spins.coscheduled),
+                "F": dataclasses.asdict(self.spins.frustrated),
+                "DC and others": dataclasses.asdict(self.spins.short)}
 
     def node_policy(self) -> FcsNode:
         """A fresh node-level FCS scheduler."""
