@@ -20,7 +20,7 @@ figures mean nothing.
 
 Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers fcfs,gang,local,ics,fcs]
 [--programs osu_alltoall,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats 3]
-[--timeslice 0.2] [--job-timeout S] [--runs DIR] [--out FILE|-]``
+[--timeslice 0.2] [--spin S] [--job-timeout S] [--runs DIR] [--out FILE|-]``
 """
 
 from __future__ import annotations
@@ -297,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
                    default=list(PROGRAMS), help="comma-separated, default all four")
     p.add_argument("--repeats", type=int, default=3, help="runs of each case (>= 1)")
     p.add_argument("--timeslice", type=float, default=0.2, help="seconds, default 0.2")
+    p.add_argument("--spin", type=float, default=None,
+                   help="the shim's spin, seconds: fixed for ics, MAX_spin for fcs (testbed's "
+                        "default when not given)")
     p.add_argument("--job-timeout", type=float, default=None,
                    help="kill a copy after S seconds of runtime (default: no limit)")
     p.add_argument("--runs", type=Path, default=None,
@@ -313,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     options = ["--timeslice", str(args.timeslice)]
     if args.job_timeout is not None:
         options += ["--job-timeout", str(args.job_timeout)]
+    if args.spin is not None:
+        options += ["--spin", str(args.spin)]
     commands = {name: command(name, args.quick) for name in args.programs}
     cases: dict[tuple[str, str], list[dict[str, Any]]] = {
         (name, scheduler): [] for name in args.programs for scheduler in args.schedulers}
@@ -325,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     results = summarize(cases)
     doc = {"benchmark": "real_clients", "host": host(), "quick": args.quick, "pes": pes,
            "copies": COPIES, "mpl": MPL, "timeslice_s": args.timeslice,
-           "job_timeout_s": args.job_timeout, "repeats": args.repeats,
+           "job_timeout_s": args.job_timeout, "spin_s": args.spin, "repeats": args.repeats,
            "programs": {name: {"argv": commands[name], "tests": list(PROGRAMS[name].tests)}
                         for name in args.programs},
            "results": results, "targets": targets(results), "runs": str(runs)}
