@@ -100,6 +100,30 @@ def regressions(result: dict[str, Any], baseline: dict[str, Any],
             if now[name] > then[name] * (1 + tolerance)]
 
 
+def read_baseline(path: Path) -> dict[str, Any]:
+    """The JSON document of an earlier run of this suite; ``ValueError`` when ``path`` cannot
+    be read or holds no ratio figures."""
+    try:
+        baseline = json.loads(path.read_text())
+        figures = ratio_figures(baseline)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise ValueError(f"{path}: not a baseline of this suite ({err!r})") from err
+    odd = sorted(name for name, value in figures.items()
+                 if isinstance(value, bool) or not isinstance(value, int | float))
+    if odd:
+        raise ValueError(f"{path}: not a baseline of this suite (not numbers: {', '.join(odd)})")
+    return baseline
+
+
+def compare(result: dict[str, Any], baseline: dict[str, Any], tolerance: float) -> int:
+    """Print each regression of ``result`` against ``baseline`` to stderr; the exit status:
+    1 when there is one, else 0."""
+    found = regressions(result, baseline, tolerance)
+    for line in found:
+        print(f"regression: {line}", file=sys.stderr)
+    return 1 if found else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the suite, print (and optionally save) the JSON, compare with a baseline."""
     p = argparse.ArgumentParser(description="the testbed's overhead regression suite")
@@ -111,11 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     baseline = None
     if args.baseline is not None:
         try:
-            baseline = json.loads(args.baseline.read_text())
-            ratio_figures(baseline)
-        except (OSError, ValueError, KeyError) as err:
-            print(f"overheads: {args.baseline}: not a baseline of this suite ({err})",
-                  file=sys.stderr)
+            baseline = read_baseline(args.baseline)
+        except ValueError as err:
+            print(f"overheads: {err}", file=sys.stderr)
             return 2
     result = measure(QUICK if args.quick else FULL)
     result["quick"] = args.quick
@@ -123,12 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
-    if baseline is not None:
-        found = regressions(result, baseline, args.tolerance)
-        for line in found:
-            print(f"regression: {line}", file=sys.stderr)
-        return 1 if found else 0
-    return 0
+    return 0 if baseline is None else compare(result, baseline, args.tolerance)
 
 
 if __name__ == "__main__":

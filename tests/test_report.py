@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import TESTBED, events, run_testbed
+from conftest import TESTBED, events, live_events, run_testbed
 
 FILES = ("jobs.csv", "summary.json", "trace.json", "gantt.png", "gantt.svg",
          "runtime_vs_work.png", "runtime_vs_work.svg", "wait_vs_arrival.png",
@@ -44,8 +44,7 @@ def test_report_handles_an_interrupted_run(tmp_path, workload):
     proc = subprocess.Popen([*TESTBED, "run", str(path), "--pes", "2", "--out", "r"],
                             cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 60
-    while sum(e["event"] == "pids" for e in (events(tmp_path / "r") if
-              (tmp_path / "r" / "events.jsonl").exists() else [])) < 2:
+    while sum(e["event"] == "pids" for e in live_events(tmp_path / "r")) < 2:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     time.sleep(0.5)
