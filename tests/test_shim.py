@@ -147,6 +147,28 @@ def test_time_a_waiting_rank_spends_stopped_is_not_counted_as_wait(tmp_path):
             record.remove()
 
 
+def test_ranks_that_spin_differently_still_match_their_collectives(tmp_path):
+    """Under FCS the ranks of a job can be in different classes: a busy-waiting rank makes
+    point-to-point calls natively, but every rank must use the same form of a collective."""
+    mpi = detect_mpi()
+    run_id = f"t{uuid.uuid4().hex[:8]}"
+    spins = [Spin("forever"), Spin("fixed", fixed_s=0.0001)]
+    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, "", spins[r])
+               for r in (0, 1)]
+    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
+    try:
+        done = subprocess.run([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",
+                               str(library_path(mpi)), sys.executable,
+                               str(PROGRAMS / "collectives.py")], env=env, timeout=120,
+                              capture_output=True, text=True, start_new_session=True)
+        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+        assert records[0].counters().c_dc >= 20 * 8 and records[1].counters().c_dc >= 20 * 8
+    finally:
+        procs.kill_marked(run_id)
+        for record in records:
+            record.remove()
+
+
 @pytest.mark.parametrize(("scheduler", "field", "other"), [("ics", "c_dc", "c_cs"),
                                                            ("fcs", "c_cs", "c_dc")])
 def test_counters_split_by_the_coscheduled_flag(tmp_path, workload, scheduler, field, other):

@@ -313,11 +313,20 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
     return spin_block(test_mprobe, &c);
 }
 
-/* A blocking call: made as it is when the process busy-waits anyway, else as its
- * nonblocking form (which fills r_) plus a spin-block wait on r_. */
+/* A blocking point-to-point call: made as it is when the process busy-waits anyway, else as
+ * its nonblocking form (which fills r_) plus a spin-block wait on r_.  Blocking and
+ * nonblocking point-to-point operations match each other, so peers may differ in the form. */
 #define SPIN_BLOCK(BLOCKING, NONBLOCKING, STATUS)                                           \
     {                                                                                       \
         BUSY(BLOCKING)                                                                      \
+        NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
+    }
+
+/* A blocking collective: always its nonblocking form plus a spin-block wait.  A blocking and a
+ * nonblocking collective never match (MPI-3 5.12), and the ranks of one job may be in
+ * different classes, so every rank must use the same form. */
+#define NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
+    {                                                                                       \
         MPI_Request r_;                                                                     \
         int rc_ = NONBLOCKING;                                                              \
         return rc_ != MPI_SUCCESS ? rc_ : wait_one(&r_, STATUS);                            \
@@ -365,74 +374,54 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status) {
     }                                                                                       \
     int MPI_Bcast##S(void *buffer, COUNT count, MPI_Datatype datatype, int root, MPI_Comm   \
         comm)                                                                               \
-        SPIN_BLOCK(PMPI_Bcast##S(buffer, count, datatype, root, comm),                      \
-                   PMPI_Ibcast##S(buffer, count, datatype, root, comm, &r_),                \
+        NONBLOCKING_ONLY(PMPI_Ibcast##S(buffer, count, datatype, root, comm, &r_),          \
                    MPI_STATUS_IGNORE)                                                       \
     int MPI_Reduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype         \
         datatype, MPI_Op op, int root, MPI_Comm comm)                                       \
-        SPIN_BLOCK(PMPI_Reduce##S(sendbuf, recvbuf, count, datatype, op, root, comm),       \
-                   PMPI_Ireduce##S(sendbuf, recvbuf, count, datatype, op, root, comm, &r_), \
+        NONBLOCKING_ONLY(PMPI_Ireduce##S(sendbuf, recvbuf, count, datatype, op, root, comm, &r_),\
                    MPI_STATUS_IGNORE)                                                       \
     int MPI_Allreduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype      \
         datatype, MPI_Op op, MPI_Comm comm)                                                 \
-        SPIN_BLOCK(PMPI_Allreduce##S(sendbuf, recvbuf, count, datatype, op, comm),          \
-                   PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_),    \
+        NONBLOCKING_ONLY(PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_),\
                    MPI_STATUS_IGNORE)                                                       \
     int MPI_Gather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void     \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)          \
-        SPIN_BLOCK(PMPI_Gather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,         \
-            recvtype, root, comm),                                                          \
-                   PMPI_Igather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,        \
+        NONBLOCKING_ONLY(PMPI_Igather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,  \
                        recvtype, root, comm, &r_), MPI_STATUS_IGNORE)                       \
     int MPI_Scatter##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)          \
-        SPIN_BLOCK(PMPI_Scatter##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,        \
-            recvtype, root, comm),                                                          \
-                   PMPI_Iscatter##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,       \
+        NONBLOCKING_ONLY(PMPI_Iscatter##S(sendbuf, sendcount, sendtype, recvbuf, recvcount, \
                        recvtype, root, comm, &r_), MPI_STATUS_IGNORE)                       \
     int MPI_Allgather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void  \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        SPIN_BLOCK(PMPI_Allgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,      \
-            recvtype, comm),                                                                \
-                   PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,     \
+        NONBLOCKING_ONLY(PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,\
                        recvtype, comm, &r_), MPI_STATUS_IGNORE)                             \
     int MPI_Alltoall##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void   \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        SPIN_BLOCK(PMPI_Alltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,       \
-            recvtype, comm),                                                                \
-                   PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,      \
+        NONBLOCKING_ONLY(PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,\
                        recvtype, comm, &r_), MPI_STATUS_IGNORE)                             \
     int MPI_Gatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         int root, MPI_Comm comm)                                                            \
-        SPIN_BLOCK(PMPI_Gatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,       \
-            displs, recvtype, root, comm),                                                  \
-                   PMPI_Igatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,      \
+        NONBLOCKING_ONLY(PMPI_Igatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,\
                        displs, recvtype, root, comm, &r_), MPI_STATUS_IGNORE)               \
     int MPI_Scatterv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS        \
         displs[], MPI_Datatype sendtype, void *recvbuf, COUNT recvcount, MPI_Datatype       \
         recvtype, int root, MPI_Comm comm)                                                  \
-        SPIN_BLOCK(PMPI_Scatterv##S(sendbuf, sendcounts, displs, sendtype, recvbuf,         \
-            recvcount, recvtype, root, comm),                                               \
-                   PMPI_Iscatterv##S(sendbuf, sendcounts, displs, sendtype, recvbuf,        \
+        NONBLOCKING_ONLY(PMPI_Iscatterv##S(sendbuf, sendcounts, displs, sendtype, recvbuf,  \
                        recvcount, recvtype, root, comm, &r_), MPI_STATUS_IGNORE)            \
     int MPI_Allgatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         MPI_Comm comm)                                                                      \
-        SPIN_BLOCK(PMPI_Allgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,    \
-            displs, recvtype, comm),                                                        \
-                   PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,   \
+        NONBLOCKING_ONLY(PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,\
                        displs, recvtype, comm, &r_), MPI_STATUS_IGNORE)                     \
     int MPI_Alltoallv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS       \
         sdispls[], MPI_Datatype sendtype, void *recvbuf, const COUNTS recvcounts[], const   \
         DISPLS rdispls[], MPI_Datatype recvtype, MPI_Comm comm)                             \
-        SPIN_BLOCK(PMPI_Alltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,       \
-            recvcounts, rdispls, recvtype, comm),                                           \
-                   PMPI_Ialltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,      \
+        NONBLOCKING_ONLY(PMPI_Ialltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,\
                        recvcounts, rdispls, recvtype, comm, &r_), MPI_STATUS_IGNORE)
 
 WRAPPERS(, int, int, int)
 WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 
-int MPI_Barrier(MPI_Comm comm)
-    SPIN_BLOCK(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), MPI_STATUS_IGNORE)
+int MPI_Barrier(MPI_Comm comm) NONBLOCKING_ONLY(PMPI_Ibarrier(comm, &r_), MPI_STATUS_IGNORE)
