@@ -44,7 +44,7 @@ from testbed.messages import (
     Termination,
 )
 from testbed.mpi_info import MpiInfo
-from testbed.node_manager import NodeManager
+from testbed.node_manager import NodeManager, ShimSetup
 from testbed.policies import Action, JobRequest, Launch, Policy, Run
 from testbed.policies.node import ClassChange
 from testbed.workload import JobSpec, Workload
@@ -83,7 +83,8 @@ class Coordinator:
         self.t0 = time.monotonic()
         env = dict(os.environ, **{procs.MARKER: self.run_id})
         spin = policy.spin
-        shim_setup = (str(shim_library), spin) if shim_library and spin else None
+        shim_setup = (ShimSetup(str(shim_library), spin, policy.native_collectives)
+                      if shim_library and spin else None)
         self.node_memory = node_memory
         self.history = history
         self.watchdog_args = [*(["--cgroup", str(node_memory.base)] if node_memory else []),

@@ -46,6 +46,16 @@ from testbed.shim import EventSocket, Record, record_path
 from testbed.spin import Spin
 
 SAMPLE_INTERVAL = 0.5
+
+
+@dataclass(frozen=True)
+class ShimSetup:
+    """The shim for a run: the library to preload, the spin ranks start with, and whether the
+    jobs' collectives are the blocking calls (the same for every rank of a job)."""
+
+    library: str
+    spin: Spin
+    native_collectives: bool
 Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown
 
 
@@ -114,7 +124,7 @@ class NodeManager:
 
     def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
                  run_id: str, clock: Callable[[], float], policy: GangNode,
-                 shim: tuple[str, Spin] | None = None, memory: NodeCgroups | None = None) -> None:
+                 shim: ShimSetup | None = None, memory: NodeCgroups | None = None) -> None:
         self.node = node
         self.machine = machine
         self.mpiexec = mpiexec
@@ -183,10 +193,11 @@ class NodeManager:
         for rank, pe in local.items():
             self.policy.add(Proc(msg.job, rank, pe, msg.slot))
             key = (msg.job, rank)
-            spin = self.shim[1] if self.shim else Spin("forever")
+            spin = self.shim.spin if self.shim else Spin("forever")
             self.records[key] = Record.create(
                 record_path(self.run_id, msg.job, rank), len(self.record_keys), msg.job, rank,
-                self.events.name if self.events else "", spin)
+                self.events.name if self.events else "", spin,
+                bool(self.shim and self.shim.native_collectives))
             self.spins[key] = spin
             self.record_keys.append(key)
         if msg.run_now:
@@ -197,7 +208,7 @@ class NodeManager:
         if resolve_command(msg.argv[0], self.env) is None:
             return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
         cpus = ",".join(str(self.machine.cpus[pe]) for pe in msg.pes)
-        preload = ["-genv", "LD_PRELOAD", self.shim[0]] if self.shim else []
+        preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
         argv = [self.mpiexec, "-n", str(len(msg.pes)), "-bind-to", f"user:{cpus}", *preload,
                 *msg.argv]
         env = dict(self.env, TESTBED_JOB=msg.job)

@@ -81,8 +81,11 @@ class Record:
 
     @classmethod
     def create(cls, path: str, record_id: int, job: str, rank: int, nm_socket: str,
-               spin: Spin) -> Record:
-        """Create the record file (mode 0600, must not exist) and fill in the settings."""
+               spin: Spin, native_collectives: bool = False) -> Record:
+        """Create the record file (mode 0600, must not exist) and fill in the settings.
+
+        ``native_collectives`` must be the same for every rank of a job (the shim then makes
+        every collective as the blocking call, else as its nonblocking form and a wait)."""
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             os.ftruncate(fd, RECORD_SIZE)
@@ -95,6 +98,7 @@ class Record:
             encoded = text.encode()[: len(target) - 1]
             ffi.memmove(target, encoded, len(encoded))
         record.set_spin(spin)
+        c.native_collectives = int(native_collectives)
         c.magic = lib.TB_MAGIC
         return record
 

@@ -147,14 +147,16 @@ def test_time_a_waiting_rank_spends_stopped_is_not_counted_as_wait(tmp_path):
             record.remove()
 
 
-def test_ranks_that_spin_differently_still_match_their_collectives(tmp_path):
+@pytest.mark.parametrize("native_collectives", [False, True])
+def test_ranks_that_spin_differently_still_match_their_collectives(tmp_path,
+                                                                   native_collectives):
     """Under FCS the ranks of a job can be in different classes: a busy-waiting rank makes
     point-to-point calls natively, but every rank must use the same form of a collective."""
     mpi = detect_mpi()
     run_id = f"t{uuid.uuid4().hex[:8]}"
     spins = [Spin("forever"), Spin("fixed", fixed_s=0.0001)]
-    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, "", spins[r])
-               for r in (0, 1)]
+    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, "", spins[r],
+                             native_collectives) for r in (0, 1)]
     env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
     try:
         done = subprocess.run([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",

@@ -34,7 +34,8 @@
 #define CPU_SAMPLE_MASK 1023u
 
 static struct tb_record private_record = {.magic = TB_MAGIC, .version = TB_VERSION,
-                                          .spin_mode = TB_SPIN_FOREVER};
+                                          .spin_mode = TB_SPIN_FOREVER,
+                                          .native_collectives = 1};
 static struct tb_record *rec = &private_record;
 static int nm_fd = -1;
 static struct sockaddr_un nm_addr;
@@ -67,9 +68,11 @@ static void spin_from_env(void) {
     if (spin == NULL) return;
     if (strncmp(spin, "fixed:", 6) == 0) {
         private_record.spin_mode = TB_SPIN_FIXED;
+        private_record.native_collectives = 0;
         private_record.spin_fixed_s = atof(spin + 6);
     } else if (strncmp(spin, "adaptive:", 9) == 0) {
         private_record.spin_mode = TB_SPIN_ADAPTIVE;
+        private_record.native_collectives = 0;
         char *end;
         private_record.spin_max_s = strtod(spin + 9, &end);
         if (*end == ':') private_record.spin_min_s = strtod(end + 1, NULL);
@@ -322,9 +325,19 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
         NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
     }
 
-/* A blocking collective: always its nonblocking form plus a spin-block wait.  A blocking and a
- * nonblocking collective never match (MPI-3 5.12), and the ranks of one job may be in
- * different classes, so every rank must use the same form. */
+/* A blocking collective: the blocking call itself when the job's collectives are native, else
+ * its nonblocking form plus a spin-block wait.  A blocking and a nonblocking collective never
+ * match (MPI-3 5.12) and the ranks of one job may be in different classes, so the form is a
+ * setting of the whole job, fixed before launch, never a per-process choice. */
+#define COLLECTIVE(BLOCKING, NONBLOCKING)                                                   \
+    {                                                                                       \
+        if (rec->native_collectives) {                                                      \
+            struct tb_call c_ = call_begin();                                               \
+            return call_end(c_, BLOCKING);                                                  \
+        }                                                                                   \
+        NONBLOCKING_ONLY(NONBLOCKING, MPI_STATUS_IGNORE)                                    \
+    }
+
 #define NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
     {                                                                                       \
         MPI_Request r_;                                                                     \
@@ -374,54 +387,62 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status) {
     }                                                                                       \
     int MPI_Bcast##S(void *buffer, COUNT count, MPI_Datatype datatype, int root, MPI_Comm   \
         comm)                                                                               \
-        NONBLOCKING_ONLY(PMPI_Ibcast##S(buffer, count, datatype, root, comm, &r_),          \
-                   MPI_STATUS_IGNORE)                                                       \
+        COLLECTIVE(PMPI_Bcast##S(buffer, count, datatype, root, comm),                      \
+            PMPI_Ibcast##S(buffer, count, datatype, root, comm, &r_))                       \
     int MPI_Reduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype         \
         datatype, MPI_Op op, int root, MPI_Comm comm)                                       \
-        NONBLOCKING_ONLY(PMPI_Ireduce##S(sendbuf, recvbuf, count, datatype, op, root, comm, &r_),\
-                   MPI_STATUS_IGNORE)                                                       \
+        COLLECTIVE(PMPI_Reduce##S(sendbuf, recvbuf, count, datatype, op, root, comm),       \
+            PMPI_Ireduce##S(sendbuf, recvbuf, count, datatype, op, root, comm, &r_))        \
     int MPI_Allreduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype      \
         datatype, MPI_Op op, MPI_Comm comm)                                                 \
-        NONBLOCKING_ONLY(PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_),\
-                   MPI_STATUS_IGNORE)                                                       \
+        COLLECTIVE(PMPI_Allreduce##S(sendbuf, recvbuf, count, datatype, op, comm),          \
+            PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_))           \
     int MPI_Gather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void     \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)          \
-        NONBLOCKING_ONLY(PMPI_Igather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,  \
-                       recvtype, root, comm, &r_), MPI_STATUS_IGNORE)                       \
+        COLLECTIVE(PMPI_Gather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,         \
+            recvtype, root, comm), PMPI_Igather##S(sendbuf, sendcount, sendtype, recvbuf,   \
+            recvcount, recvtype, root, comm, &r_))                                          \
     int MPI_Scatter##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)          \
-        NONBLOCKING_ONLY(PMPI_Iscatter##S(sendbuf, sendcount, sendtype, recvbuf, recvcount, \
-                       recvtype, root, comm, &r_), MPI_STATUS_IGNORE)                       \
+        COLLECTIVE(PMPI_Scatter##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,        \
+            recvtype, root, comm), PMPI_Iscatter##S(sendbuf, sendcount, sendtype, recvbuf,  \
+            recvcount, recvtype, root, comm, &r_))                                          \
     int MPI_Allgather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void  \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        NONBLOCKING_ONLY(PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,\
-                       recvtype, comm, &r_), MPI_STATUS_IGNORE)                             \
+        COLLECTIVE(PMPI_Allgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,      \
+            recvtype, comm), PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf,      \
+            recvcount, recvtype, comm, &r_))                                                \
     int MPI_Alltoall##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void   \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        NONBLOCKING_ONLY(PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,\
-                       recvtype, comm, &r_), MPI_STATUS_IGNORE)                             \
+        COLLECTIVE(PMPI_Alltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,       \
+            recvtype, comm), PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf,       \
+            recvcount, recvtype, comm, &r_))                                                \
     int MPI_Gatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         int root, MPI_Comm comm)                                                            \
-        NONBLOCKING_ONLY(PMPI_Igatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,\
-                       displs, recvtype, root, comm, &r_), MPI_STATUS_IGNORE)               \
+        COLLECTIVE(PMPI_Gatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,       \
+            displs, recvtype, root, comm), PMPI_Igatherv##S(sendbuf, sendcount, sendtype,   \
+            recvbuf, recvcounts, displs, recvtype, root, comm, &r_))                        \
     int MPI_Scatterv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS        \
         displs[], MPI_Datatype sendtype, void *recvbuf, COUNT recvcount, MPI_Datatype       \
         recvtype, int root, MPI_Comm comm)                                                  \
-        NONBLOCKING_ONLY(PMPI_Iscatterv##S(sendbuf, sendcounts, displs, sendtype, recvbuf,  \
-                       recvcount, recvtype, root, comm, &r_), MPI_STATUS_IGNORE)            \
+        COLLECTIVE(PMPI_Scatterv##S(sendbuf, sendcounts, displs, sendtype, recvbuf,         \
+            recvcount, recvtype, root, comm), PMPI_Iscatterv##S(sendbuf, sendcounts, displs,\
+            sendtype, recvbuf, recvcount, recvtype, root, comm, &r_))                       \
     int MPI_Allgatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         MPI_Comm comm)                                                                      \
-        NONBLOCKING_ONLY(PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,\
-                       displs, recvtype, comm, &r_), MPI_STATUS_IGNORE)                     \
+        COLLECTIVE(PMPI_Allgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,    \
+            displs, recvtype, comm), PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype,      \
+            recvbuf, recvcounts, displs, recvtype, comm, &r_))                              \
     int MPI_Alltoallv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS       \
         sdispls[], MPI_Datatype sendtype, void *recvbuf, const COUNTS recvcounts[], const   \
         DISPLS rdispls[], MPI_Datatype recvtype, MPI_Comm comm)                             \
-        NONBLOCKING_ONLY(PMPI_Ialltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,\
-                       recvcounts, rdispls, recvtype, comm, &r_), MPI_STATUS_IGNORE)
+        COLLECTIVE(PMPI_Alltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,       \
+            recvcounts, rdispls, recvtype, comm), PMPI_Ialltoallv##S(sendbuf, sendcounts,   \
+            sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, &r_))
 
 WRAPPERS(, int, int, int)
 WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 
-int MPI_Barrier(MPI_Comm comm) NONBLOCKING_ONLY(PMPI_Ibarrier(comm, &r_), MPI_STATUS_IGNORE)
+int MPI_Barrier(MPI_Comm comm) COLLECTIVE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_))

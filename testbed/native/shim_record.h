@@ -7,7 +7,7 @@
  * manager's socket.
  */
 #define TB_MAGIC 1413632840
-#define TB_VERSION 2
+#define TB_VERSION 3
 #define TB_SPIN_FOREVER 0
 #define TB_SPIN_FIXED 1
 #define TB_SPIN_ADAPTIVE 2
@@ -24,6 +24,9 @@ struct tb_record {
     /* written by the node manager */
     int32_t coscheduled;      /* 1 while the process is scheduled coscheduled (CS or F) */
     int32_t spin_mode;        /* TB_SPIN_FOREVER, TB_SPIN_FIXED or TB_SPIN_ADAPTIVE */
+    int32_t native_collectives; /* 1: collectives are always the blocking calls (set before
+                                   launch, the same for every rank of a job, never changed) */
+    int32_t pad1;
     double spin_fixed_s;
     double spin_max_s;        /* MAX_spin of the adaptive rule */
     double spin_min_s;        /* floor of the adaptive rule */

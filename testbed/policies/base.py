@@ -78,6 +78,7 @@ class Policy:
     uses_shim = False
     coscheduled = True
     spin: Spin | None = None
+    native_collectives = False
     memory: MemoryAdmission | None = None
 
     def __init__(self, pes: int, mpl: int, timeslice: float | None, allocator: str) -> None:

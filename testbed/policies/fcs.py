@@ -232,6 +232,11 @@ class Fcs(Gang):
 
     name = "fcs"
     uses_shim = True
+    # Collectives are made as the blocking calls: they cost what they cost under gang
+    # scheduling, but a rank waits in them by MPICH's polling, never blocks (point-to-point
+    # operations and waits still spin by class).  The form must be the same on every rank of a
+    # job, and ranks change class independently, so it cannot follow the class.
+    native_collectives = True
 
     def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str,
                  spin: float = MAX_SPIN_S) -> None:
