@@ -28,12 +28,9 @@ Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers fcfs,gang,loc
 from __future__ import annotations
 
 import argparse
-import fcntl
-import hashlib
 import json
 import os
 import shlex
-import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import default_out, host, jobs, median, run_workload, table
+from testbed import build
 from testbed.mpi_info import detect_mpi
 from testbed.shim import mpicc
 
@@ -112,28 +110,13 @@ PROGRAMS = {
 MPI4PY_BENCH_ARGS = ("pingpong", "-n", str(2**20))
 
 
-def _cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "testbed" / "clients"
-
-
 def build_c_client(source: Path) -> Path:
     """The executable of the C program ``source``, compiled first if needed with the ``mpicc``
-    of the MPI that mpi4py loads into a cache directory, under a name tagged with a hash of the
-    source and of that MPI (so a changed source or a different MPI gets a fresh build)."""
+    of the MPI that mpi4py loads (``testbed.build``: cached under a name tagged with a hash of
+    the source and of that MPI)."""
     mpi = detect_mpi()
-    compiler = mpicc(mpi)
-    digest = hashlib.sha256(f"{compiler}\0{mpi.library}\0{mpi.version}\0".encode())
-    digest.update(source.read_bytes())
-    directory = _cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / f"{source.stem}-{digest.hexdigest()[:12]}"
-    with open(directory / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not target.exists():
-            tmp = directory / f".{target.name}.{os.getpid()}"
-            subprocess.run([compiler, "-O2", "-Wall", "-o", str(tmp), str(source)], check=True)
-            os.replace(tmp, target)
-    return target
+    return build.program(source.stem, [source], [mpicc(mpi), "-O2", "-Wall"],
+                         depends=f"{mpi.library}\0{mpi.version}")
 
 
 def command(name: str, quick: bool) -> list[str]:

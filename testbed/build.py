@@ -1,8 +1,8 @@
-"""Compiling the testbed's small C libraries (the shim, the memory walk) once, on first need.
+"""Compiling small C code once, on first need: the shim, the memory walk, benchmark clients.
 
-A library is built into ``testbed/native/build/`` (or ``~/.cache/testbed/`` when the package
-directory is read-only) under a name tagged with a hash of its sources and whatever else it
-depends on, so a changed source or a different MPI gets a fresh build.  Concurrent builders
+A library or program is built into ``testbed/native/build/`` (or ``~/.cache/testbed/`` when
+the package directory is read-only) under a name tagged with a hash of its sources and whatever
+else it depends on, so a changed source or a different MPI gets a fresh build.  Concurrent builders
 take turns on a lock file.
 """
 
@@ -34,10 +34,20 @@ def library(name: str, sources: list[Path], argv: list[str], depends: str = "",
     ``argv`` is the compiler command without output and sources; ``depends`` is extra text
     (e.g. the MPI library and version) that also selects the build.
     """
+    return _built(f"lib{name}", ".so", sources, argv, depends, rebuild)
+
+
+def program(name: str, sources: list[Path], argv: list[str], depends: str = "") -> Path:
+    """Path of the executable ``<name>-<tag>`` built from ``sources``, as ``library`` does."""
+    return _built(name, "", sources, argv, depends, rebuild=False)
+
+
+def _built(stem: str, suffix: str, sources: list[Path], argv: list[str], depends: str,
+           rebuild: bool) -> Path:
     digest = hashlib.sha256(depends.encode())
     for source in sources:
         digest.update(source.read_bytes())
-    filename = f"lib{name}-{digest.hexdigest()[:12]}.so"
+    filename = f"{stem}-{digest.hexdigest()[:12]}{suffix}"
     if not rebuild:
         for directory in _dirs():
             if (directory / filename).exists():
@@ -49,7 +59,7 @@ def library(name: str, sources: list[Path], argv: list[str], depends: str = "",
             return _compile(directory, filename, sources, argv, rebuild)
         except PermissionError as err:
             problems.append(f"{directory}: {err.strerror}")
-    raise BuildError(f"no writable directory for lib{name}: " + "; ".join(problems))
+    raise BuildError(f"no writable directory for {stem}: " + "; ".join(problems))
 
 
 def _compile(directory: Path, filename: str, sources: list[Path], argv: list[str],

@@ -56,6 +56,8 @@ class ShimSetup:
     library: str
     spin: Spin
     native_collectives: bool
+
+
 Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown
 
 

@@ -161,11 +161,6 @@ class StoppedClock:
                 else:
                     record.close()
 
-    @property
-    def attached(self) -> bool:
-        """True when a record was found (the process runs under the testbed)."""
-        return self._record is not None
-
     def stopped(self) -> float:
         """Seconds this process has spent stopped by the testbed so far (0 outside it)."""
         return 0.0 if self._record is None else float(self._record.c.stopped_s)

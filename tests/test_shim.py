@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 from conftest import PROGRAMS, events, jobs_csv, run_testbed
 
 from testbed import procs
 from testbed.mpi_info import detect_mpi
-from testbed.shim import EventSocket, Record, Spin, ffi, library_path, mpicc, record_path
+from testbed.shim import EventSocket, Record, ffi, library_path, mpicc, record_path
+from testbed.spin import Spin
 
 
 def _shim_ranks(run_dir):
@@ -53,22 +56,38 @@ def test_c_program_built_with_mpicc_runs_unmodified_and_is_counted(tmp_path):
         assert counters["c_dc"] == 81  # 40 sends, 40 receives, 1 barrier
 
 
+@contextlib.contextmanager
+def _shimmed_job(program: str, *args: str, spins: list[Spin], nm_socket: str = "",
+                 native_collectives: bool = False, run_id: str | None = None,
+                 **popen: object) -> Iterator[tuple[list[Record], subprocess.Popen]]:
+    """Drive the shim as a node manager does: a record per rank, then ``mpiexec`` with the
+    shim preloaded running ``program``; afterwards no process or record is left."""
+    mpi = detect_mpi()
+    run_id = run_id or f"t{uuid.uuid4().hex[:8]}"
+    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, nm_socket, spin,
+                             native_collectives) for r, spin in enumerate(spins)]
+    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
+    job = subprocess.Popen([mpi.mpiexec, "-n", str(len(spins)), "-genv", "LD_PRELOAD",
+                            str(library_path(mpi)), sys.executable, str(PROGRAMS / program),
+                            *args], env=env, start_new_session=True, **popen)
+    try:
+        yield records, job
+    finally:
+        procs.kill_marked(run_id)
+        job.wait()
+        for record in records:
+            record.remove()
+
+
 def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
     """Drive the shim like a node manager does: records, a socket, a stopped peer."""
-    mpi = detect_mpi()
     run_id = f"t{uuid.uuid4().hex[:8]}"
-    sock = EventSocket(f"testbed-{run_id}-nm0")
-    spin = Spin("fixed", fixed_s=0.001)
-    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, sock.name, spin)
-               for r in (0, 1)]
-    assert ffi.string(records[1].c.job) == b"j1" and records[1].c.rank == 1
     go = tmp_path / "go"
-    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
-    job = subprocess.Popen([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",
-                            str(library_path(mpi)), sys.executable,
-                            str(PROGRAMS / "wait_for_peer.py"), str(go)], env=env,
-                           start_new_session=True)
-    try:
+    spin = Spin("fixed", fixed_s=0.001)
+    with (contextlib.closing(EventSocket(f"testbed-{run_id}-nm0")) as sock,
+          _shimmed_job("wait_for_peer.py", str(go), spins=[spin, spin], nm_socket=sock.name,
+                       run_id=run_id) as (records, job)):
+        assert ffi.string(records[1].c.job) == b"j1" and records[1].c.rank == 1
         # Rank 0 is in its receive once its barrier has counted and it has blocked (an odd
         # block_seq: one more block than unblocks).  On a loaded machine either rank may also
         # block in the barrier first, and say so on the socket.
@@ -101,28 +120,14 @@ def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
         assert not last.blocked and last.blocked_s >= 1.0 and last.blocks == first.blocks
         assert [(b, seq) for i, b, seq in sock.read() if i == 0] == \
             [(False, first.block_seq + 1)]
-    finally:
-        procs.kill_marked(run_id)
-        job.wait()
-        for record in records:
-            record.remove()
-        sock.close()
 
 
 def test_time_a_waiting_rank_spends_stopped_is_not_counted_as_wait(tmp_path):
     """THESIS §3.4: the node manager adds the stopped time before it continues the rank."""
-    mpi = detect_mpi()
-    run_id = f"t{uuid.uuid4().hex[:8]}"
-    spin = Spin("fixed", fixed_s=0.001)
-    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, "", spin) for r in (0, 1)]
     go = tmp_path / "go"
-    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
+    spin = Spin("fixed", fixed_s=0.001)
     launched = time.monotonic()
-    job = subprocess.Popen([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",
-                            str(library_path(mpi)), sys.executable,
-                            str(PROGRAMS / "wait_for_peer.py"), str(go)], env=env,
-                           start_new_session=True)
-    try:
+    with _shimmed_job("wait_for_peer.py", str(go), spins=[spin, spin]) as (records, job):
         deadline = time.monotonic() + 30
         while not records[0].counters().blocked and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -140,35 +145,19 @@ def test_time_a_waiting_rank_spends_stopped_is_not_counted_as_wait(tmp_path):
         # Without the exclusion the wait would be at least 1 s longer than all of this.
         assert 0 < last.t_dc < wall - 0.9, (last, wall)
         assert 0 < last.blocked_s < wall - 0.9, (last, wall)
-    finally:
-        procs.kill_marked(run_id)
-        job.wait()
-        for record in records:
-            record.remove()
 
 
 @pytest.mark.parametrize("native_collectives", [False, True])
-def test_ranks_that_spin_differently_still_match_their_collectives(tmp_path,
-                                                                   native_collectives):
+def test_ranks_that_spin_differently_still_match_their_collectives(native_collectives):
     """Under FCS the ranks of a job can be in different classes: a busy-waiting rank makes
     point-to-point calls natively, but every rank must use the same form of a collective."""
-    mpi = detect_mpi()
-    run_id = f"t{uuid.uuid4().hex[:8]}"
     spins = [Spin("forever"), Spin("fixed", fixed_s=0.0001)]
-    records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, "", spins[r],
-                             native_collectives) for r in (0, 1)]
-    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
-    try:
-        done = subprocess.run([mpi.mpiexec, "-n", "2", "-genv", "LD_PRELOAD",
-                               str(library_path(mpi)), sys.executable,
-                               str(PROGRAMS / "collectives.py")], env=env, timeout=120,
-                              capture_output=True, text=True, start_new_session=True)
-        assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+    with _shimmed_job("collectives.py", spins=spins, native_collectives=native_collectives,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.strip() == "ok", err
         assert records[0].counters().c_dc >= 20 * 8 and records[1].counters().c_dc >= 20 * 8
-    finally:
-        procs.kill_marked(run_id)
-        for record in records:
-            record.remove()
 
 
 @pytest.mark.parametrize(("scheduler", "field", "other"), [("ics", "c_dc", "c_cs"),

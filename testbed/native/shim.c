@@ -199,8 +199,9 @@ static int spin_block(tb_test test, void *ctx) {
             rc = test(ctx, &done);
             ns = ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : ns * 2;
         }
-        rec->blocked_s += ready_since(tb, sb);
-        waited = ready_since(t0, s0);
+        double s1, t1 = stamp(&s1);
+        rec->blocked_s += (t1 - tb) - (s1 - sb);
+        waited = (t1 - t0) - (s1 - s0);
         notify(0);
     } else {
         waited = ready_since(t0, s0);
@@ -233,11 +234,15 @@ static int call_end(struct tb_call c, int rc) {
     return rc;
 }
 
-#define BUSY(CALL)                                                                            \
-    if (busy_waits()) {                                                                       \
+/* Make CALL, counting it whole as one wait. */
+#define TIMED(CALL)                                                                           \
+    {                                                                                         \
         struct tb_call c_ = call_begin();                                                     \
         return call_end(c_, CALL);                                                            \
     }
+
+#define BUSY(CALL)                                                                            \
+    if (busy_waits()) TIMED(CALL)
 
 struct one { MPI_Request *req; MPI_Status *status; };
 static int test_one(void *c, int *done) {
@@ -316,6 +321,14 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
     return spin_block(test_mprobe, &c);
 }
 
+/* A blocking call as its nonblocking form (which fills r_) plus a spin-block wait on r_. */
+#define NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
+    {                                                                                       \
+        MPI_Request r_;                                                                     \
+        int rc_ = NONBLOCKING;                                                              \
+        return rc_ != MPI_SUCCESS ? rc_ : wait_one(&r_, STATUS);                            \
+    }
+
 /* A blocking point-to-point call: made as it is when the process busy-waits anyway, else as
  * its nonblocking form (which fills r_) plus a spin-block wait on r_.  Blocking and
  * nonblocking point-to-point operations match each other, so peers may differ in the form. */
@@ -331,18 +344,8 @@ int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Sta
  * setting of the whole job, fixed before launch, never a per-process choice. */
 #define COLLECTIVE(BLOCKING, NONBLOCKING)                                                   \
     {                                                                                       \
-        if (rec->native_collectives) {                                                      \
-            struct tb_call c_ = call_begin();                                               \
-            return call_end(c_, BLOCKING);                                                  \
-        }                                                                                   \
+        if (rec->native_collectives) TIMED(BLOCKING)                                        \
         NONBLOCKING_ONLY(NONBLOCKING, MPI_STATUS_IGNORE)                                    \
-    }
-
-#define NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
-    {                                                                                       \
-        MPI_Request r_;                                                                     \
-        int rc_ = NONBLOCKING;                                                              \
-        return rc_ != MPI_SUCCESS ? rc_ : wait_one(&r_, STATUS);                            \
     }
 
 static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status) {

@@ -42,27 +42,21 @@ SPIN_FLOOR_S = 0.0001
 
 @dataclass(frozen=True)
 class FcsSpins:
-    """The spin of each kind of wait (seconds): a coscheduled CS process busy-waits, F
-    processes spin adaptively between ``floor_s`` and ``max_s``, the rest spin ``floor_s``
-    then block."""
+    """The spin of each kind of wait: a coscheduled CS process busy-waits, F processes spin
+    adaptively between a floor and MAX_spin, the rest spin the floor then block."""
 
-    max_s: float = MAX_SPIN_S
-    floor_s: float = SPIN_FLOOR_S
+    coscheduled: Spin
+    frustrated: Spin
+    short: Spin
 
-    @property
-    def coscheduled(self) -> Spin:
-        """CS and INIT_CS in their own slot: never block."""
-        return Spin("forever")
-
-    @property
-    def frustrated(self) -> Spin:
-        """F: THESIS §3.5 item 4, with a floor so the spin cannot collapse."""
-        return Spin("adaptive", max_s=self.max_s, min_s=min(self.floor_s, self.max_s))
-
-    @property
-    def short(self) -> Spin:
-        """DC processes, and any process outside its coscheduled slot."""
-        return Spin("fixed", fixed_s=min(self.floor_s, self.max_s))
+    @classmethod
+    def for_max(cls, max_s: float = MAX_SPIN_S, floor_s: float = SPIN_FLOOR_S) -> FcsSpins:
+        """The spins for MAX_spin ``max_s`` and floor ``floor_s`` (seconds); the floor keeps
+        the F spin (THESIS §3.5 item 4) from collapsing."""
+        floor = min(floor_s, max_s)
+        return cls(coscheduled=Spin("forever"),
+                   frustrated=Spin("adaptive", max_s=max_s, min_s=floor),
+                   short=Spin("fixed", fixed_s=floor))
 
 
 @dataclass(frozen=True)
@@ -142,7 +136,7 @@ class FcsNode(GangNode):
     def __init__(self, params: FcsParams, spins: FcsSpins | None = None) -> None:
         super().__init__()
         self.params = params
-        self.spins = spins or FcsSpins()
+        self.spins = spins or FcsSpins.for_max()
         self.state: dict[ProcKey, _State] = {}
 
     def add(self, proc: Proc) -> None:
@@ -241,7 +235,7 @@ class Fcs(Gang):
     def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str,
                  spin: float = MAX_SPIN_S) -> None:
         super().__init__(pes, mpl, timeslice, allocator)
-        self.spins = FcsSpins(max_s=spin)
+        self.spins = FcsSpins.for_max(spin)
         self.spin = self.spins.coscheduled
         self.params = FcsParams.for_timeslice(timeslice)
 
