@@ -27,7 +27,7 @@ from benchmarks.harness import (
     table,
     write_csv,
 )
-from testbed.mix import MixParams, generate_mix
+from testbed.workloads.mix import MixParams, generate_mix
 
 
 def workload(load: float, args: argparse.Namespace) -> str:

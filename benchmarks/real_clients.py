@@ -38,9 +38,9 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import default_out, host, jobs, median, run_workload, table
-from testbed import build
-from testbed.mpi_info import detect_mpi
-from testbed.shim import mpicc
+from testbed.emulation import build
+from testbed.emulation.mpi_info import detect_mpi
+from testbed.emulation.shim import mpicc
 
 CLIENTS = Path(__file__).parent / "clients"
 SCHEDULERS = ("fcfs", "gang", "local", "ics", "fcs")
@@ -112,8 +112,8 @@ MPI4PY_BENCH_ARGS = ("pingpong", "-n", str(2**20))
 
 def build_c_client(source: Path) -> Path:
     """The executable of the C program ``source``, compiled first if needed with the ``mpicc``
-    of the MPI that mpi4py loads (``testbed.build``: cached under a name tagged with a hash of
-    the source and of that MPI)."""
+    of the MPI that mpi4py loads (``testbed.emulation.build``: cached under a name tagged with a
+    hash of the source and of that MPI)."""
     mpi = detect_mpi()
     return build.program(source.stem, [source], [mpicc(mpi), "-O2", "-Wall"],
                          depends=f"{mpi.library}\0{mpi.version}")

@@ -22,9 +22,9 @@ import sys
 import time
 
 from benchmarks.harness import host
-from testbed.metrics import percentiles
-from testbed.mpi_info import detect_mpi
-from testbed.shim import library_path
+from testbed.emulation.mpi_info import detect_mpi
+from testbed.emulation.shim import library_path
+from testbed.results.metrics import percentiles
 
 
 def pingpong(iterations: int) -> dict[str, float]:

@@ -14,7 +14,7 @@ import os
 import shutil
 
 from benchmarks.harness import events, host, run_workload
-from testbed.metrics import percentiles
+from testbed.results.metrics import percentiles
 
 
 def measure(work: float, timeslice: float, mpl: int = 2) -> dict[str, object]:

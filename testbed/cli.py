@@ -20,11 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from testbed import __version__, lublin, shim
-from testbed.coordinator import Coordinator, new_run_id
-from testbed.eventlog import read_events
-from testbed.machine import Machine, build_machine
-from testbed.memory import (
+from testbed import __version__
+from testbed.driver import Coordinator, new_run_id
+from testbed.emulation import shim
+from testbed.emulation.memory import (
     MemorySetupError,
     NodeCgroups,
     SwapFile,
@@ -33,19 +32,22 @@ from testbed.memory import (
     remove_cgroup,
     remove_swap,
 )
+from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
+from testbed.events import read_events
+from testbed.machine import Machine, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.memory_history import MemoryHistory
-from testbed.metrics import job_rows
-from testbed.mix import MixParams, generate_mix, job_line
-from testbed.mpi_info import MpiInfo, MpiNotFound, detect_mpi
-from testbed.plots import write_plots
 from testbed.policies import POLICIES, make_policy
 from testbed.policies.base import MemoryAdmission
-from testbed.report import format_table, run_dirs, write_results, write_swf
-from testbed.swf import ImportOptions, SwfError, SwfJob, read_swf, to_workload
-from testbed.top import follow
-from testbed.trace import write_trace
-from testbed.workload import JobSpec, Workload, WorkloadError, load_workload
+from testbed.results.metrics import job_rows
+from testbed.results.plots import write_plots
+from testbed.results.report import format_table, run_dirs, write_results, write_swf
+from testbed.results.top import follow
+from testbed.results.trace import write_trace
+from testbed.workloads import lublin
+from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
+from testbed.workloads.mix import MixParams, generate_mix, job_line
+from testbed.workloads.swf import ImportOptions, SwfError, SwfJob, read_swf, to_workload
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_MPI = 3

@@ -14,7 +14,7 @@ from typing import Any
 import psutil
 import pytest
 
-from testbed import procs
+from testbed.emulation import procs
 
 TESTBED = [sys.executable, "-m", "testbed.cli"]
 PROGRAMS = Path(__file__).parent / "programs"

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.bsp import dedicated_runtime, plan
-from testbed.mpi_info import detect_mpi
+from testbed.emulation.mpi_info import detect_mpi
+from testbed.jobs.bsp import dedicated_runtime, plan
 
 FIELDS = {"rank", "size", "iterations", "work_s", "compute_target_s", "compute_s", "comm_s",
           "io_s", "walk_s", "cpu_s", "wall_s", "stopped_s", "calib_exchange_s",
@@ -22,7 +22,7 @@ FIELDS = {"rank", "size", "iterations", "work_s", "compute_target_s", "compute_s
 def bsp(n: int, *args: str, tmp: Path) -> list[dict]:
     mpiexec = detect_mpi().mpiexec
     stats = tmp / "stats.jsonl"
-    subprocess.run([mpiexec, "-n", str(n), sys.executable, "-m", "benchmarks.bsp", *args,
+    subprocess.run([mpiexec, "-n", str(n), sys.executable, "-m", "testbed.jobs.bsp", *args,
                     "--stats", str(stats), "--scratch-dir", str(tmp)],
                    check=True, timeout=120, capture_output=True)
     return [json.loads(line) for line in stats.read_text().splitlines()]
@@ -103,7 +103,7 @@ def test_empty_job_does_no_iterations(tmp_path):
 
 
 def test_bad_option_exits_2():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.bsp", "--imbalance", "x"],
+    done = subprocess.run([sys.executable, "-m", "testbed.jobs.bsp", "--imbalance", "x"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "RANK:VALUE" in done.stderr
 

@@ -16,7 +16,7 @@ from testbed.policies.fcs import (
     classify,
 )
 from testbed.policies.node import Proc
-from testbed.spin import Counters
+from testbed.policies.spin import Counters
 
 T = 0.2
 P = FcsParams.for_timeslice(T)

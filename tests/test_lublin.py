@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from testbed import lublin
+from testbed.workloads import lublin
 
 JOBS = lublin.generate(30000, 128, seed=7)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.matrix import Matrix, buddy_fit, first_fit
+from testbed.policies.matrix import Matrix, buddy_fit, first_fit
 
 
 def place(m: Matrix, job: str, size: int):

@@ -15,7 +15,7 @@ import pytest
 from conftest import TESTBED, events, jobs_csv, run_id, run_processes, run_testbed
 
 from testbed import cli
-from testbed.memory import memory_hierarchy, parse_size
+from testbed.emulation.memory import memory_hierarchy, parse_size
 from testbed.memory_history import MemoryHistory, program_of
 
 
@@ -74,7 +74,7 @@ def test_a_bad_history_file_is_reported(tmp_path, workload):
 
 
 def test_python_programs_are_told_apart():
-    assert program_of(["python3", "-m", "benchmarks.bsp"]).endswith(" -m benchmarks.bsp")
+    assert program_of(["python3", "-m", "testbed.jobs.bsp"]).endswith(" -m testbed.jobs.bsp")
     assert program_of(["true"]) == os.path.realpath(shutil.which("true"))
 
 

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from testbed.metrics import job_rows, summarize
-from testbed.report import format_table, write_results
+from testbed.results.metrics import job_rows, summarize
+from testbed.results.report import format_table, write_results
 
 
 def _usage(cpu_s: float, **extra: float) -> dict[str, float]:

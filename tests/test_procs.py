@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from testbed import procs
+from testbed.emulation import procs
 
 # A process that starts two children, each with a `sleep` child, and prints all four pids.
 TREE = """

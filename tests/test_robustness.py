@@ -39,7 +39,7 @@ def _start(tmp_path: Path, path: Path, scheduler: str) -> tuple[subprocess.Popen
 
 
 def _stopped(rid: str) -> list[int]:
-    from testbed import procs
+    from testbed.emulation import procs
     return [pid for pid in run_processes(rid) if procs.state(pid) in ("T", "t")]
 
 

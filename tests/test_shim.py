@@ -13,10 +13,10 @@ from collections.abc import Iterator
 import pytest
 from conftest import PROGRAMS, events, jobs_csv, run_testbed
 
-from testbed import procs
-from testbed.mpi_info import detect_mpi
-from testbed.shim import EventSocket, Record, ffi, library_path, mpicc, record_path
-from testbed.spin import Spin
+from testbed.emulation import procs
+from testbed.emulation.mpi_info import detect_mpi
+from testbed.emulation.shim import EventSocket, Record, ffi, library_path, mpicc, record_path
+from testbed.policies.spin import Spin
 
 
 def _shim_ranks(run_dir):

@@ -7,7 +7,7 @@ import re
 import pytest
 from conftest import run_testbed
 
-from testbed.swf import ImportOptions, SwfError, read_swf, to_workload
+from testbed.workloads.swf import ImportOptions, SwfError, read_swf, to_workload
 
 TRACE = """; Version: 2.2
 ; MaxProcs: 4

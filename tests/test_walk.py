@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from testbed.walk import Walk, jumps
+from testbed.jobs.walk import Walk, jumps
 
 
 @pytest.mark.parametrize("theta", [1.0, 1.5, 2.0])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from testbed.mix import MixParams, generate_mix
-from testbed.workload import WorkloadError, load_workload
+from testbed.workloads.files import WorkloadError, load_workload
+from testbed.workloads.mix import MixParams, generate_mix
 
 
 def test_parses_jobs_options_and_bsp_shorthand(workload):
@@ -20,7 +20,7 @@ def test_parses_jobs_options_and_bsp_shorthand(workload):
     second, first = wl.jobs
     assert second.argv == ("my prog", "a b") and not second.is_bsp
     assert first.is_bsp and first.work == 2.0 and first.limit == 3.0 and first.user == "ann"
-    assert first.argv[:3] == (sys.executable, "-m", "benchmarks.bsp")
+    assert first.argv[:3] == (sys.executable, "-m", "testbed.jobs.bsp")
     assert first.argv[-2:] == ("--timeslice", "0.05")
     assert wl.compress == 100.0
 

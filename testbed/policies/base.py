@@ -21,9 +21,9 @@ import dataclasses
 from collections import Counter, deque
 from dataclasses import dataclass
 
-from testbed.matrix import Matrix, Placement
+from testbed.policies.matrix import Matrix, Placement
 from testbed.policies.node import GangNode
-from testbed.spin import Spin
+from testbed.policies.spin import Spin
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import Any
 
 from testbed.policies.gang import Gang
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
-from testbed.spin import Counters, Spin
+from testbed.policies.spin import Counters, Spin
 
 INIT_CS, INIT_DC, CS, F, DC = "INIT_CS", "INIT_DC", "CS", "F", "DC"
 COSCHEDULED = (INIT_CS, CS)

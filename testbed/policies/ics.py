@@ -7,7 +7,7 @@ whose wait outlasts its spin time blocks, yielding its CPU to the others on that
 from __future__ import annotations
 
 from testbed.policies.local import Local
-from testbed.spin import Spin
+from testbed.policies.spin import Spin
 
 
 class Ics(Local):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.spin import Counters, Spin
+from testbed.policies.spin import Counters, Spin
 
 ProcKey = tuple[str, int]
 

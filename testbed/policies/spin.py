@@ -2,7 +2,7 @@
 
 ``Spin`` is how a rank's blocking waits spin before they block; ``Counters`` is a snapshot of a
 rank's shim record (``testbed/native/shim_record.h``).  Policies use both, so they live here,
-apart from the cffi binding in ``testbed.shim``.
+apart from the cffi binding in ``testbed.emulation.shim``.
 """
 
 from __future__ import annotations

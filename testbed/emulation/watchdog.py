@@ -7,7 +7,7 @@ shared-memory segments created during the run that no live process maps any more
 
 It also removes the run's node memory cgroups and swap file when named.
 
-Usage: ``python -m testbed.watchdog RUN_ID [--cgroup DIR] [--swap FILE]``
+Usage: ``python -m testbed.emulation.watchdog RUN_ID [--cgroup DIR] [--swap FILE]``
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import signal
 import sys
 import time
 
-from testbed.memory import remove_cgroup, remove_swap
-from testbed.procs import kill_marked, orphan_segments, unlink_all
-from testbed.shim import remove_run_records
+from testbed.emulation.memory import remove_cgroup, remove_swap
+from testbed.emulation.procs import kill_marked, orphan_segments, unlink_all
+from testbed.emulation.shim import remove_run_records
 
 
 def main(argv: list[str] | None = None) -> int:
     """Wait for EOF on stdin, then sweep the run and remove what it set up."""
-    p = argparse.ArgumentParser(prog="python -m testbed.watchdog")
+    p = argparse.ArgumentParser(prog="python -m testbed.emulation.watchdog")
     p.add_argument("run_id")
     p.add_argument("--cgroup", default=None)
     p.add_argument("--swap", default=None)

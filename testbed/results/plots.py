@@ -12,8 +12,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
 
-from testbed.metrics import JobRow, job_rows  # noqa: E402
-from testbed.timeline import intervals  # noqa: E402
+from testbed.results.metrics import JobRow, job_rows  # noqa: E402
+from testbed.results.timeline import intervals  # noqa: E402
 
 
 def _colour(job: str) -> Any:

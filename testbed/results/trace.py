@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from testbed.eventlog import read_events
-from testbed.timeline import intervals
+from testbed.events import read_events
+from testbed.results.timeline import intervals
 
 MACHINE_PID = 1
 

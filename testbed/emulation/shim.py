@@ -1,8 +1,9 @@
 """The spin-block shim: building the preload library, and its shared records through cffi.
 
 The library (``testbed/native/shim.c``) is compiled with the ``mpicc`` of the MPI that mpi4py
-loads, once per MPI library and source version (see ``testbed.build``).  ``scripts/demo`` and
-``scripts/test`` build it during set-up; any other use builds it on first need.
+loads, once per MPI library and source version (see ``testbed.emulation.build``).
+``scripts/demo`` and ``scripts/test`` build it during set-up; any other use builds it on first
+need.
 
 Each rank of a job run with the shim has a record, ``/dev/shm/testbed-RUN-JOB-RANK`` (mode
 0600), created before launch and removed after the job by its node manager.  The layout is the
@@ -22,9 +23,9 @@ from pathlib import Path
 
 import cffi
 
-from testbed import build
-from testbed.mpi_info import MpiInfo
-from testbed.spin import Counters, Spin
+from testbed.emulation import build
+from testbed.emulation.mpi_info import MpiInfo
+from testbed.policies.spin import Counters, Spin
 
 NATIVE = build.NATIVE
 HEADER = NATIVE / "shim_record.h"

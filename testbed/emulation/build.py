@@ -15,7 +15,7 @@ import os
 import subprocess
 from pathlib import Path
 
-NATIVE = Path(__file__).parent / "native"
+NATIVE = Path(__file__).parent.parent / "native"
 
 
 class BuildError(RuntimeError):

@@ -12,7 +12,7 @@ import os
 
 import cffi
 
-from testbed import build
+from testbed.emulation import build
 
 SOURCE = build.NATIVE / "walk.c"
 ffi = cffi.FFI()

@@ -6,7 +6,7 @@
   MiB), which memory-aware admission uses instead of an estimate from history; ``id=N`` is the
   job's number in a trace it came from (kept in SWF exports).
 * ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
-  ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m benchmarks.bsp ARGS...``,
+  ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m testbed.jobs.bsp ARGS...``,
   which inherits the run's timeslice unless ARGS set ``--timeslice``.
 * ``#`` starts a comment.  A comment ``# testbed: key=value ...`` carries metadata; ``compress``
   (the time-compression factor) sets the short/long and bounded-slowdown thresholds.
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bsp import build_parser as bsp_parser
-from testbed.memory import parse_size
+from testbed.emulation.memory import parse_size
+from testbed.jobs.bsp import build_parser as bsp_parser
 
 OPTION_KEYS = ("limit", "user", "mem", "id")
 
@@ -156,7 +156,7 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         raise WorkloadError(path, line, "bsp arguments", "--stats is set by the testbed")
     if not any(a == "--timeslice" or a.startswith("--timeslice=") for a in args):
         args = [*args, "--timeslice", repr(timeslice)]
-    argv = (sys.executable, "-m", "benchmarks.bsp", *args)
+    argv = (sys.executable, "-m", "testbed.jobs.bsp", *args)
     return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit, user, True, mem_mb,
                    source_id)
 

@@ -6,7 +6,7 @@ It sleeps until the next arrival, heartbeat, job limit or mpiexec exit, whicheve
 arrivals and terminations are handled at once rather than at the next heartbeat.
 
 Nothing outlives a run: on a normal end, Ctrl-C or SIGTERM the MM kills what is left itself;
-if the MM is SIGKILLed, its watchdog (``testbed.watchdog``) does.
+if the MM is SIGKILLed, its watchdog (``testbed.emulation.watchdog``) does.
 """
 
 from __future__ import annotations
@@ -26,12 +26,9 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-from testbed import procs, shim
-from testbed.eventlog import EventLog
-from testbed.machine import Machine
-from testbed.memory import NodeCgroups, SwapFile
-from testbed.memory_history import MemoryHistory, program_of
-from testbed.messages import (
+from testbed.emulation import procs, shim
+from testbed.emulation.memory import NodeCgroups, SwapFile
+from testbed.emulation.messages import (
     Heartbeat,
     JobCounters,
     KillJob,
@@ -43,11 +40,14 @@ from testbed.messages import (
     SwitchDone,
     Termination,
 )
-from testbed.mpi_info import MpiInfo
-from testbed.node_manager import NodeManager, ShimSetup
+from testbed.emulation.mpi_info import MpiInfo
+from testbed.emulation.node_manager import NodeManager, ShimSetup
+from testbed.events import EventLog
+from testbed.machine import Machine
+from testbed.memory_history import MemoryHistory, program_of
 from testbed.policies import Action, JobRequest, Launch, Policy, Run
 from testbed.policies.node import ClassChange
-from testbed.workload import JobSpec, Workload
+from testbed.workloads.files import JobSpec, Workload
 
 DISCOVERY_POLL = 0.002
 IDLE_POLL = 0.5
@@ -119,8 +119,8 @@ class Coordinator:
         procs.become_subreaper()
         self.config["coordinator_priority"] = procs.raise_priority()
         (self.run_dir / "config.json").write_text(json.dumps(self.config, indent=2) + "\n")
-        watchdog = subprocess.Popen([sys.executable, "-m", "testbed.watchdog", self.run_id,
-                                     *self.watchdog_args],
+        watchdog = subprocess.Popen([sys.executable, "-m", "testbed.emulation.watchdog",
+                                     self.run_id, *self.watchdog_args],
                                     stdin=subprocess.PIPE, start_new_session=True)
         wake_r, wake_w = socket.socketpair()
         wake_w.setblocking(False)

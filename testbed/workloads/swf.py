@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from testbed.mix import job_line
+from testbed.workloads.mix import job_line
 
 FIELDS = ("job", "submit", "wait", "run", "procs", "cpu", "mem", "req_procs", "req_time",
           "req_mem", "status", "user", "group", "executable", "queue", "partition",

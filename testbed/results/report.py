@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from testbed.eventlog import read_events
-from testbed.metrics import GROUPS, METRICS, compression, job_rows, summarize
-from testbed.swf import SwfJob
+from testbed.events import read_events
+from testbed.results.metrics import GROUPS, METRICS, compression, job_rows, summarize
+from testbed.workloads.swf import SwfJob
 
 CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "response", "work",
               "dedicated", "slowdown", "response_slowdown", "bounded_slowdown", "group", "status",

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from testbed.eventlog import read_events
-from testbed.timeline import launched_stopped
+from testbed.events import read_events
+from testbed.results.timeline import launched_stopped
 
 FAILED = {"failed", "timeout", "killed"}
 BAR = 30

@@ -26,10 +26,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from testbed import procs
-from testbed.machine import Machine, Node
-from testbed.memory import NodeCgroups
-from testbed.messages import (
+from testbed.emulation import procs
+from testbed.emulation.memory import NodeCgroups
+from testbed.emulation.messages import (
     Heartbeat,
     JobCounters,
     KillJob,
@@ -41,9 +40,10 @@ from testbed.messages import (
     SwitchDone,
     Termination,
 )
+from testbed.emulation.shim import EventSocket, Record, record_path
+from testbed.machine import Machine, Node
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
-from testbed.shim import EventSocket, Record, record_path
-from testbed.spin import Spin
+from testbed.policies.spin import Spin
 
 SAMPLE_INTERVAL = 0.5
 

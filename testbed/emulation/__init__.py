@@ -1,0 +1,1 @@
+"""The emulation executor: real ranks under node managers, the shim, memory limits."""

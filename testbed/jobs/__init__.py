@@ -1,0 +1,1 @@
+"""The synthetic BSP job and its memory-walk kernel."""

@@ -1,0 +1,1 @@
+"""Results: metrics, tables, plots, traces and live views derived from events.jsonl."""

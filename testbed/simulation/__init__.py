@@ -1,0 +1,1 @@
+"""The simulation executor: jobs as modeled durations in virtual time."""

@@ -1,0 +1,1 @@
+"""Workloads: the workload file, SWF traces, and the mix and model generators."""
