@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import json
 import os
 import statistics
 import subprocess
@@ -12,6 +11,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from testbed.events import read_events
 
 
 def run_workload(text: str, *options: str, out: Path | None = None) -> Path:
@@ -50,8 +51,9 @@ def jobs(run_dir: Path) -> list[dict[str, str]]:
 
 
 def events(run_dir: Path) -> list[dict[str, Any]]:
-    """The events of ``events.jsonl``."""
-    return [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    """The events of the run's ``events.jsonl`` (``testbed.events.read_events``: a torn last
+    line is skipped)."""
+    return read_events(run_dir / "events.jsonl")
 
 
 def host() -> dict[str, Any]:

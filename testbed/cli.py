@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from testbed import __version__
-from testbed.driver import Coordinator, new_run_id
+from testbed.driver import Driver, Stalled, new_run_id
 from testbed.emulation import shim
+from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.memory import (
     MemorySetupError,
     NodeCgroups,
@@ -37,17 +38,32 @@ from testbed.events import read_events
 from testbed.machine import Machine, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.memory_history import MemoryHistory
-from testbed.policies import POLICIES, make_policy
-from testbed.policies.base import MemoryAdmission
+from testbed.policies import (
+    POLICIES,
+    MemoryAdmission,
+    Policy,
+    PolicyConfig,
+    PrimeTime,
+    make_policy,
+)
+from testbed.results.batsim import write_batsim
 from testbed.results.metrics import job_rows
 from testbed.results.plots import write_plots
 from testbed.results.report import format_table, run_dirs, write_results, write_swf
 from testbed.results.top import follow
 from testbed.results.trace import write_trace
+from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads import lublin
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
 from testbed.workloads.mix import MixParams, generate_mix, job_line
-from testbed.workloads.swf import ImportOptions, SwfError, SwfJob, read_swf, to_workload
+from testbed.workloads.swf import (
+    ImportOptions,
+    SwfError,
+    SwfJob,
+    read_swf,
+    to_workload,
+    trace_workload,
+)
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_MPI = 3
@@ -67,14 +83,37 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
-def _scheduler_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--mpl", type=int, default=2, help="multiprogramming level (rows); fcfs uses 1")
+def _policy_options(p: argparse.ArgumentParser) -> None:
+    """Options of every policy, emulated or simulated."""
+    p.add_argument("--mpl", type=int, default=2,
+                   help="multiprogramming level (rows); fcfs and the batch policies use 1")
     p.add_argument("--timeslice", type=float, default=0.2, help="timeslice T, seconds")
     p.add_argument("--pes", type=int, default=None, help="PEs (default: CPUs in the affinity mask)")
-    p.add_argument("--nodes", type=int, default=1, help="emulated nodes the PEs are split into")
     p.add_argument("--allocator", choices=("buddy", "first-fit"), default="buddy")
     p.add_argument("--job-timeout", type=float, default=None,
                    help="kill a job after this many seconds of runtime (limit= on a line wins)")
+    p.add_argument("--estimates", choices=("given", "perfect"), default="given",
+                   help="runtime estimates for the batch policies: estimate= on each line (SWF: "
+                        "requested time), or each job's work (perfect knowledge, as T3D)")
+    p.add_argument("--overrun", choices=("kill", "run"), default="kill",
+                   help="a job outliving its given estimate under a batch policy is killed at "
+                        "it (as batch systems do) or runs on")
+    p.add_argument("--prime-shift", type=float, default=PrimeTime.shift_s, metavar="S",
+                   help="prime: length of each shift, seconds (12 h)")
+    p.add_argument("--prime-large", type=int, default=None, metavar="PES",
+                   help="prime: jobs on more PEs are large (default: a quarter of the PEs)")
+    p.add_argument("--prime-free", type=int, default=None, metavar="PES",
+                   help="prime: PEs a small job must leave free (default: a quarter of the PEs)")
+    p.add_argument("--prime-large-limit", type=float, default=PrimeTime.large_limit_s,
+                   metavar="S", help="prime: longest large job in prime time, seconds (600)")
+    p.add_argument("--prime-small-limit", type=float, default=PrimeTime.small_limit_s,
+                   metavar="S", help="prime: longest small job in prime time, seconds (4 h)")
+    p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
+
+
+def _scheduler_options(p: argparse.ArgumentParser) -> None:
+    _policy_options(p)
+    p.add_argument("--nodes", type=int, default=1, help="emulated nodes the PEs are split into")
     p.add_argument("--spin", type=float, default=None,
                    help="shim spin time, seconds: fixed for ics, MAX_spin for fcs (0.0005)")
     p.add_argument("--node-mem", type=_size, default=None, metavar="SIZE",
@@ -86,19 +125,27 @@ def _scheduler_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-history", type=Path, default=None, metavar="FILE",
                    help="history of measured peaks, used for estimates and updated by every "
                         f"finished job (default with --memory-admission: {DEFAULT_HISTORY})")
-    p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
-def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
+def _check_policy_options(args: argparse.Namespace, schedulers: list[str]) -> None:
     for name in schedulers:
         if name not in POLICIES:
             raise UsageError(f"unknown scheduler {name!r} (known: {', '.join(sorted(POLICIES))})")
     if args.mpl < 1:
         raise UsageError(f"--mpl must be >= 1, got {args.mpl}")
-    if args.timeslice <= 0:
-        raise UsageError(f"--timeslice must be > 0, got {args.timeslice}")
-    if args.job_timeout is not None and args.job_timeout <= 0:
-        raise UsageError(f"--job-timeout must be > 0, got {args.job_timeout}")
+    for option in ("timeslice", "job_timeout", "prime_shift", "prime_large_limit",
+                   "prime_small_limit"):
+        value = getattr(args, option)
+        if value is not None and value <= 0:
+            raise UsageError(f"--{option.replace('_', '-')} must be > 0, got {value}")
+    for option in ("prime_large", "prime_free"):
+        value = getattr(args, option)
+        if value is not None and value < 0:
+            raise UsageError(f"--{option.replace('_', '-')} must be >= 0, got {value}")
+
+
+def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
+    _check_policy_options(args, schedulers)
     if args.spin is not None and args.spin < 0:
         raise UsageError(f"--spin must be >= 0, got {args.spin}")
     if args.memory_admission is not None and args.memory_admission <= 0:
@@ -151,35 +198,78 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
             remove_swap(str(swap.path))
 
 
+def _policy_config(args: argparse.Namespace, pes: int, memory: MemoryAdmission | None
+                   ) -> PolicyConfig:
+    prime = PrimeTime(args.prime_shift, args.prime_large, args.prime_free,
+                      args.prime_large_limit, args.prime_small_limit)
+    return PolicyConfig(pes, args.mpl, args.timeslice, args.allocator, getattr(args, "spin", None),
+                        memory, prime, args.overrun)
+
+
+def _base_config(scheduler: str, policy: Policy, workload: Workload,
+                 args: argparse.Namespace) -> dict[str, Any]:
+    """What every run records about itself, whichever executor runs it."""
+    return {
+        "scheduler": scheduler, "mpl": policy.mpl, "timeslice": policy.timeslice,
+        "allocator": args.allocator, "job_timeout": args.job_timeout,
+        "estimates": args.estimates, "overrun": args.overrun,
+        "policy": policy.config.describe(),
+        "workload": {"path": workload.path, "jobs": len(workload.jobs), "meta": workload.meta},
+        "seed": workload.meta.get("seed"),
+        "testbed": __version__, "python": platform.python_version(),
+        "kernel": platform.release(), "argv": sys.argv,
+    }
+
+
+def _with_estimates(workload: Workload, how: str) -> Workload:
+    """``workload`` with perfect runtime estimates (each job's work) when ``how`` says so."""
+    if how != "perfect":
+        return workload
+    jobs = [dataclasses.replace(j, estimate=j.work) for j in workload.jobs]
+    return Workload(workload.path, jobs, workload.meta)
+
+
 def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Machine,
                      mpi: MpiInfo, args: argparse.Namespace, run_dir: Path, run_id: str,
                      node_memory: NodeCgroups | None,
                      swap: SwapFile | None) -> tuple[str, dict[str, Any]]:
-    policy = make_policy(scheduler, machine.pes, mpl, args.timeslice, args.allocator, args.spin)
+    memory = None
     if args.memory_admission is not None:
         per_node = args.node_mem or _mem_total() / len(machine.nodes)
-        policy.memory = MemoryAdmission(
+        memory = MemoryAdmission(
             capacity_mb=(per_node / 2**20,) * len(machine.nodes), factor=args.memory_admission,
             node_of_pe=tuple(machine.node_of(pe).index for pe in range(machine.pes)))
+    policy = _make_policy(scheduler, _policy_config(args, machine.pes, memory))
     library = shim.library_path(mpi) if policy.uses_shim else None
     config = {
-        "scheduler": scheduler, "mpl": mpl, "timeslice": args.timeslice,
-        "allocator": args.allocator, "job_timeout": args.job_timeout,
-        "workload": {"path": workload.path, "jobs": len(workload.jobs), "meta": workload.meta},
-        "seed": workload.meta.get("seed"),
+        **_base_config(scheduler, policy, workload, args),
         "machine": machine.describe(), "mpi": mpi.describe(),
         "shim": {"library": str(library), "spin": policy.spin_settings()} if library else None,
         "node_memory": node_memory.describe() if node_memory else None,
-        "memory_admission": dataclasses.asdict(policy.memory) if policy.memory else None,
+        "memory_admission": dataclasses.asdict(memory) if memory else None,
         "memory_history": str(args.memory_history) if args.memory_history else None,
         "swap": swap.describe() if swap else None,
-        "testbed": __version__, "python": platform.python_version(),
-        "kernel": platform.release(), "argv": sys.argv,
     }
-    coordinator = Coordinator(workload, policy, machine, mpi, run_dir, config, args.job_timeout,
-                              library, node_memory, swap, run_id, args.history)
-    status = coordinator.run()
+    executor = EmulationExecutor(policy, machine, mpi, run_dir, run_id, library, node_memory,
+                                 swap)
+    driver = Driver(_with_estimates(workload, args.estimates), policy, executor, run_dir,
+                    config, args.job_timeout, args.history, _kills_at_estimate(policy, args),
+                    run_id)
+    status = driver.run()
     return status, write_results(run_dir)
+
+
+def _kills_at_estimate(policy: Policy, args: argparse.Namespace) -> bool:
+    """Jobs are killed at their estimates under a batch policy with ``--overrun kill`` and
+    estimates the users gave (perfect estimates are the truth, not a request)."""
+    return policy.uses_estimates and args.overrun == "kill" and args.estimates == "given"
+
+
+def _make_policy(scheduler: str, config: PolicyConfig) -> Policy:
+    try:
+        return make_policy(scheduler, config)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
 
 
 def _mem_total() -> int:
@@ -207,6 +297,71 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(format_table({args.scheduler: summary}))
     print(f"run directory: {run_dir}")
     return EXIT_INTERRUPTED if status == "interrupted" else 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    """Simulate a workload under one scheduler in virtual time and print its table."""
+    _check_policy_options(args, [args.scheduler])
+    for option in ("switch_cost", "launch_cost"):
+        if getattr(args, option) < 0:
+            raise UsageError(f"--{option.replace('_', '-')} must be >= 0, "
+                             f"got {getattr(args, option)}")
+    pes = args.pes if args.pes is not None else len(os.sched_getaffinity(0))
+    if pes < 1:
+        raise UsageError(f"--pes must be >= 1, got {pes}")
+    policy = _make_policy(args.scheduler, _policy_config(args, pes, None))
+    if not policy.simulable:
+        raise UsageError(f"{args.scheduler}: the simulator has no model of how real ranks "
+                         "communicate and share CPUs, which this policy depends on; emulate it "
+                         "with testbed run (simulable: " + ", ".join(
+                             sorted(n for n, c in POLICIES.items() if c.simulable)) + ")")
+    workload = _with_estimates(_simulated_workload(args, pes), args.estimates)
+    run_dir = _new_run_dir(args.out, f"sim-{args.scheduler}")
+    durations = {job.id: job.work for job in workload.jobs if job.work is not None}
+    config = {**_base_config(args.scheduler, policy, workload, args),
+              "machine": {"hostname": "simulated", "pes": pes, "nodes": 1, "pes_per_node": pes,
+                          "pe_cpus": None, "host_cpus": None, "oversubscribed": False}}
+    executor = SimulationExecutor(durations, args.switch_cost, args.launch_cost)
+    driver = Driver(workload, policy, executor, run_dir, config, args.job_timeout, None,
+                    _kills_at_estimate(policy, args), flush_each=False)
+    try:
+        driver.run()
+    except Stalled as err:
+        raise UsageError(f"{args.workload}: {err}") from None
+    print(format_table({args.scheduler: write_results(run_dir)}))
+    print(f"run directory: {run_dir}")
+    return 0
+
+
+def _simulated_workload(args: argparse.Namespace, pes: int) -> Workload:
+    """The workload to simulate: an SWF trace (``.swf``) or a workload file whose jobs all
+    have a work (bsp ``--work``), uncompressed when asked."""
+    try:
+        if str(args.workload).endswith(".swf"):
+            workload = trace_workload(args.workload, pes)
+        else:
+            workload = load_workload(args.workload, args.timeslice)
+            workload.check_fits(pes)
+    except (WorkloadError, SwfError) as err:
+        raise UsageError(str(err)) from None
+    if not workload.jobs:
+        raise UsageError(f"{args.workload}: no jobs")
+    missing = next((job for job in workload.jobs if job.work is None), None)
+    if missing is not None:
+        raise UsageError(f"{args.workload}:{missing.line}: field 'command': the simulator needs "
+                         "each job's work (a bsp line's --work, or an SWF runtime)")
+    if not args.uncompress or workload.compress == 1:
+        return workload
+    factor = workload.compress
+
+    def scaled(value: float | None) -> float | None:
+        return None if value is None else value * factor
+
+    jobs = [dataclasses.replace(j, arrival=j.arrival * factor, work=scaled(j.work),
+                                limit=scaled(j.limit), estimate=scaled(j.estimate))
+            for j in workload.jobs]
+    return Workload(workload.path, jobs, {**workload.meta, "compress": "1",
+                                           "uncompressed_from": str(factor)})
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -243,9 +398,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         write_trace(path)
         if args.swf:
             write_swf(path)
+        if args.batsim:
+            write_batsim(path)
     if len(dirs) > 1:
         write_plots(logs, args.dir)
-    print(f"figures, trace.json{' and jobs.swf' if args.swf else ''} written under {args.dir}")
+    extra = [name for name, wanted in (("jobs.swf", args.swf), ("batsim_jobs.csv", args.batsim))
+             if wanted]
+    print(f"figures, trace.json{''.join(', ' + e for e in extra)} written under {args.dir}")
     return 0
 
 
@@ -313,12 +472,15 @@ def _write_text(text: str, output: Path | None) -> None:
 def cmd_lublin(args: argparse.Namespace) -> int:
     """Write a Lublin-Feitelson workload (as benchmark jobs, or as SWF)."""
     try:
-        jobs = lublin.generate(args.jobs, args.pes, args.seed, args.load)
+        jobs = lublin.generate(args.jobs, args.pes, args.seed, args.load,
+                               daily_cycle=not args.no_daily_cycle)
     except ValueError as err:
         raise UsageError(str(err)) from None
     if args.format == "swf":
+        cycle = "no daily cycle" if args.no_daily_cycle else "daily cycle"
         lines = ["; Version: 2.2", f"; Note: Lublin-Feitelson model, seed {args.seed}, "
-                 f"load {args.load}; queue 1 = batch, 0 = interactive", f"; MaxProcs: {args.pes}"]
+                 f"load {args.load}, {cycle}; queue 1 = batch, 0 = interactive",
+                 f"; MaxProcs: {args.pes}"]
         lines += [SwfJob(i, round(j.arrival), -1, round(j.runtime), j.size, -1, -1, j.size, -1,
                          -1, 1, -1, -1, -1, int(j.kind == "batch"), -1, -1, -1).line()
                   for i, j in enumerate(jobs, start=1)]
@@ -326,7 +488,8 @@ def cmd_lublin(args: argparse.Namespace) -> int:
         return 0
     rng = random.Random(args.seed)
     lines = [f"# testbed: generator=lublin jobs={args.jobs} pes={args.pes} load={args.load} "
-             f"seed={args.seed} compress={args.compress:g}", "# arrival pes command..."]
+             f"seed={args.seed} compress={args.compress:g} "
+             f"daily_cycle={'off' if args.no_daily_cycle else 'on'}", "# arrival pes command..."]
     lines += [job_line(rng, j.arrival / args.compress, j.size, j.runtime / args.compress,
                        extra=f"id={i}") for i, j in enumerate(jobs, start=1)]
     _write_text("\n".join(lines) + "\n", args.output)
@@ -369,6 +532,20 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
     _scheduler_options(p)
 
 
+def _setup_simulate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", help="a workload file (every job with a work) or an SWF trace")
+    p.add_argument("--scheduler", default="gang",
+                   help="one of " + ", ".join(sorted(n for n, c in POLICIES.items()
+                                                     if c.simulable)))
+    p.add_argument("--switch-cost", type=float, default=0.0, metavar="S",
+                   help="seconds a job loses each time it is continued (default 0)")
+    p.add_argument("--launch-cost", type=float, default=0.0, metavar="S",
+                   help="seconds each job needs beyond its work to start (default 0)")
+    p.add_argument("--uncompress", action="store_true",
+                   help="undo the workload's time compression (compress= in its header)")
+    _policy_options(p)
+
+
 def _setup_top(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="a run directory (running or finished)")
     p.add_argument("--once", action="store_true", help="print one frame and exit")
@@ -384,6 +561,9 @@ def _setup_compare(p: argparse.ArgumentParser) -> None:
 def _setup_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path)
     p.add_argument("--swf", action="store_true", help="also export each run as jobs.swf")
+    p.add_argument("--batsim", action="store_true",
+                   help="also write each run's jobs in Batsim's jobs.csv columns "
+                        "(batsim_jobs.csv, read by evalys)")
 
 
 def _setup_exec(p: argparse.ArgumentParser) -> None:
@@ -400,6 +580,8 @@ def _setup_lublin(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--compress", type=float, default=100.0, help="time compression factor")
     p.add_argument("--format", choices=("workload", "swf"), default="workload")
+    p.add_argument("--no-daily-cycle", action="store_true",
+                   help="the same arrival rate at every hour (as T3D's workload)")
     p.add_argument("--output", "-o", type=Path, default=None)
 
 
@@ -436,6 +618,7 @@ def _setup_mix(p: argparse.ArgumentParser) -> None:
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 COMMANDS: dict[str, Command] = {
     "run": (_setup_run, cmd_run),
+    "simulate": (_setup_simulate, cmd_simulate),
     "compare": (_setup_compare, cmd_compare),
     "report": (_setup_report, cmd_report),
     "exec": (_setup_exec, cmd_exec),

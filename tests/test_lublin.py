@@ -38,6 +38,15 @@ def test_arrivals_follow_the_daily_cycle():
     assert np.corrcoef(observed, lublin.day_weights(lublin.BATCH))[0, 1] > 0.8
 
 
+def test_without_the_daily_cycle_every_hour_gets_its_share():
+    flat = lublin.generate(len(JOBS), 128, seed=1, daily_cycle=False)
+    batch = np.array([j.arrival for j in flat if j.kind == "batch"])
+    buckets = ((batch % 86400) // lublin.BUCKET_SECONDS).astype(int)
+    observed = np.bincount(buckets, minlength=lublin.BUCKETS)
+    assert np.corrcoef(observed, lublin.day_weights(lublin.BATCH))[0, 1] < 0.5
+    assert observed.min() > 0.4 * observed.mean()
+
+
 def test_same_seed_same_jobs_and_load_is_reached():
     assert lublin.generate(50, 16, seed=3) == lublin.generate(50, 16, seed=3)
     assert lublin.generate(50, 16, seed=3) != lublin.generate(50, 16, seed=4)

@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from testbed.policies.matrix import Matrix, buddy_fit, first_fit
+from testbed.policies.matrix import Matrix, buddy_fit, first_fit, mask_of
+
+
+def _fit(allocator, row: list[str | None], size: int) -> list[tuple[int, ...]]:
+    """The allocator's placements in ``row`` (a row of cells)."""
+    busy = mask_of(pe for pe, cell in enumerate(row) if cell is not None)
+    return list(allocator(busy, [pe for pe, cell in enumerate(row) if cell is None], len(row),
+                          size))
 
 
 def place(m: Matrix, job: str, size: int):
@@ -18,25 +27,25 @@ def place(m: Matrix, job: str, size: int):
 def test_buddy_lists_every_free_block_aligned_to_its_size():
     row: list[str | None] = [None] * 8
     row[0] = "a"
-    assert list(buddy_fit(row, 1)) == [(pe,) for pe in range(1, 8)]
-    assert list(buddy_fit(row, 2)) == [(2, 3), (4, 5), (6, 7)]
-    assert list(buddy_fit(row, 3)) == [(4, 5, 6)]
-    assert list(buddy_fit(row, 4)) == [(4, 5, 6, 7)]
-    assert list(buddy_fit(row, 8)) == []
+    assert _fit(buddy_fit, row, 1) == [(pe,) for pe in range(1, 8)]
+    assert _fit(buddy_fit, row, 2) == [(2, 3), (4, 5), (6, 7)]
+    assert _fit(buddy_fit, row, 3) == [(4, 5, 6)]
+    assert _fit(buddy_fit, row, 4) == [(4, 5, 6, 7)]
+    assert _fit(buddy_fit, row, 8) == []
 
 
 def test_first_fit_lists_every_run_of_free_pes_skipping_taken_ones():
     row: list[str | None] = ["a", None, "b", None, None]
-    assert list(first_fit(row, 2)) == [(1, 3), (3, 4)]
-    assert list(first_fit(row, 3)) == [(1, 3, 4)]
-    assert list(first_fit(row, 4)) == []
+    assert _fit(first_fit, row, 2) == [(1, 3), (3, 4)]
+    assert _fit(first_fit, row, 3) == [(1, 3, 4)]
+    assert _fit(first_fit, row, 4) == []
 
 
 def test_buddy_handles_a_non_power_of_two_machine():
-    assert list(buddy_fit([None] * 6, 2)) == [(0, 1), (2, 3), (4, 5)]
-    assert list(buddy_fit([None] * 6, 4)) == [(0, 1, 2, 3)]
+    assert _fit(buddy_fit, [None] * 6, 2) == [(0, 1), (2, 3), (4, 5)]
+    assert _fit(buddy_fit, [None] * 6, 4) == [(0, 1, 2, 3)]
     row: list[str | None] = ["a"] * 4 + [None] * 2
-    assert list(buddy_fit(row, 2)) == [(4, 5)]
+    assert _fit(buddy_fit, row, 2) == [(4, 5)]
 
 
 def test_candidates_cover_every_row_in_row_then_pe_order():
@@ -78,3 +87,24 @@ def test_alternates_fill_idle_pes_without_conflicts():
 def test_mpl_must_be_positive():
     with pytest.raises(ValueError):
         Matrix(mpl=0, pes=2)
+
+
+def _reference_buddy(row: list[str | None], size: int) -> list[tuple[int, ...]]:
+    block = 1
+    while block < size:
+        block *= 2
+    return [tuple(range(start, start + size)) for start in range(0, len(row), block)
+            if min(start + block, len(row)) - start >= size
+            and all(cell is None for cell in row[start:start + block])]
+
+
+def test_the_bit_mask_allocators_agree_with_a_pass_over_the_cells():
+    rng = random.Random(7)
+    for _ in range(300):
+        pes = rng.randint(1, 40)
+        row = [None if rng.random() < 0.6 else "x" for _ in range(pes)]
+        size = rng.randint(1, pes)
+        assert _fit(buddy_fit, row, size) == _reference_buddy(row, size)
+        free = [pe for pe, cell in enumerate(row) if cell is None]
+        expected = [tuple(free[i:i + size]) for i in range(len(free) - size + 1)]
+        assert _fit(first_fit, row, size) == expected

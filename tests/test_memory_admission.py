@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.policies import JobRequest, Launch, make_policy
-from testbed.policies.base import MemoryAdmission
+from testbed.policies import JobRequest, Launch, MemoryAdmission, PolicyConfig, make_policy
 
 
 def _policy(name="gang", capacity=(100.0, 100.0), factor=1.0, mpl=8):
-    policy = make_policy(name, 2, mpl, 0.2, "buddy")
-    policy.memory = MemoryAdmission(capacity, factor, node_of_pe=(0, 1))
-    return policy
+    return make_policy(name, PolicyConfig(2, mpl, 0.2, "buddy", memory=MemoryAdmission(
+        capacity, factor, node_of_pe=(0, 1))))
 
 
 def _launched(actions):
@@ -80,16 +78,16 @@ def test_admission_is_a_modifier_on_every_scheduler(name):
 
 @pytest.mark.parametrize("allocator", ["buddy", "first-fit"])
 def test_a_small_job_goes_to_the_empty_node_instead_of_waiting(allocator):
-    policy = make_policy("gang", 4, 2, 0.2, allocator)
-    policy.memory = MemoryAdmission((100.0, 100.0), 1.0, node_of_pe=(0, 0, 1, 1))
+    policy = make_policy("gang", PolicyConfig(4, 2, 0.2, allocator, memory=MemoryAdmission(
+        (100.0, 100.0), 1.0, node_of_pe=(0, 0, 1, 1))))
     assert _launched(policy.arrive(JobRequest("big", 1, 0, mem_mb=95), 0)) == ["big"]
     assert _launched(policy.arrive(JobRequest("small", 1, 1, mem_mb=10), 1)) == ["small"]
     assert policy.matrix.placed["small"] == (0, (2,))
 
 
 def test_the_least_loaded_nodes_win_even_when_the_first_placement_fits():
-    policy = make_policy("gang", 4, 2, 0.2, "buddy")
-    policy.memory = MemoryAdmission((100.0, 100.0), 1.0, node_of_pe=(0, 0, 1, 1))
+    policy = make_policy("gang", PolicyConfig(4, 2, 0.2, "buddy", memory=MemoryAdmission(
+        (100.0, 100.0), 1.0, node_of_pe=(0, 0, 1, 1))))
     policy.arrive(JobRequest("a", 1, 0, mem_mb=50), 0)
     policy.arrive(JobRequest("b", 1, 0, mem_mb=10), 0)
     assert policy.matrix.placed["b"] == (0, (2,))   # PE 1 would fit too, but node 0 is at 50%
@@ -101,8 +99,8 @@ def test_load_is_a_fraction_of_each_nodes_memory_and_the_fullest_node_counts():
     assert policy.matrix.placed["a"] == (0, (1,))
     policy.arrive(JobRequest("b", 1, 0, mem_mb=30), 0)          # 30% of 0 (70 MiB left) beats
     assert policy.matrix.placed["b"] == (0, (0,))               # 55% of 1 (90 MiB left)
-    wide = make_policy("fcfs", 4, 1, 0.2, "buddy")
-    wide.memory = MemoryAdmission((100.0,) * 4, 1.0, node_of_pe=(0, 1, 2, 3))
+    wide = make_policy("fcfs", PolicyConfig(4, 1, 0.2, "buddy", memory=MemoryAdmission(
+        (100.0,) * 4, 1.0, node_of_pe=(0, 1, 2, 3))))
     wide.arrive(JobRequest("a", 1, 0, mem_mb=60), 0)
     wide.arrive(JobRequest("b", 2, 0, mem_mb=10), 0)            # PEs 0-1: max(70%, 10%) = 70%
     assert wide.matrix.placed["b"] == (0, (2, 3))

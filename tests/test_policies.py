@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from testbed.policies import JobRequest, Launch, Run, make_policy
+from testbed.policies import JobRequest, Launch, PolicyConfig, Run, make_policy
 
 
 def _apply(actions, launched, running):
@@ -20,12 +20,12 @@ def _apply(actions, launched, running):
 
 def test_unknown_scheduler():
     with pytest.raises(ValueError, match="unknown scheduler 'rr'"):
-        make_policy("rr", 4, 2, 0.2, "buddy")
+        make_policy("rr", PolicyConfig(4, 2, 0.2, "buddy"))
 
 
 def test_fcfs_never_puts_two_jobs_on_a_pe():
     rng = random.Random(5)
-    policy = make_policy("fcfs", 8, 4, 0.2, "buddy")
+    policy = make_policy("fcfs", PolicyConfig(8, 4, 0.2, "buddy"))
     assert policy.matrix.mpl == 1 and policy.timeslice is None
     launched: dict[str, Launch] = {}
     running: set[str] = set()
@@ -46,7 +46,7 @@ def test_fcfs_never_puts_two_jobs_on_a_pe():
 
 
 def test_fcfs_is_strict_about_arrival_order():
-    policy = make_policy("fcfs", 4, 1, 0.2, "buddy")
+    policy = make_policy("fcfs", PolicyConfig(4, 1, 0.2, "buddy"))
     policy.arrive(JobRequest("big", 4, 0), 0)
     policy.arrive(JobRequest("wide", 4, 1), 1)
     actions = policy.arrive(JobRequest("small", 1, 2), 2)
@@ -56,7 +56,7 @@ def test_fcfs_is_strict_about_arrival_order():
 
 
 def test_gang_rotates_rows_every_tick():
-    policy = make_policy("gang", 2, 2, 0.2, "buddy")
+    policy = make_policy("gang", PolicyConfig(2, 2, 0.2, "buddy"))
     launched: dict[str, Launch] = {}
     running: set[str] = set()
     _apply(policy.arrive(JobRequest("a", 2, 0), 0), launched, running)
@@ -73,7 +73,7 @@ def test_gang_rotates_rows_every_tick():
 
 
 def test_gang_runs_alternates_on_idle_pes():
-    policy = make_policy("gang", 4, 2, 0.2, "buddy")
+    policy = make_policy("gang", PolicyConfig(4, 2, 0.2, "buddy"))
     launched: dict[str, Launch] = {}
     running: set[str] = set()
     for job, size in (("wide", 4), ("left", 2), ("right", 2)):
@@ -89,7 +89,7 @@ def test_gang_runs_alternates_on_idle_pes():
 
 
 def test_gang_moves_on_when_the_current_row_empties():
-    policy = make_policy("gang", 2, 3, 0.2, "buddy")
+    policy = make_policy("gang", PolicyConfig(2, 3, 0.2, "buddy"))
     launched: dict[str, Launch] = {}
     running: set[str] = set()
     for job in "abc":
@@ -102,7 +102,7 @@ def test_gang_moves_on_when_the_current_row_empties():
 
 
 def test_local_runs_everything_placed_up_to_mpl():
-    policy = make_policy("local", 2, 2, 0.2, "buddy")
+    policy = make_policy("local", PolicyConfig(2, 2, 0.2, "buddy"))
     assert policy.timeslice is None
     launched: dict[str, Launch] = {}
     running: set[str] = set()

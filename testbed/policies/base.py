@@ -21,6 +21,7 @@ import dataclasses
 from collections import Counter, deque
 from dataclasses import dataclass
 
+from testbed.policies.config import MemoryAdmission, PolicyConfig
 from testbed.policies.matrix import Matrix, Placement
 from testbed.policies.node import GangNode
 from testbed.policies.spin import Spin
@@ -28,32 +29,26 @@ from testbed.policies.spin import Spin
 
 @dataclass(frozen=True)
 class JobRequest:
-    """A job as a policy sees it: id, number of ranks, arrival time (s), and the memory each
-    process is estimated to need (MiB; None when there is no estimate)."""
+    """A job as a policy sees it: id, number of ranks, arrival time (s), the memory each
+    process is estimated to need (MiB; None when there is no estimate), and its runtime
+    estimate (s; None when unknown)."""
 
     id: str
     size: int
     arrival: float
     mem_mb: float | None = None
-
-
-@dataclass(frozen=True)
-class MemoryAdmission:
-    """Memory-aware admission: each node's memory (MiB), the factor C, and PE -> node."""
-
-    capacity_mb: tuple[float, ...]
-    factor: float
-    node_of_pe: tuple[int, ...]
-    skip_limit: int = 15
+    estimate: float | None = None
 
 
 @dataclass(frozen=True)
 class Launch:
-    """Start ``job``'s ranks on ``pes`` (one rank per PE, in order); its home row is ``slot``."""
+    """Start ``job``'s ranks on ``pes`` (one rank per PE, in order); its home row is ``slot``;
+    ``running`` says whether it runs at once or starts stopped (its row is not current)."""
 
     job: str
     slot: int
     pes: tuple[int, ...]
+    running: bool = True
 
 
 @dataclass(frozen=True)
@@ -70,20 +65,32 @@ Action = Launch | Run
 class Policy:
     """Base policy: a matrix, an arrival-ordered queue, and strict FCFS admission.
 
-    Subclasses choose the MPL, whether there is a heartbeat (``timeslice``), and which of the
-    placed jobs run now (``running``).
+    Subclasses choose the MPL (``fixed_mpl``), whether there is a heartbeat
+    (``time_sliced``), and which of the placed jobs run now (``running``).  ``simulable`` says
+    whether the simulator can run the policy: policies whose effect depends on how real ranks
+    communicate (local, ics, fcs) cannot be simulated until a model for that exists.
+    ``uses_estimates`` says whether the policy plans with runtime estimates (batch policies).
+
+    The driver uses only the public methods: ``arrive``, ``finish``, ``tick`` (every
+    ``timeslice`` seconds while ``busy``), ``wake`` (at ``wake_at``), ``busy`` and ``idle``;
+    the emulation executor also ``node_policy``, ``spin`` and ``native_collectives``.
     """
 
     name = "base"
     uses_shim = False
     coscheduled = True
+    simulable = True
+    uses_estimates = False
+    fixed_mpl: int | None = None
+    time_sliced = True
     spin: Spin | None = None
     native_collectives = False
-    memory: MemoryAdmission | None = None
 
-    def __init__(self, pes: int, mpl: int, timeslice: float | None, allocator: str) -> None:
-        self.matrix = Matrix(mpl, pes, allocator)
-        self.timeslice = timeslice
+    def __init__(self, config: PolicyConfig) -> None:
+        self.config = config
+        self.memory: MemoryAdmission | None = config.memory
+        self.matrix = Matrix(self.fixed_mpl or config.mpl, config.pes, config.allocator)
+        self.timeslice: float | None = config.timeslice if self.time_sliced else None
         self.queue: deque[JobRequest] = deque()
         self.current: frozenset[str] = frozenset()
         self.slot: int | None = None
@@ -102,26 +109,47 @@ class Policy:
         """The jobs that should run now (all placed jobs unless a subclass says otherwise)."""
         return frozenset(self.matrix.placed)
 
+    @property
+    def mpl(self) -> int:
+        """The number of rows the policy uses."""
+        return self.matrix.mpl
+
+    def busy(self) -> bool:
+        """Whether any job is placed (the heartbeat runs only then)."""
+        return bool(self.matrix.placed)
+
+    def idle(self) -> bool:
+        """Whether no job is queued or placed."""
+        return not self.queue and not self.matrix.placed
+
     def arrive(self, job: JobRequest, now: float) -> list[Action]:
-        """A job arrived at ``now``: queue it and admit what fits."""
+        """A job arrived at ``now`` (s): queue it and admit what fits."""
         self.queue.append(job)
-        return self._admit()
+        return self._admit(now)
 
     def finish(self, job: str, now: float) -> list[Action]:
-        """``job`` ended (any status) at ``now``: free its cells and admit what fits."""
+        """``job`` ended (any status) at ``now`` (s): free its cells and admit what fits."""
         self.matrix.remove(job)
         self.used_mb.pop(job, None)
-        return self._admit()
+        return self._admit(now)
 
     def tick(self, now: float) -> list[Action]:
-        """A timeslice expired at ``now`` (only called when ``timeslice`` is set)."""
+        """A timeslice expired at ``now`` (s; only called when ``timeslice`` is set)."""
         return []
+
+    def wake_at(self) -> float | None:
+        """When (s) the policy next wants ``wake`` called regardless of events; None: never."""
+        return None
+
+    def wake(self, now: float) -> list[Action]:
+        """The time asked for by ``wake_at`` has come (``now``, s)."""
+        return self._admit(now)
 
     def refresh(self) -> None:
         """Hook: the matrix changed (jobs placed or removed); update derived state."""
 
-    def _admit(self) -> list[Action]:
-        actions: list[Action] = []
+    def _admit(self, now: float) -> list[Action]:
+        actions: list[Launch] = []
         passed: list[JobRequest] = []
         for job in list(self.queue):
             empty_machine_head = not self.matrix.placed and job is self.queue[0]
@@ -139,8 +167,14 @@ class Policy:
             self.matrix.assign(job.id, *where)
             self.used_mb[job.id] = self._demand(job, where[1])
             actions.append(Launch(job.id, *where))
+        return self._launched(actions)
+
+    def _launched(self, launches: list[Launch]) -> list[Action]:
+        """After placing jobs: refresh, mark each launch running or not, add the run set."""
         self.refresh()
-        return actions + self._run_if_changed()
+        run = self._run_if_changed()
+        running = self.running()
+        return [dataclasses.replace(a, running=a.job in running) for a in launches] + run
 
     def _demand(self, job: JobRequest, pes: Placement) -> dict[int, float]:
         if self.memory is None or job.mem_mb is None:

@@ -9,6 +9,5 @@ class Fcfs(Policy):
     """Each PE holds at most one job; a job runs from launch to end undisturbed."""
 
     name = "fcfs"
-
-    def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str) -> None:
-        super().__init__(pes, 1, None, allocator)
+    fixed_mpl = 1
+    time_sliced = False

@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed.policies.config import PolicyConfig
 from testbed.policies.gang import Gang
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
 from testbed.policies.spin import Counters, Spin
@@ -232,12 +233,13 @@ class Fcs(Gang):
     # job, and ranks change class independently, so it cannot follow the class.
     native_collectives = True
 
-    def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str,
-                 spin: float = MAX_SPIN_S) -> None:
-        super().__init__(pes, mpl, timeslice, allocator)
-        self.spins = FcsSpins.for_max(spin)
+    simulable = False
+
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
+        self.spins = FcsSpins.for_max(MAX_SPIN_S if config.spin is None else config.spin)
         self.spin = self.spins.coscheduled
-        self.params = FcsParams.for_timeslice(timeslice)
+        self.params = FcsParams.for_timeslice(config.timeslice)
 
     def spin_settings(self) -> dict[str, dict[str, float | str]]:
         """The spin of coscheduled CS processes, of F processes, and of all others."""

@@ -6,8 +6,11 @@ whose wait outlasts its spin time blocks, yielding its CPU to the others on that
 
 from __future__ import annotations
 
+from testbed.policies.config import PolicyConfig
 from testbed.policies.local import Local
 from testbed.policies.spin import Spin
+
+DEFAULT_SPIN_S = 0.0005
 
 
 class Ics(Local):
@@ -17,7 +20,6 @@ class Ics(Local):
     uses_shim = True
     coscheduled = False
 
-    def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str,
-                 spin: float = 0.0005) -> None:
-        super().__init__(pes, mpl, timeslice, allocator)
-        self.spin = Spin("fixed", fixed_s=spin)
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
+        self.spin = Spin("fixed", fixed_s=DEFAULT_SPIN_S if config.spin is None else config.spin)

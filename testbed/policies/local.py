@@ -9,6 +9,5 @@ class Local(Policy):
     """The matrix only limits how many ranks share a PE; there is no heartbeat."""
 
     name = "local"
-
-    def __init__(self, pes: int, mpl: int, timeslice: float, allocator: str) -> None:
-        super().__init__(pes, mpl, None, allocator)
+    time_sliced = False
+    simulable = False

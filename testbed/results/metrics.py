@@ -106,6 +106,7 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
                                           limit=job.get("limit"), source_id=job.get("source_id"))
         elif kind == "arrival":
             rows[ev["job"]].status = "waiting"
+            rows[ev["job"]].arrival = ev["due"]
         elif kind == "start":
             rows[ev["job"]].start = ev["t"]
             rows[ev["job"]].status = "running"
@@ -114,6 +115,8 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
             row.end, row.status, row.exit_code = ev["t"], ev["status"], ev["exit_code"]
             row.reason, row.swap_in, row.swap_out = (ev["reason"], ev.get("swap_in"),
                                                      ev.get("swap_out"))
+            if ev.get("cpu_s") is not None:
+                row.cpu_s = ev["cpu_s"]
         elif kind == "stats":
             row = rows[ev["job"]]
             _usage(row, ev["ranks"])

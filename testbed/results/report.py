@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import json
 import os
@@ -38,8 +37,7 @@ def write_results(run_dir: Path) -> dict[str, Any]:
     writer.writeheader()
     rows = job_rows(events)
     for row in rows:
-        data = dataclasses.asdict(row)
-        writer.writerow({k: _cell(data[k]) for k in CSV_FIELDS})
+        writer.writerow({k: _cell(getattr(row, k)) for k in CSV_FIELDS})
     _write_atomic(run_dir / "jobs.csv", out.getvalue())
     summary = summarize(events, rows)
     _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")

@@ -4,7 +4,10 @@
 * Options before the command: ``limit=SECONDS`` (kill the job after that much runtime),
   ``user=NAME`` and ``mem=SIZE`` (memory each process needs, e.g. ``300M``; a bare number is
   MiB), which memory-aware admission uses instead of an estimate from history; ``id=N`` is the
-  job's number in a trace it came from (kept in SWF exports).
+  job's number in a trace it came from (kept in SWF exports); ``estimate=SECONDS`` is the
+  runtime the user expects (the batch policies plan with it; SWF's requested time);
+  ``after=N`` makes the job a successor of the earlier job with ``id=N``: it arrives ARRIVAL
+  seconds after that job ends (a re-run or a dependent job; SWF's preceding job and think time).
 * ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
   ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m testbed.jobs.bsp ARGS...``,
   which inherits the run's timeslice unless ARGS set ``--timeslice``.
@@ -26,7 +29,7 @@ from typing import Any
 from testbed.emulation.memory import parse_size
 from testbed.jobs.bsp import build_parser as bsp_parser
 
-OPTION_KEYS = ("limit", "user", "mem", "id")
+OPTION_KEYS = ("limit", "user", "mem", "id", "estimate", "after")
 
 
 class WorkloadError(ValueError):
@@ -51,6 +54,8 @@ class JobSpec:
     is_bsp: bool = False
     mem_mb: float | None = None
     source_id: int | None = None
+    estimate: float | None = None
+    after: int | None = None
 
 
 @dataclass
@@ -139,14 +144,14 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         except ValueError as err:
             raise WorkloadError(path, line, "mem", str(err)) from None
     user = options.get("user", "")
-    source_id = None
-    if "id" in options:
-        if not options["id"].isdigit():
-            raise WorkloadError(path, line, "id", f"not a job number: {options['id']!r}")
-        source_id = int(options["id"])
+    source_id = _job_number(path, line, "id", options)
+    after = _job_number(path, line, "after", options)
+    estimate = None
+    if "estimate" in options:
+        estimate = _number(path, line, "estimate", options["estimate"], 0.0, strict=True)
     if rest[0] != "bsp":
         return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit, user, False, mem_mb,
-                       source_id)
+                       source_id, estimate, after)
     args = rest[1:]
     try:
         parsed = _bsp_options().parse_args(args)
@@ -158,7 +163,15 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         args = [*args, "--timeslice", repr(timeslice)]
     argv = (sys.executable, "-m", "testbed.jobs.bsp", *args)
     return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit, user, True, mem_mb,
-                   source_id)
+                   source_id, estimate, after)
+
+
+def _job_number(path: str, line: int, key: str, options: dict[str, str]) -> int | None:
+    if key not in options:
+        return None
+    if not options[key].isdigit():
+        raise WorkloadError(path, line, key, f"not a job number: {options[key]!r}")
+    return int(options[key])
 
 
 def _meta(text: str) -> dict[str, str]:
@@ -184,13 +197,19 @@ def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
         raise WorkloadError(name, 0, "file", "not a text file") from None
     jobs: list[JobSpec] = []
     meta: dict[str, str] = {}
+    ids: set[int] = set()
     for number, text in enumerate(lines, start=1):
         if text.lstrip().startswith("#"):
             meta.update(_meta(text))
             continue
         job = parse_line(name, number, text, f"j{len(jobs) + 1}", timeslice)
-        if job is not None:
-            jobs.append(job)
+        if job is None:
+            continue
+        if job.after is not None and job.after not in ids:
+            raise WorkloadError(name, number, "after", f"no job with id={job.after} before it")
+        if job.source_id is not None:
+            ids.add(job.source_id)
+        jobs.append(job)
     if "compress" in meta:
         _number(name, 0, "compress", meta["compress"], 0.0, strict=True)
     jobs.sort(key=lambda j: j.arrival)

@@ -100,11 +100,12 @@ def day_weights(p: TypeParams) -> np.ndarray:
 
 
 class _Arrivals:
-    """One type's arrival stream with the daily cycle."""
+    """One type's arrival stream, with the daily cycle or (``daily_cycle`` False) without:
+    every hour then weighs the same, so the gaps are the rush-hour draws as they are."""
 
-    def __init__(self, p: TypeParams, rng: np.random.Generator) -> None:
+    def __init__(self, p: TypeParams, rng: np.random.Generator, daily_cycle: bool) -> None:
         self.p, self.rng = p, rng
-        self.weights = day_weights(p)
+        self.weights = day_weights(p) if daily_cycle else np.ones(BUCKETS)
         self.bucket, self.points, self.remainder, self.time = 0, 0.0, 0.0, 0.0
         self.advance()
 
@@ -154,14 +155,16 @@ def _runtime(p: TypeParams, size: int, rng: np.random.Generator) -> float:
 
 
 def generate(jobs: int, pes: int, seed: int, load: float | None = None,
-             kinds: tuple[TypeParams, ...] = (BATCH, INTERACTIVE)) -> list[LublinJob]:
-    """``jobs`` jobs for a machine of ``pes`` PEs, arrivals starting at 0 (seconds)."""
+             kinds: tuple[TypeParams, ...] = (BATCH, INTERACTIVE),
+             daily_cycle: bool = True) -> list[LublinJob]:
+    """``jobs`` jobs for a machine of ``pes`` PEs, arrivals starting at 0 (seconds); without
+    ``daily_cycle`` the arrival rate is the same at every hour (T3D §3.2's stream)."""
     if jobs < 1 or pes < 1:
         raise ValueError("--jobs and --pes must be >= 1")
     if load is not None and load <= 0:
         raise ValueError("--load must be > 0")
     rng = np.random.default_rng(seed)
-    streams = [_Arrivals(p, rng) for p in kinds]
+    streams = [_Arrivals(p, rng, daily_cycle) for p in kinds]
     out = []
     for _ in range(jobs):
         stream = min(streams, key=lambda s: s.time)

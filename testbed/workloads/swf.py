@@ -15,6 +15,7 @@ import random
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from testbed.workloads.files import JobSpec, Workload
 from testbed.workloads.mix import job_line
 
 FIELDS = ("job", "submit", "wait", "run", "procs", "cpu", "mem", "req_procs", "req_time",
@@ -129,6 +130,33 @@ def to_workload(jobs: list[SwfJob], opts: ImportOptions, source: str) -> tuple[s
         else:
             pes = min(size, opts.pes)
         arrival = (job.submit - first) / opts.compress
+        extra = f"id={job.job}"
+        if job.req_time > 0:
+            extra += f" estimate={job.req_time / opts.compress:.6g}"
         lines.append(job_line(rng, arrival, pes, runtime / opts.compress, opts.granularity,
-                              opts.variance, opts.pattern, extra=f"id={job.job}"))
+                              opts.variance, opts.pattern, extra=extra))
     return "\n".join(lines) + "\n", len(jobs) - len(usable)
+
+
+def trace_workload(path: str | Path, pes: int) -> Workload:
+    """An SWF trace as a workload the simulator runs directly: a job's work is its runtime,
+    its estimate the requested time (when given), its size capped at ``pes``; a job with a
+    preceding job (field 17) present in the trace arrives its think time (field 18) after that
+    job ends.  Jobs without size or runtime are left out.  The jobs have no command, so only
+    the simulator can run them.  Raises ``SwfError`` for a malformed file."""
+    _, records = read_swf(path)
+    ids: set[int] = set()
+    specs: list[JobSpec] = []
+    for job in records:
+        size = job.procs if job.procs > 0 else job.req_procs
+        runtime = job.run if job.run >= 0 else job.req_time
+        if size <= 0 or runtime < 0 or job.submit < 0:
+            continue
+        after = job.preceding if job.preceding in ids else None
+        arrival = max(job.think, 0.0) if after is not None else job.submit
+        specs.append(JobSpec(f"j{len(specs) + 1}", len(specs) + 1, arrival, min(size, pes), (),
+                             runtime, None, str(job.user), False, None, job.job,
+                             job.req_time if job.req_time > 0 else None, after))
+        ids.add(job.job)
+    specs.sort(key=lambda j: j.arrival)
+    return Workload(str(path), specs, {"generator": "swf-trace"})

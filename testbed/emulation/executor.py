@@ -1,0 +1,285 @@
+"""The emulation executor: real ranks under node managers, in real time (THESIS §4.3).
+
+It turns the driver's actions into messages for the node managers (launch, heartbeat, kill,
+release), waits on their file descriptors (a launcher exiting, a shim event) until the time the
+driver asks for, samples memory, and writes the events only real processes give: pids, memory
+samples, class changes, the benchmark's records and the ranks' counters.  It waits with epoll,
+so that terminations are handled at once rather than at the next heartbeat.
+
+Nothing outlives a run: on a normal end, Ctrl-C or SIGTERM the executor kills what is left
+itself; if the process running it is SIGKILLed, its watchdog (``testbed.emulation.watchdog``)
+does.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from testbed.driver import Ended, Interrupted, Switch
+from testbed.emulation import procs, shim
+from testbed.emulation.memory import NodeCgroups, SwapFile
+from testbed.emulation.messages import (
+    Heartbeat,
+    JobCounters,
+    KillJob,
+    LaunchFailure,
+    LaunchJob,
+    PidInfo,
+    Release,
+    Shutdown,
+    SwitchDone,
+    Termination,
+)
+from testbed.emulation.mpi_info import MpiInfo
+from testbed.emulation.node_manager import NodeManager, ShimSetup
+from testbed.events import EventLog
+from testbed.machine import Machine
+from testbed.policies import Launch, Policy
+from testbed.policies.node import ClassChange
+from testbed.workloads.files import JobSpec
+
+DISCOVERY_POLL = 0.002
+IDLE_POLL = 0.5
+SHUTDOWN_GRACE = 5.0
+EPOLL_RESOLUTION = 0.001
+
+
+class EmulationExecutor:
+    """Runs jobs as real ranks on ``machine`` with ``mpi``; job outputs go under
+    ``run_dir/jobs``."""
+
+    kind = "emulation"
+
+    def __init__(self, policy: Policy, machine: Machine, mpi: MpiInfo, run_dir: Path,
+                 run_id: str, shim_library: Path | None = None,
+                 node_memory: NodeCgroups | None = None, swap: SwapFile | None = None) -> None:
+        self.machine = machine
+        self.cpus = machine.cpus
+        self.run_dir = run_dir
+        self.run_id = run_id
+        self.t0 = time.monotonic()
+        env = dict(os.environ, **{procs.MARKER: run_id})
+        shim_setup = (ShimSetup(str(shim_library), policy.spin, policy.native_collectives)
+                      if shim_library and policy.spin else None)
+        self.node_memory = node_memory
+        self.watchdog_args = [*(["--cgroup", str(node_memory.base)] if node_memory else []),
+                              *(["--swap", str(swap.path)] if swap else [])]
+        self.nms = [NodeManager(node, machine, mpi.mpiexec, env, run_id, self.now,
+                                policy.node_policy(), shim_setup, node_memory)
+                    for node in machine.nodes]
+        self.selector = selectors.DefaultSelector()
+        for nm in self.nms:
+            if nm.events is not None:
+                self.selector.register(nm.events, selectors.EVENT_READ,
+                                       functools.partial(self._shim_events, nm))
+        self.log: EventLog | None = None
+        self.swap_at_start: dict[str, tuple[int, int]] = {}
+        self.ended: list[Ended] = []
+        self.interrupted: int | None = None
+        self.seq = 0
+        self.watchdog: subprocess.Popen[bytes] | None = None
+        self.wake: tuple[socket.socket, socket.socket] | None = None
+        self.old_wakeup = -1
+        self.old_handlers: dict[int, Any] = {}
+
+    def now(self) -> float:
+        """Seconds since the run started (monotonic)."""
+        return time.monotonic() - self.t0
+
+    def begin(self, log: EventLog, config: dict[str, Any]) -> None:
+        """Become the subreaper, raise our priority, start the watchdog, catch signals."""
+        self.log = log
+        procs.become_subreaper()
+        config["coordinator_priority"] = procs.raise_priority()
+        self.watchdog = subprocess.Popen([sys.executable, "-m", "testbed.emulation.watchdog",
+                                          self.run_id, *self.watchdog_args],
+                                         stdin=subprocess.PIPE, start_new_session=True)
+        wake_r, wake_w = self.wake = socket.socketpair()
+        wake_w.setblocking(False)
+        self.selector.register(wake_r, selectors.EVENT_READ, functools.partial(wake_r.recv, 4096))
+        self.old_wakeup = signal.set_wakeup_fd(wake_w.fileno())
+        self.old_handlers = {sig: signal.signal(sig, self._on_signal)
+                             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        self.t0 = time.monotonic()
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        self.interrupted = signum
+
+    def advance(self, until: float) -> list[Ended]:
+        """Discover pids, sample memory, then wait for launcher exits and shim events until
+        ``until`` (s) or the next poll, whichever is first; return the jobs that ended."""
+        assert self.log is not None
+        if self.interrupted is not None:
+            raise Interrupted
+        now = self.now()
+        awaiting = False
+        memory: dict[str, dict[str, int]] = {}
+        for nm in self.nms:
+            for info in nm.discover():
+                self._pids(info)
+            for job, values in nm.sample().items():
+                totals = memory.setdefault(job, dict.fromkeys(values, 0))
+                for key, value in values.items():
+                    totals[key] += value
+            awaiting = awaiting or nm.awaiting_pids()
+        for job, values in memory.items():
+            self.log.emit("memory", now, job=job, **values)
+        if memory and self.node_memory is not None:
+            self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
+        timeout = min(until - self.now(), DISCOVERY_POLL if awaiting else IDLE_POLL)
+        self._wait(max(0.0, timeout))
+        ended, self.ended = self.ended, []
+        return ended
+
+    def _wait(self, timeout: float) -> None:
+        """Handle fd events for up to ``timeout`` seconds, waking on time to the microsecond.
+
+        epoll rounds its timeout up to whole milliseconds, so the last millisecond before a
+        heartbeat is slept precisely instead.
+        """
+        coarse = timeout - EPOLL_RESOLUTION if timeout > 2 * EPOLL_RESOLUTION else 0.0
+        ready = self.selector.select(coarse)
+        for key, _ in ready:
+            key.data()
+        if not ready and coarse == 0.0 and timeout > 0:
+            time.sleep(timeout)
+
+    def launch(self, spec: JobSpec, action: Launch) -> Ended | None:
+        """Send the launch to every node manager (the leader's last) and watch the
+        launchers."""
+        jobs_dir = self.run_dir / "jobs"
+        argv = spec.argv
+        if spec.is_bsp:
+            argv = (*argv, "--stats", str(jobs_dir / f"{spec.id}.stats.jsonl"))
+        self.swap_at_start[spec.id] = procs.swap_pages()
+        msg = LaunchJob(spec.id, action.slot, action.pes, argv, action.running,
+                        str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"))
+        leader_last = sorted(self.nms, key=lambda nm: action.pes[0] in nm.node.pes)
+        replies = [reply for nm in leader_last for reply in nm.handle(msg)]
+        for nm in self.nms:
+            fd = nm.launcher_fd(spec.id)
+            if fd is not None:
+                self.selector.register(fd, selectors.EVENT_READ,
+                                       functools.partial(self._reaped, nm, spec.id))
+        for reply in replies:
+            if isinstance(reply, LaunchFailure):
+                return self._end(Termination(reply.job, "failed", None, reply.reason))
+        return None
+
+    def switch(self, jobs: frozenset[str], slot: int | None) -> Switch:
+        """Broadcast a heartbeat; the jobs stopped and continued and the slowest node's
+        latency."""
+        self.seq += 1
+        everything = self._broadcast(Heartbeat(self.seq, slot, jobs, self.now()))
+        self._log_changes(everything)
+        replies = [r for r in everything if isinstance(r, SwitchDone)]
+        return Switch(tuple(sorted({j for r in replies for j in r.stopped})),
+                      tuple(sorted({j for r in replies for j in r.continued})),
+                      max((r.latency for r in replies), default=0.0))
+
+    def kill(self, job: str) -> None:
+        """Kill ``job``'s ranks (it ran past its limit)."""
+        self._broadcast(KillJob(job, "timeout"))
+
+    def _log_changes(self, replies: list[object]) -> None:
+        assert self.log is not None
+        for change in replies:
+            if isinstance(change, ClassChange):
+                self.log.emit("class", self.now(), job=change.job, rank=change.rank,
+                              old=change.old, new=change.new, stats=change.stats)
+
+    def _shim_events(self, nm: NodeManager) -> None:
+        self._log_changes(list(nm.shim_events()))
+
+    def _pids(self, info: PidInfo) -> None:
+        assert self.log is not None
+        self.log.emit("pids", self.now(), job=info.job, pids={str(k): v for k, v in
+                                                             sorted(info.pids.items())},
+                      after_s=round(info.seconds_after_launch, 6))
+        self._broadcast(info)
+
+    def _reaped(self, nm: NodeManager, job: str) -> None:
+        self.selector.unregister(nm.launcher_fd(job))
+        self.ended.append(self._end(nm.reap(job)))
+
+    def _end(self, term: Termination, status: str | None = None) -> Ended:
+        """The job's end: swap during its life, the benchmark's records and the ranks'
+        counters (logged), its peak RSS."""
+        assert self.log is not None
+        now = self.now()
+        swap_in, swap_out = procs.swap_pages()
+        start_in, start_out = self.swap_at_start.pop(term.job, (swap_in, swap_out))
+        stats = self.run_dir / "jobs" / f"{term.job}.stats.jsonl"
+        records = []
+        if stats.exists():
+            records = [json.loads(line) for line in stats.read_text().splitlines() if line]
+            self.log.emit("stats", now, job=term.job, ranks=records)
+        counters = self._release(term.job, now)
+        peaks = [r["peak_rss_kib"] for r in records or counters.values()]
+        return Ended(term.job, status or term.status, term.exit_code, term.reason,
+                     swap_in - start_in, swap_out - start_out, None,
+                     max(peaks) / 1024 if peaks else None)
+
+    def _release(self, job: str, now: float) -> dict[int, dict[str, Any]]:
+        assert self.log is not None
+        counters = {rank: values for reply in self._broadcast(Release(job))
+                    if isinstance(reply, JobCounters) for rank, values in reply.ranks.items()}
+        if counters:
+            self.log.emit("counters", now, job=job,
+                          ranks={str(rank): counters[rank] for rank in sorted(counters)})
+        return counters
+
+    def _broadcast(self, msg: object) -> list[object]:
+        return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore[arg-type]
+
+    def end(self, status: str) -> tuple[list[Ended], int]:
+        """Kill every job left, wait for their launchers, sweep the run's processes, restore
+        the signal handlers and stop the watchdog."""
+        assert self.log is not None
+        try:
+            if status == "interrupted":
+                name = signal.Signals(self.interrupted).name if self.interrupted else "unknown"
+                self.log.emit("interrupted", self.now(), signal=name)
+            self._broadcast(Shutdown(f"run {status}"))
+            deadline = time.monotonic() + SHUTDOWN_GRACE
+            ended = []
+            for nm in self.nms:
+                for fd, job in list(nm.launcher_fds().items()):
+                    self.selector.unregister(fd)
+                    ready = selectors.DefaultSelector()
+                    ready.register(fd, selectors.EVENT_READ)
+                    ready.select(max(0.0, deadline - time.monotonic()))
+                    ready.close()
+                    ended.append(self._end(nm.reap(job), "killed"))
+            swept = procs.kill_marked(self.run_id)
+            procs.reap_orphans(keep=set())
+            for nm in self.nms:
+                if nm.events is not None:
+                    self.selector.unregister(nm.events)
+                nm.close()
+            shim.remove_run_records(self.run_id)
+            return ended, swept
+        finally:
+            self._restore()
+
+    def _restore(self) -> None:
+        for sig, handler in self.old_handlers.items():
+            signal.signal(sig, handler)
+        if self.wake is not None:
+            signal.set_wakeup_fd(self.old_wakeup)
+            for sock in self.wake:
+                sock.close()
+        if self.watchdog is not None:
+            assert self.watchdog.stdin is not None
+            self.watchdog.stdin.close()
+            self.watchdog.wait()

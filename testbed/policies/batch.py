@@ -1,0 +1,61 @@
+"""What the T3D batch policies share (T3D §3.1: Backfill, Prime): variable partitioning.
+
+MPL 1 and no time slicing: a job runs from its start to its end on PEs of its own.  Whether a job
+fits is a count of free PEs (``Running.free``), so the ``allocator`` setting is ignored (the
+matrix is built first-fit and ``config.allocator`` says so); only a job that starts is placed, on
+the matrix's first candidate, the lowest free PEs.
+
+A job's runtime estimate is taken as given; when it is wrong the expected ends are recomputed
+around it (see ``backfill``).  Memory admission is not supported.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from testbed.policies.backfill import Running
+from testbed.policies.base import Action, JobRequest, Launch, Policy
+from testbed.policies.config import PolicyConfig
+
+
+class BatchPolicy(Policy):
+    """A batch policy: subclasses decide in ``_admit`` which queued jobs to ``_start``.
+
+    ``jobs`` holds the running jobs by expected end and the number of free PEs.
+    """
+
+    fixed_mpl = 1
+    time_sliced = False
+
+    def __init__(self, config: PolicyConfig) -> None:
+        if config.memory is not None:
+            raise ValueError(f"the {self.name} scheduler does not support memory admission "
+                             "(config.memory must be None)")
+        super().__init__(dataclasses.replace(config, allocator="first-fit"))
+        self.jobs = Running(config.pes)
+        self._running: frozenset[str] | None = frozenset()
+
+    def running(self) -> frozenset[str]:
+        """Every started job (built again only after a start or an end)."""
+        if self._running is None:
+            self._running = frozenset(self.matrix.placed)
+        return self._running
+
+    def finish(self, job: str, now: float) -> list[Action]:
+        """``job`` ended (any status) at ``now`` (s): free its PEs and admit what may start."""
+        self.jobs.finish(job)
+        self._running = None
+        return super().finish(job, now)
+
+    def _launched(self, launches: list[Launch]) -> list[Action]:
+        """The launches (every started job runs at once) and the run set if it changed."""
+        return [*launches, *self._run_if_changed()]
+
+    def _start(self, job: JobRequest, now: float) -> Launch:
+        """Start ``job`` at ``now`` (s) on the lowest free PEs; the caller takes it off the
+        queue and must have checked that ``job.size <= self.jobs.free``."""
+        slot, pes = next(self.matrix.candidates(job.size))
+        self.matrix.assign(job.id, slot, pes)
+        self.jobs.start(job.id, job.size, now, job.estimate)
+        self._running = None
+        return Launch(job.id, slot, pes)

@@ -1,0 +1,142 @@
+"""The simulation executor: jobs as modeled durations in virtual time.
+
+A job needs ``duration`` seconds of execution (its work, or an SWF trace's runtime), with all
+its ranks running at once: it advances only while the driver's run set holds it, so under gang
+scheduling it runs while its row (or it, as an alternate) is current, and under the batch
+policies from start to end.  Each time a stopped job is continued it loses ``switch_cost``
+seconds (a multi-context switch's cost), and every job needs ``launch_cost`` seconds more than
+its work (what starting its processes costs; both 0 by default).  ``advance`` jumps the
+virtual clock to the earliest of the time the driver asks for and the next job end, so a run
+costs time per event, not per simulated second.
+
+Running jobs sit in a heap keyed by their end time; a job that is stopped keeps its entry,
+which is recognised as stale by its version when it comes up.  Everything is deterministic:
+no randomness, ties broken by launch order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+from testbed.driver import Ended, Switch
+from testbed.events import EventLog
+from testbed.policies import Launch
+from testbed.workloads.files import JobSpec
+
+
+@dataclass
+class _Job:
+    size: int
+    remaining: float
+    order: int
+    end_at: float = 0.0
+    resumed_at: float = 0.0
+    version: int = 0
+    running: bool = False
+    executed: float = 0.0
+
+
+class SimulationExecutor:
+    """Runs modeled jobs; ``duration`` maps a job to the seconds of execution it needs, to
+    which ``launch_cost`` (s) is added."""
+
+    kind = "simulation"
+    cpus = None
+
+    def __init__(self, duration: dict[str, float], switch_cost: float = 0.0,
+                 launch_cost: float = 0.0) -> None:
+        self.duration = duration
+        self.switch_cost = switch_cost
+        self.launch_cost = launch_cost
+        self.clock = 0.0
+        self.jobs: dict[str, _Job] = {}
+        self.heap: list[tuple[float, int, int, str]] = []
+        self.launched = 0
+
+    def now(self) -> float:
+        """The virtual clock (s)."""
+        return self.clock
+
+    def begin(self, log: EventLog, config: dict[str, Any]) -> None:
+        """Record the model's parameters in ``config``."""
+        config["simulation"] = {"switch_cost": self.switch_cost, "launch_cost": self.launch_cost}
+
+    def launch(self, spec: JobSpec, action: Launch) -> Ended | None:
+        """Start the job's clock (running now, or stopped until its row comes)."""
+        self.launched += 1
+        job = self.jobs[spec.id] = _Job(spec.pes, self.duration[spec.id] + self.launch_cost,
+                                        self.launched)
+        if action.running:
+            self._resume(job, spec.id, 0.0)
+        return None
+
+    def switch(self, jobs: frozenset[str], slot: int | None) -> Switch:
+        """Stop the running jobs not in ``jobs`` and continue the stopped ones in it."""
+        stopped, continued = [], []
+        for name, job in self.jobs.items():
+            if job.running and name not in jobs:
+                job.running = False
+                job.version += 1
+                job.remaining = job.end_at - self.clock
+                job.executed += self.clock - job.resumed_at
+                stopped.append(name)
+            elif not job.running and name in jobs:
+                self._resume(job, name, self.switch_cost)
+                continued.append(name)
+        return Switch(tuple(stopped), tuple(continued), self.switch_cost if continued else 0.0)
+
+    def _resume(self, job: _Job, name: str, cost: float) -> None:
+        job.running = True
+        job.remaining += cost
+        job.resumed_at = self.clock
+        job.end_at = self.clock + job.remaining
+        heapq.heappush(self.heap, (job.end_at, job.order, job.version, name))
+
+    def kill(self, job: str) -> None:
+        """End ``job`` now as killed at its limit (reported by the next ``advance``)."""
+        state = self.jobs[job]
+        if state.running:
+            state.executed += self.clock - state.resumed_at
+        state.running = False
+        state.version += 1
+        state.end_at = self.clock
+        heapq.heappush(self.heap, (self.clock, state.order, state.version, job))
+        state.remaining = -1.0
+
+    def advance(self, until: float) -> list[Ended]:
+        """Jump to the next job end if it comes no later than ``until`` (s) and return the jobs
+        ending then; else jump to ``until`` and return nothing."""
+        heap = self.heap
+        while heap:
+            end_at, _, version, name = heap[0]
+            job = self.jobs[name]
+            if version != job.version:
+                heapq.heappop(heap)
+                continue
+            if end_at > until:
+                break
+            self.clock = max(self.clock, end_at)
+            ended = []
+            while heap and heap[0][0] <= end_at:
+                _, _, version, name = heapq.heappop(heap)
+                job = self.jobs[name]
+                if version == job.version:
+                    ended.append(self._ended(name, job))
+            return ended
+        if until != float("inf"):
+            self.clock = max(self.clock, until)
+        return []
+
+    def _ended(self, name: str, job: _Job) -> Ended:
+        del self.jobs[name]
+        if job.remaining < 0:
+            return Ended(name, "timeout", None, "killed: ran past its limit", None, None,
+                         round(job.executed * job.size, 6))
+        job.executed += self.clock - job.resumed_at
+        return Ended(name, "done", 0, "", None, None, round(job.executed * job.size, 6))
+
+    def end(self, status: str) -> tuple[list[Ended], int]:
+        """Nothing is left at the end of a complete run; an interrupted one has no processes."""
+        return [Ended(name, "killed", None, f"run {status}") for name in self.jobs], 0

@@ -1,0 +1,160 @@
+"""The driver over the simulation executor, and the seam between the two executors."""
+
+from __future__ import annotations
+
+import csv
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from testbed.driver import Driver
+from testbed.events import EventLog, SchemaError, read_events
+from testbed.policies import PolicyConfig, make_policy
+from testbed.results.metrics import job_rows
+from testbed.simulation.executor import SimulationExecutor
+from testbed.workloads.files import load_workload
+
+TESTBED = [sys.executable, "-m", "testbed.cli"]
+
+
+def _simulate(tmp_path: Path, text: str, scheduler: str = "gang", pes: int = 2, mpl: int = 2,
+              timeslice: float = 1.0, switch_cost: float = 0.0, name: str = "run",
+              kill_at_estimate: bool = False) -> list[dict]:
+    path = tmp_path / f"{name}.txt"
+    path.write_text(text)
+    workload = load_workload(path, timeslice)
+    policy = make_policy(scheduler, PolicyConfig(pes, mpl, timeslice, "buddy"))
+    executor = SimulationExecutor({j.id: j.work for j in workload.jobs}, switch_cost)
+    run_dir = tmp_path / name
+    run_dir.mkdir()
+    Driver(workload, policy, executor, run_dir, {"machine": {"pes": pes}}, None, None,
+           kill_at_estimate, flush_each=False).run()
+    return read_events(run_dir / "events.jsonl")
+
+
+def _rows(events: list[dict]) -> dict[str, object]:
+    return {row.id: row for row in job_rows(events)}
+
+
+def test_fcfs_in_virtual_time_runs_jobs_back_to_back(tmp_path):
+    rows = _rows(_simulate(tmp_path, "0 2 bsp --work 10\n1 2 bsp --work 5\n2 1 bsp --work 1\n",
+                           "fcfs"))
+    assert (rows["j1"].start, rows["j1"].end) == (0.0, 10.0)
+    assert (rows["j2"].start, rows["j2"].end) == (10.0, 15.0)
+    assert (rows["j3"].start, rows["j3"].end) == (15.0, 16.0)   # strict FCFS: no backfill
+
+
+def test_gang_advances_a_job_only_while_its_row_runs(tmp_path):
+    rows = _rows(_simulate(tmp_path, "0 2 bsp --work 3\n0 2 bsp --work 3\n"))
+    # Rows alternate every second: j1 runs [0,1) [2,3) [4,5), j2 runs [1,2) [3,4) [5,6).
+    assert rows["j1"].end == pytest.approx(5.0)
+    assert rows["j2"].end == pytest.approx(6.0)
+    assert rows["j1"].cpu_s == pytest.approx(6.0)                 # 3 s on 2 PEs
+
+
+def test_a_switch_cost_is_paid_on_every_continue(tmp_path):
+    rows = _rows(_simulate(tmp_path, "0 2 bsp --work 3\n0 2 bsp --work 3\n",
+                           switch_cost=0.5))
+    # j1: [0,1) runs 1 s; continued at 2 and 4 (0.5 s lost each): 1 + 0.5 + 0.5 ... ends later
+    assert rows["j1"].end > 5.0
+    assert rows["j2"].end > rows["j1"].end
+
+
+def test_a_successor_arrives_its_think_time_after_its_predecessor_ends(tmp_path):
+    text = "0 1 id=1 bsp --work 4\n2 1 id=2 after=1 bsp --work 1\n0 1 id=3 bsp --work 1\n"
+    rows = _rows(_simulate(tmp_path, text, "fcfs", pes=1))
+    assert rows["j1"].end == 4.0
+    assert rows["j3"].start == 4.0                                 # j2 was not there yet
+    assert rows["j2"].arrival == 4.0 + 2.0
+    assert rows["j2"].start == 6.0
+
+
+def test_a_job_is_killed_at_its_estimate_when_asked(tmp_path):
+    rows = _rows(_simulate(tmp_path, "0 1 estimate=2 bsp --work 5\n", "fcfs", pes=1,
+                           kill_at_estimate=True))
+    assert (rows["j1"].status, rows["j1"].end) == ("timeout", 2.0)
+
+
+def test_simulation_is_deterministic(tmp_path):
+    text = "".join(f"{i * 0.3:.1f} {1 + i % 2} bsp --work {1 + (i * 7) % 5}\n" for i in range(30))
+    first = _simulate(tmp_path, text, name="a")
+    second = _simulate(tmp_path, text, name="b")
+    varying = ("wall_time", "run_id", "path")
+    assert [{k: v for k, v in ev.items() if k not in varying} for ev in first] == \
+        [{k: v for k, v in ev.items() if k not in varying} for ev in second]
+
+
+def test_the_log_refuses_an_event_that_breaks_the_schema(tmp_path):
+    log = EventLog(tmp_path / "events.jsonl")
+    with pytest.raises(SchemaError):
+        log.emit("start", 0.0, job="j1")
+    with pytest.raises(SchemaError):
+        log.emit("no_such_event", 0.0)
+    log.close()
+
+
+def test_simulate_refuses_policies_without_a_model(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 1 bsp --work 1\n")
+    for scheduler in ("local", "ics", "fcs"):
+        done = subprocess.run([*TESTBED, "simulate", str(path), "--scheduler", scheduler,
+                               "--out", str(tmp_path / scheduler)], capture_output=True,
+                              text=True)
+        assert done.returncode == 2
+        assert "no model" in done.stderr
+        assert not (tmp_path / scheduler).exists()
+
+
+def test_simulate_needs_each_jobs_work(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 1 bsp --work 1\n0 1 hostname\n")
+    done = subprocess.run([*TESTBED, "simulate", str(path), "--out", str(tmp_path / "r")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2
+    assert f"{path}:2: field 'command'" in done.stderr
+
+
+def test_simulate_runs_an_swf_trace_with_reports(tmp_path):
+    trace = tmp_path / "t.swf"
+    trace.write_text("; MaxProcs: 4\n"
+                     "1 0 -1 100 4 -1 -1 4 200 -1 1 1 -1 -1 1 -1 -1 -1\n"
+                     "2 10 -1 50 2 -1 -1 2 60 -1 1 1 -1 -1 1 -1 -1 -1\n"
+                     "3 20 -1 30 2 -1 -1 2 60 -1 1 1 -1 -1 1 -1 2 5\n")
+    out = tmp_path / "run"
+    done = subprocess.run([*TESTBED, "simulate", str(trace), "--scheduler", "fcfs", "--pes", "4",
+                           "--out", str(out)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    config = json.loads((out / "config.json").read_text())
+    assert config["executor"] == "simulation"
+    rows = _rows(read_events(out / "events.jsonl"))
+    assert rows["j2"].start == 100.0 and rows["j2"].end == 150.0
+    assert rows["j3"].arrival == 155.0                             # after job 2, think 5 s
+    done = subprocess.run([*TESTBED, "report", str(out), "--swf", "--batsim"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert (out / "jobs.swf").exists() and (out / "trace.json").exists()
+    with open(out / "batsim_jobs.csv") as f:
+        batsim = list(csv.DictReader(f))
+    assert [row["starting_time"] for row in batsim] == ["0.000000", "100.000000", "155.000000"]
+
+
+@pytest.mark.parametrize("scheduler", ["fcfs", "gang", "easy"])
+def test_both_executors_start_the_jobs_in_the_same_order(tmp_path, scheduler):
+    """The seam: one policy, the same tiny workload, emulated and simulated."""
+    path = tmp_path / "w.txt"
+    path.write_text("0 2 bsp --work 0.4\n0.05 1 bsp --work 0.2\n0.1 1 bsp --work 0.5\n"
+                    "0.15 2 bsp --work 0.2\n0.2 1 bsp --work 0.2\n")
+    orders = []
+    for command in ("run", "simulate"):
+        out = tmp_path / command
+        done = subprocess.run([*TESTBED, command, str(path), "--scheduler", scheduler, "--pes",
+                               "2", "--mpl", "2", "--estimates", "perfect", "--out", str(out)],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        orders.append([ev["job"] for ev in read_events(out / "events.jsonl")
+                       if ev["event"] == "start"])
+    assert orders[0] == orders[1]
+    assert sorted(orders[0]) == ["j1", "j2", "j3", "j4", "j5"]
