@@ -33,23 +33,16 @@ class BatchPolicy(Policy):
                              "(config.memory must be None)")
         super().__init__(dataclasses.replace(config, allocator="first-fit"))
         self.jobs = Running(config.pes)
-        self._running: frozenset[str] | None = frozenset()
-
-    def running(self) -> frozenset[str]:
-        """Every started job (built again only after a start or an end)."""
-        if self._running is None:
-            self._running = frozenset(self.matrix.placed)
-        return self._running
 
     def finish(self, job: str, now: float) -> list[Action]:
         """``job`` ended (any status) at ``now`` (s): free its PEs and admit what may start."""
         self.jobs.finish(job)
-        self._running = None
         return super().finish(job, now)
 
     def _launched(self, launches: list[Launch]) -> list[Action]:
-        """The launches (every started job runs at once) and the run set if it changed."""
-        return [*launches, *self._run_if_changed()]
+        """The launches alone: every started job runs at once and to its end, so the run set
+        never needs saying (no job is ever stopped)."""
+        return list(launches)
 
     def _start(self, job: JobRequest, now: float) -> Launch:
         """Start ``job`` at ``now`` (s) on the lowest free PEs; the caller takes it off the
@@ -57,5 +50,4 @@ class BatchPolicy(Policy):
         slot, pes = next(self.matrix.candidates(job.size))
         self.matrix.assign(job.id, slot, pes)
         self.jobs.start(job.id, job.size, now, job.estimate)
-        self._running = None
         return Launch(job.id, slot, pes)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 from collections.abc import Callable, Iterable, Iterator
 
 Placement = tuple[int, ...]
@@ -24,10 +25,7 @@ Allocator = Callable[[int, list[int], int, int], Iterator[Placement]]
 
 def mask_of(pes: Iterable[int]) -> int:
     """The bit mask with the bits of ``pes`` set."""
-    mask = 0
-    for pe in pes:
-        mask |= 1 << pe
-    return mask
+    return functools.reduce(operator.or_, map((1).__lshift__, pes), 0)
 
 
 def _bits(mask: int) -> Iterator[int]:

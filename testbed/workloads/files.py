@@ -182,11 +182,17 @@ def _meta(text: str) -> dict[str, str]:
     return dict(pairs)
 
 
+def arrival_order(job: JobSpec) -> tuple[bool, float]:
+    """Sort key of a workload's jobs: jobs with an arrival time by it, then the successors
+    (whose ARRIVAL is a think time after their predecessor) in file order."""
+    return job.after is not None, job.arrival if job.after is None else 0.0
+
+
 def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
     """Read a workload file; raise ``WorkloadError`` (file:line: field) on bad input.
 
     ``timeslice`` (s) is what ``bsp`` lines inherit.  Jobs are numbered ``j1, j2, ...`` in file
-    order and returned sorted by arrival (stable).
+    order and returned sorted by arrival (stable), successors (``after=``) last in file order.
     """
     name = str(path)
     try:
@@ -212,5 +218,5 @@ def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
         jobs.append(job)
     if "compress" in meta:
         _number(name, 0, "compress", meta["compress"], 0.0, strict=True)
-    jobs.sort(key=lambda j: j.arrival)
+    jobs.sort(key=arrival_order)
     return Workload(name, jobs, meta)

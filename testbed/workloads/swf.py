@@ -15,7 +15,7 @@ import random
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from testbed.workloads.files import JobSpec, Workload
+from testbed.workloads.files import JobSpec, Workload, arrival_order
 from testbed.workloads.mix import job_line
 
 FIELDS = ("job", "submit", "wait", "run", "procs", "cpu", "mem", "req_procs", "req_time",
@@ -158,5 +158,5 @@ def trace_workload(path: str | Path, pes: int) -> Workload:
                              runtime, None, str(job.user), False, None, job.job,
                              job.req_time if job.req_time > 0 else None, after))
         ids.add(job.job)
-    specs.sort(key=lambda j: j.arrival)
+    specs.sort(key=arrival_order)
     return Workload(str(path), specs, {"generator": "swf-trace"})
