@@ -65,6 +65,7 @@ from testbed.workloads.swf import (
     trace_workload,
 )
 
+EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_NO_MPI = 3
 EXIT_UNAVAILABLE = 4
@@ -327,7 +328,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     try:
         driver.run()
     except Stalled as err:
-        raise UsageError(f"{args.workload}: {err}") from None
+        print(f"testbed: {args.workload}: {err} (the run directory {run_dir} says error)",
+              file=sys.stderr)
+        return EXIT_FAILED
     print(format_table({args.scheduler: write_results(run_dir)}))
     print(f"run directory: {run_dir}")
     return 0

@@ -76,6 +76,10 @@ class Executor(Protocol):
         """Set up before the first event (``config`` may gain executor facts)."""
         ...
 
+    def check(self) -> None:
+        """Raise ``Interrupted`` if the run has been asked to stop (a signal came)."""
+        ...
+
     def launch(self, spec: JobSpec, action: Launch) -> Ended | None:
         """Start ``spec`` as ``action`` says; an ``Ended`` if it failed to start."""
         ...
@@ -147,7 +151,8 @@ class Driver:
         """Run the workload to the end; return ``complete`` or ``interrupted``.
 
         Writes ``config.json``, ``events.jsonl`` and (emulated) job outputs under ``jobs/``.
-        An executor raising ``Interrupted`` ends the run as interrupted.
+        An executor raising ``Interrupted`` ends the run as interrupted; it is asked first
+        thing in every round, before anything due is handled (nothing starts after a signal).
         """
         (self.run_dir / "jobs").mkdir()
         self.log = log = EventLog(self.run_dir / "events.jsonl", self.flush_each)
@@ -190,6 +195,7 @@ class Driver:
         next_tick = math.inf
         executor = self.executor
         while True:
+            executor.check()
             now = executor.now()
             while self.arrivals and self.arrivals[0][0] <= now:
                 due, _, spec = heapq.heappop(self.arrivals)

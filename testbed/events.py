@@ -8,8 +8,9 @@ write the same kinds; events marked *emulation* below come only from real proces
 * ``run_start``: run_id, wall_time (Unix time), config (``config.json``'s content).
 * ``workload``: path, meta, jobs (the workload's jobs: job, line, arrival, pes, work, limit,
   estimate, after, source_id).
-* ``arrival``: job, due (its workload arrival), pes, work, limit, estimate, user, argv, mem_mb
-  (the estimate memory admission uses, MiB), mem_source (declared, history or none).
+* ``arrival``: job, due (its workload arrival; a successor's is its predecessor's end plus its
+  think time), pes, work, limit, estimate, user, argv, mem_mb (the estimate memory admission
+  uses, MiB), mem_source (declared, history or none).
 * ``start``: job, slot (its matrix row), pes (its PEs), cpus (the CPUs they are; None when
   simulated).
 * ``switch``: a heartbeat changed what runs: seq, slot, jobs, stopped, continued, latency_us
@@ -23,7 +24,8 @@ write the same kinds; events marked *emulation* below come only from real proces
   ``node_memory`` (used_kib), ``class`` (job, rank, old, new, stats: an FCS class change),
   ``stats`` (job, ranks: the benchmark's per-rank records), ``counters`` (job, ranks: CPU,
   faults, peak RSS and shim counters per rank), ``interrupted`` (signal).
-* ``run_end``: status (complete or interrupted), swept (processes killed at the end).
+* ``run_end``: status (complete, interrupted, or error when an exception ended the run), swept
+  (processes killed at the end).
 """
 
 from __future__ import annotations

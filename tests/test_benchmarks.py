@@ -180,3 +180,36 @@ def test_main_refuses_a_baseline_that_is_not_one_before_measuring(tmp_path, monk
     assert overheads.main(["--quick", "--baseline", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and f"{path}: not a baseline of this suite" in err
+
+
+def test_simulator_benchmark_reports_jobs_per_second():
+    done = subprocess.run([sys.executable, "-m", "benchmarks.simulator", "--jobs", "300",
+                           "--pes", "64", "--json"], capture_output=True, text=True,
+                          timeout=300, check=True)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["policy"] for r in records] == ["easy", "conservative", "gang"]
+    for r in records:
+        assert r["jobs"] == 300 and r["pes"] == 64 and r["jobs_per_s"] > 0
+
+
+def test_t3d_fig6_writes_one_record_per_policy_and_load(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_fig6", "--batches", "3",
+                           "--batch-size", "40", "--loads", "0.4,0.8", "--json", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          check=True)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["policy"], r["load"]) for r in records] == [
+        (p, load) for load in (0.4, 0.8) for p in ("fcfs", "easy", "prime", "gang 10 s",
+                                                    "gang 600 s")]
+    for r in records:
+        assert r["jobs"] == 120 and r["slowdown"] >= 1 and r["ci"] is not None
+    assert (tmp_path / "fig6.png").exists()
+
+
+def test_batch_means_drop_the_first_batch_and_use_students_t():
+    from benchmarks.t3d_fig6 import batch_means, t_quantile_95
+    assert [round(t_quantile_95(df), 2) for df in (2, 5, 10, 30, 60, 120)] == [
+        2.92, 2.02, 1.81, 1.70, 1.67, 1.66]
+    mean, half, batches = batch_means([100.0] * 3 + [1.0, 2.0, 3.0, 5.0, 6.0, 7.0], size=3)
+    assert (mean, batches) == (4.0, 2)                    # the 100s were the warm-up batch
+    assert half == pytest.approx(t_quantile_95(1) * 2.8284271 / 2 ** 0.5, rel=1e-3)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.driver import Driver
+from testbed.driver import Driver, Ended, Interrupted
 from testbed.events import EventLog, SchemaError, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.results.metrics import job_rows
@@ -63,6 +63,16 @@ def test_a_switch_cost_is_paid_on_every_continue(tmp_path):
     assert rows["j2"].end > rows["j1"].end
 
 
+def test_a_job_ends_when_its_work_is_done_despite_rounding(tmp_path):
+    """With T = 0.2 the heartbeats and a job's end drift apart by an ulp; a job whose last
+    slice ends at a heartbeat still ends then, not stopped with nothing left to do."""
+    rows = _rows(_simulate(tmp_path, "0 2 limit=1.8 bsp --work 1\n0 1 bsp --work 2\n",
+                           timeslice=0.2))
+    # j1 runs [0,.2) [.4,.6) [.8,1) [1.2,1.4) [1.6,1.8): done at 1.8, on its limit
+    assert (rows["j1"].status, rows["j1"].end) == ("done", 1.8)
+    assert rows["j2"].end == 3.0                     # 0.8 s by 1.8, then alone on PE 0
+
+
 def test_a_successor_arrives_its_think_time_after_its_predecessor_ends(tmp_path):
     text = "0 1 id=1 bsp --work 4\n2 1 id=2 after=1 bsp --work 1\n0 1 id=3 bsp --work 1\n"
     rows = _rows(_simulate(tmp_path, text, "fcfs", pes=1))
@@ -76,6 +86,68 @@ def test_a_job_is_killed_at_its_estimate_when_asked(tmp_path):
     rows = _rows(_simulate(tmp_path, "0 1 estimate=2 bsp --work 5\n", "fcfs", pes=1,
                            kill_at_estimate=True))
     assert (rows["j1"].status, rows["j1"].end) == ("timeout", 2.0)
+
+
+def test_the_run_goes_on_after_a_job_is_killed(tmp_path):
+    """A killed job's heap entries from before its kill come up after it has gone."""
+    rows = _rows(_simulate(tmp_path, "0 1 limit=1 bsp --work 3\n0 1 bsp --work 5\n", "fcfs"))
+    assert (rows["j1"].status, rows["j1"].end, rows["j2"].end) == ("timeout", 1.0, 5.0)
+
+
+def test_a_stopped_job_killed_at_its_limit_counts_only_the_time_it_ran(tmp_path):
+    rows = _rows(_simulate(tmp_path, "0 2 limit=1 bsp --work 3\n0 2 bsp --work 3\n",
+                           name="gang"))
+    # j1 runs [0,1), is stopped by the heartbeat at 1 and then killed; j2 runs from 1
+    assert (rows["j1"].status, rows["j1"].end, rows["j1"].cpu_s) == ("timeout", 1.0, 2.0)
+    assert rows["j2"].end == 4.0
+
+
+class _SignalledWhileReaping(SimulationExecutor):
+    """A signal arrives during the wait in which the first job ends (as the emulation's
+    ``advance`` sees it: ``check`` raises from then on)."""
+
+    signalled = False
+
+    def check(self) -> None:
+        if self.signalled:
+            raise Interrupted
+
+    def advance(self, until: float) -> list[Ended]:
+        self.check()
+        ended = super().advance(until)
+        self.signalled = self.signalled or bool(ended)
+        return ended
+
+
+def test_nothing_starts_after_a_signal_and_the_run_says_interrupted(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 1 bsp --work 1\n1 1 bsp --work 1\n")
+    workload = load_workload(path, 1.0)
+    executor = _SignalledWhileReaping({j.id: j.work for j in workload.jobs})
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    status = Driver(workload, make_policy("fcfs", PolicyConfig(1, 1, 1.0)), executor, run_dir,
+                    {}, flush_each=False).run()
+    events = read_events(run_dir / "events.jsonl")
+    assert status == "interrupted"
+    assert [ev["job"] for ev in events if ev["event"] == "start"] == ["j1"]   # j2 was due at 1
+
+
+@pytest.mark.parametrize("scheduler", ["easy", "conservative", "prime"])
+def test_simulate_kills_a_job_at_its_given_estimate_by_default(tmp_path, scheduler):
+    """``--overrun kill`` (the default) under a batch policy; ``run`` lets it run on."""
+    path = tmp_path / "w.txt"
+    path.write_text("0 1 estimate=2 bsp --work 5\n")
+    ends = {}
+    for overrun in ("kill", "run"):
+        out = tmp_path / overrun
+        done = subprocess.run([*TESTBED, "simulate", str(path), "--scheduler", scheduler,
+                               "--pes", "1", "--overrun", overrun, "--out", str(out)],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        row = _rows(read_events(out / "events.jsonl"))["j1"]
+        ends[overrun] = (row.status, row.end)
+    assert ends == {"kill": ("timeout", 2.0), "run": ("done", 5.0)}
 
 
 def test_simulation_is_deterministic(tmp_path):

@@ -115,12 +115,16 @@ class EmulationExecutor:
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.interrupted = signum
 
+    def check(self) -> None:
+        """Raise ``Interrupted`` once SIGINT, SIGTERM or SIGHUP has come."""
+        if self.interrupted is not None:
+            raise Interrupted
+
     def advance(self, until: float) -> list[Ended]:
         """Discover pids, sample memory, then wait for launcher exits and shim events until
         ``until`` (s) or the next poll, whichever is first; return the jobs that ended."""
         assert self.log is not None
-        if self.interrupted is not None:
-            raise Interrupted
+        self.check()
         now = self.now()
         awaiting = False
         memory: dict[str, dict[str, int]] = {}

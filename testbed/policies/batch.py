@@ -26,6 +26,7 @@ class BatchPolicy(Policy):
 
     fixed_mpl = 1
     time_sliced = False
+    uses_estimates = True
 
     def __init__(self, config: PolicyConfig) -> None:
         if config.memory is not None:

@@ -124,8 +124,9 @@ class Matrix:
             row[pe] = job
         self.busy[slot] |= mask
         free_pes = self.free_pes[slot]
-        if free_pes[:len(pes)] == list(pes):
-            del free_pes[:len(pes)]
+        at = bisect.bisect_left(free_pes, pes[0])
+        if free_pes[at:at + len(pes)] == list(pes):     # first fit and buddy blocks: one run
+            del free_pes[at:at + len(pes)]
         else:
             for pe in pes:
                 del free_pes[bisect.bisect_left(free_pes, pe)]

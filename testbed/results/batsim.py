@@ -36,8 +36,8 @@ was, like ``jobs.csv``; nothing is scaled back as ``jobs.swf`` does):
   the PEs of its ``start`` event.  Under gang scheduling jobs of different matrix slots share
   PEs, so allocations may overlap in time (Batsim's never do); ``execution_time`` includes the
   time a job spent descheduled.
-* ``requested_time``: the limit the job ran under: its ``limit=``, else the run's
-  ``--job-timeout``, else ``-1.000000``.
+* ``requested_time``: the time the job asked for: its ``limit=``, else its ``estimate=``
+  (SWF's requested time), else the run's ``--job-timeout``, else ``-1.000000``.
 * ``final_state``: ``done`` -> ``COMPLETED_SUCCESSFULLY``, ``failed`` -> ``COMPLETED_FAILED``
   (non-zero exit or launch failure), ``timeout`` (a ``limit`` event: killed at its limit) ->
   ``COMPLETED_WALLTIME_REACHED``, ``killed`` (killed by the testbed, e.g. when the run was
@@ -147,7 +147,8 @@ def batsim_rows(events: list[dict[str, Any]]) -> list[dict[str, str]]:
         if row.start is None or row.end is None:
             continue
         state = _final_state(row, row.id in limited)
-        limit = row.limit if row.limit is not None else default_limit
+        limit = next((x for x in (row.limit, row.estimate, default_limit) if x is not None),
+                     None)
         execution, turnaround = row.end - row.start, row.end - row.arrival
         rows.append({
             "job_id": batsim_job_id(row.id),

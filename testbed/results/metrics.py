@@ -67,6 +67,7 @@ class JobRow:
     group: str = ""
     limit: float | None = None
     source_id: int | None = None
+    estimate: float | None = None
 
     def finalize(self, compress: float) -> None:
         """Derive wait, runtime, response, dedicated, the slowdowns and the short/long group."""
@@ -103,7 +104,8 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
         if kind == "workload":
             for job in ev["jobs"]:
                 rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"],
-                                          limit=job.get("limit"), source_id=job.get("source_id"))
+                                          limit=job.get("limit"), source_id=job.get("source_id"),
+                                          estimate=job.get("estimate"))
         elif kind == "arrival":
             rows[ev["job"]].status = "waiting"
             rows[ev["job"]].arrival = ev["due"]

@@ -11,32 +11,60 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
+from matplotlib.collections import PolyCollection  # noqa: E402
 
 from testbed.results.metrics import JobRow, job_rows  # noqa: E402
 from testbed.results.timeline import intervals  # noqa: E402
+
+LABELLED_JOBS = 150
+NAMED_PES = 32
 
 
 def _colour(job: str) -> Any:
     return plt.get_cmap("tab20")(int(job.lstrip("j") or 0) % 20)
 
 
+def _runs(pes: tuple[int, ...]) -> list[tuple[int, int]]:
+    """``pes`` as runs of consecutive PEs: (first, count) each."""
+    runs: list[tuple[int, int]] = []
+    for pe in sorted(pes):
+        if runs and runs[-1][0] + runs[-1][1] == pe:
+            runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+        else:
+            runs.append((pe, 1))
+    return runs
+
+
 def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
     """Draw PEs (rows split by matrix row) over time; suspended stretches are pale and
-    hatched."""
+    hatched.  One rectangle per interval and run of consecutive PEs, drawn as two collections
+    (running, suspended), so that a simulated run of thousands of jobs draws in seconds; jobs
+    are labelled and PEs named only while that stays legible."""
     start = next(ev for ev in events if ev["event"] == "run_start")
     mpl, pes = start["config"]["mpl"], start["config"]["machine"]["pes"]
-    for span in intervals(events):
-        for pe in span.pes:
-            y = pe + span.slot / mpl
-            ax.broken_barh([(span.start, span.end - span.start)], (y, 1 / mpl),
-                           facecolors=_colour(span.job), alpha=1.0 if span.running else 0.25,
-                           hatch=None if span.running else "//", edgecolor="white",
-                           linewidth=0.3)
-    for span in {s.job: s for s in intervals(events)}.values():
-        ax.text(span.start, span.pes[0] + (span.slot + 0.5) / mpl, span.job, fontsize=6,
-                va="center")
+    spans = intervals(events)
+    for running in (True, False):
+        boxes, colours = [], []
+        for span in spans:
+            if span.running != running:
+                continue
+            for first, count in _runs(span.pes):
+                y0 = first + span.slot / mpl
+                y1 = y0 + (count - 1) + 1 / mpl
+                boxes.append([(span.start, y0), (span.end, y0), (span.end, y1), (span.start, y1)])
+                colours.append(_colour(span.job))
+        ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="white",
+                                         linewidths=0.3, alpha=1.0 if running else 0.25,
+                                         hatch=None if running else "//"))
+    firsts = {s.job: s for s in reversed(spans)}
+    if len(firsts) <= LABELLED_JOBS:
+        for span in firsts.values():
+            ax.text(span.start, span.pes[0] + (span.slot + 0.5) / mpl, span.job, fontsize=6,
+                    va="center")
+    ax.set_xlim(0, max((s.end for s in spans), default=1.0) or 1.0)
     ax.set_ylim(0, pes)
-    ax.set_yticks([pe + 0.5 for pe in range(pes)], [f"PE {pe}" for pe in range(pes)])
+    if pes <= NAMED_PES:
+        ax.set_yticks([pe + 0.5 for pe in range(pes)], [f"PE {pe}" for pe in range(pes)])
     ax.set_xlabel("time (s)")
     ax.set_title(title)
 

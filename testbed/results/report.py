@@ -68,7 +68,8 @@ def write_swf(run_dir: Path) -> Path:
         mem = -1 if row.peak_rss_kib is None else row.peak_rss_kib
         job = SwfJob(row.source_id if row.source_id is not None else index, secs(row.arrival),
                      secs(row.wait), secs(row.runtime), row.size, cpu, mem, row.size,
-                     secs(row.limit), -1, SWF_STATUS[row.status], -1, -1, -1, -1, -1, -1, -1)
+                     secs(row.limit if row.limit is not None else row.estimate), -1,
+                     SWF_STATUS[row.status], -1, -1, -1, -1, -1, -1, -1)
         lines.append(job.line())
     path = run_dir / "jobs.swf"
     _write_atomic(path, "\n".join(lines) + "\n")

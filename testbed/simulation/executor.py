@@ -11,7 +11,10 @@ costs time per event, not per simulated second.
 
 Running jobs sit in a heap keyed by their end time; a job that is stopped keeps its entry,
 which is recognised as stale by its version when it comes up.  Everything is deterministic:
-no randomness, ties broken by launch order.
+no randomness, ties broken by launch order.  Ends no more than ``TIE`` (1 us, the event log's
+resolution) apart count as simultaneous, and a job ending within ``TIE`` after the time asked
+for ends before it: heartbeats (a sum of timeslices) and ends (sums of slices) drift apart by
+an ulp, and a job stopped with an ulp of work left would end a whole round later.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from testbed.driver import Ended, Switch
 from testbed.events import EventLog
 from testbed.policies import Launch
 from testbed.workloads.files import JobSpec
+
+TIE = 1e-6
 
 
 @dataclass
@@ -62,6 +67,9 @@ class SimulationExecutor:
     def begin(self, log: EventLog, config: dict[str, Any]) -> None:
         """Record the model's parameters in ``config``."""
         config["simulation"] = {"switch_cost": self.switch_cost, "launch_cost": self.launch_cost}
+
+    def check(self) -> None:
+        """Nothing stops a simulation but its end."""
 
     def launch(self, spec: JobSpec, action: Launch) -> Ended | None:
         """Start the job's clock (running now, or stopped until its row comes)."""
@@ -106,28 +114,33 @@ class SimulationExecutor:
         state.remaining = -1.0
 
     def advance(self, until: float) -> list[Ended]:
-        """Jump to the next job end if it comes no later than ``until`` (s) and return the jobs
-        ending then; else jump to ``until`` and return nothing."""
+        """Jump to the next job end if it comes no later than ``until`` (s; within ``TIE``) and
+        return the jobs ending then (within ``TIE``); else jump to ``until`` and return
+        nothing."""
         heap = self.heap
         while heap:
             end_at, _, version, name = heap[0]
-            job = self.jobs[name]
-            if version != job.version:
+            if not self._current(name, version):
                 heapq.heappop(heap)
                 continue
-            if end_at > until:
+            if end_at > until + TIE:
                 break
             self.clock = max(self.clock, end_at)
             ended = []
-            while heap and heap[0][0] <= end_at:
+            while heap and heap[0][0] <= end_at + TIE:
                 _, _, version, name = heapq.heappop(heap)
-                job = self.jobs[name]
-                if version == job.version:
-                    ended.append(self._ended(name, job))
+                if self._current(name, version):
+                    ended.append(self._ended(name, self.jobs[name]))
             return ended
         if until != float("inf"):
             self.clock = max(self.clock, until)
         return []
+
+    def _current(self, name: str, version: int) -> bool:
+        """Whether a heap entry is the job's live one: not left by a stop or a kill, and not
+        of a job that has ended already (a killed job's entries from before its kill)."""
+        job = self.jobs.get(name)
+        return job is not None and job.version == version
 
     def _ended(self, name: str, job: _Job) -> Ended:
         del self.jobs[name]
