@@ -173,8 +173,9 @@ class Policy:
         """After placing jobs: refresh, mark each launch running or not, add the run set."""
         self.refresh()
         run = self._run_if_changed()
-        running = self.running()
-        return [dataclasses.replace(a, running=a.job in running) for a in launches] + run
+        if not launches:
+            return run
+        return [dataclasses.replace(a, running=a.job in self.current) for a in launches] + run
 
     def _demand(self, job: JobRequest, pes: Placement) -> dict[int, float]:
         if self.memory is None or job.mem_mb is None:
