@@ -13,6 +13,7 @@ import dataclasses
 import os
 import platform
 import random
+import socket
 import subprocess
 import sys
 import time
@@ -52,6 +53,19 @@ from testbed.results.plots import write_plots
 from testbed.results.report import format_table, run_dirs, write_results, write_swf
 from testbed.results.top import follow
 from testbed.results.trace import write_trace
+from testbed.service.client import NoService, socket_path
+from testbed.service.client import request as client_request
+from testbed.service.mpirun import mpirun_main
+from testbed.service.protocol import (
+    Cancel,
+    Queue,
+    Request,
+    Resume,
+    Shutdown,
+    SubmitWorkload,
+    Suspend,
+)
+from testbed.service.server import Service, ServiceError, listen
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads import lublin
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
@@ -75,6 +89,10 @@ EXIT_INTERRUPTED = 130
 
 class UsageError(Exception):
     """Bad input: reported as one line, exit code 2."""
+
+
+class ServiceUnavailable(Exception):
+    """No service answers, or it went away: reported as one line, exit code 1."""
 
 
 def _size(text: str) -> int:
@@ -180,7 +198,8 @@ def _new_run_dir(out: Path | None, label: str) -> Path:
 
 
 def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argparse.Namespace,
-             run_dir: Path) -> tuple[str, dict[str, Any]]:
+             run_dir: Path, listening: tuple[socket.socket, Path] | None = None
+             ) -> tuple[str, dict[str, Any]]:
     mpl = 1 if scheduler == "fcfs" else args.mpl
     mpi = detect_mpi()
     run_id = new_run_id()
@@ -191,7 +210,7 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
         if args.node_mem is not None:
             node_memory = NodeCgroups(run_id, len(machine.nodes), args.node_mem)
         return _run_coordinator(workload, scheduler, mpl, machine, mpi, args, run_dir, run_id,
-                                node_memory, swap)
+                                node_memory, swap, listening)
     finally:
         if node_memory is not None:
             remove_cgroup(str(node_memory.base))
@@ -232,8 +251,9 @@ def _with_estimates(workload: Workload, how: str) -> Workload:
 
 def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Machine,
                      mpi: MpiInfo, args: argparse.Namespace, run_dir: Path, run_id: str,
-                     node_memory: NodeCgroups | None,
-                     swap: SwapFile | None) -> tuple[str, dict[str, Any]]:
+                     node_memory: NodeCgroups | None, swap: SwapFile | None,
+                     listening: tuple[socket.socket, Path] | None = None
+                     ) -> tuple[str, dict[str, Any]]:
     memory = None
     if args.memory_admission is not None:
         per_node = args.node_mem or _mem_total() / len(machine.nodes)
@@ -253,10 +273,20 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
     }
     executor = EmulationExecutor(policy, machine, mpi, run_dir, run_id, library, node_memory,
                                  swap)
+    service = None
+    if listening is not None:
+        service = Service(*listening, run_dir, executor, args.timeslice)
+        config["service"] = {"socket": str(listening[1])}
     driver = Driver(_with_estimates(workload, args.estimates), policy, executor, run_dir,
                     config, args.job_timeout, args.history, _kills_at_estimate(policy, args),
-                    run_id)
-    status = driver.run()
+                    run_id, observer=service)
+    if service is not None:
+        service.attach(driver)
+    try:
+        status = driver.run()
+    finally:
+        if service is not None:
+            service.close()
     return status, write_results(run_dir)
 
 
@@ -365,6 +395,84 @@ def _simulated_workload(args: argparse.Namespace, pes: int) -> Workload:
             for j in workload.jobs]
     return Workload(workload.path, jobs, {**workload.meta, "compress": "1",
                                            "uncompressed_from": str(factor)})
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Run the coordinator as a service: jobs come from testbed mpirun/submit until stopped."""
+    machine = _check_common(args, [args.scheduler])
+    path = args.socket or socket_path()
+    try:
+        server = listen(path)
+    except (ServiceError, OSError) as err:
+        raise UsageError(str(err)) from None
+    try:
+        run_dir = _new_run_dir(args.out, f"serve-{args.scheduler}")
+    except UsageError:
+        server.close()
+        path.unlink(missing_ok=True)
+        raise
+    print(f"testbed: serving {args.scheduler} on {machine.pes} PEs at {path}; "
+          f"run directory {run_dir}", file=sys.stderr, flush=True)
+    _, summary = _run_one(Workload("<service>", [], {}), args.scheduler, machine, args, run_dir,
+                          (server, path))
+    print(format_table({args.scheduler: summary}))
+    print(f"run directory: {run_dir}")
+    return 0
+
+
+def _client_request(args: argparse.Namespace, message: Request) -> dict[str, Any]:
+    path = socket_path(args.socket)
+    try:
+        reply = client_request(path, message)
+    except (NoService, ConnectionError) as err:
+        raise ServiceUnavailable(str(err)) from None
+    if reply["type"] == "error":
+        raise UsageError(reply["message"])
+    return reply
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    """Submit a workload file to the service (arrivals relative to now)."""
+    try:
+        lines = tuple(Path(args.workload).read_text().splitlines())
+    except (OSError, UnicodeDecodeError) as err:
+        raise UsageError(f"{args.workload}: cannot read: {err}") from None
+    reply = _client_request(args, SubmitWorkload(tuple(s for s in lines if s.strip()),
+                                                 str(Path(args.workload).resolve())))
+    for row in reply["jobs"]:
+        print(f"{row['job']}  line {row['line']}  arrives in {row['arrival']:g} s")
+    return 0
+
+
+def cmd_queue(args: argparse.Namespace) -> int:
+    """List the service's jobs (like squeue)."""
+    rows = _client_request(args, Queue())["jobs"]
+    header = ["JOB", "USER", "PES", "STATE", "WAIT", "RUNTIME", "CLASS", "ROW", "COMMAND"]
+    cells = [header] + [[r["job"], r["user"], str(r["pes"]), r["state"],
+                         "-" if r["wait"] is None else f"{r['wait']:.1f}",
+                         "-" if r["runtime"] is None else f"{r['runtime']:.1f}",
+                         r["class"] or "-", "-" if r["row"] is None else str(r["row"]),
+                         r["command"]] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    for row in cells:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return 0
+
+
+def _job_command(kind: type[Cancel] | type[Suspend] | type[Resume], doc: str) -> Callable[
+        [argparse.Namespace], int]:
+    """The subcommand that sends ``kind(JOB)`` to the service; ``doc`` is its help."""
+    def command(args: argparse.Namespace) -> int:
+        _client_request(args, kind(args.job))
+        return 0
+    command.__doc__ = doc
+    return command
+
+
+def cmd_stop(args: argparse.Namespace) -> int:
+    """Stop the service: what still runs is killed, the run directory is completed."""
+    _client_request(args, Shutdown())
+    return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -618,10 +726,40 @@ def _setup_mix(p: argparse.ArgumentParser) -> None:
     p.add_argument("--output", "-o", type=Path, default=None)
 
 
+def _setup_serve(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", default="gang", help=f"one of {', '.join(sorted(POLICIES))}")
+    p.add_argument("--socket", type=Path, default=None,
+                   help="the socket to listen on (default: TESTBED_SOCKET, else "
+                        "$XDG_RUNTIME_DIR/testbed/coordinator.sock or "
+                        "/tmp/testbed-UID/coordinator.sock)")
+    _scheduler_options(p)
+
+
+def _setup_client(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--socket", default=None, help="the service's socket (as for serve)")
+
+
+def _setup_submit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload")
+    _setup_client(p)
+
+
+def _setup_job(p: argparse.ArgumentParser) -> None:
+    p.add_argument("job", help="a job id, as testbed queue shows it (j12)")
+    _setup_client(p)
+
+
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 COMMANDS: dict[str, Command] = {
     "run": (_setup_run, cmd_run),
     "simulate": (_setup_simulate, cmd_simulate),
+    "serve": (_setup_serve, cmd_serve),
+    "submit": (_setup_submit, cmd_submit),
+    "queue": (_setup_client, cmd_queue),
+    "cancel": (_setup_job, _job_command(Cancel, "Cancel a job of yours (root: any)")),
+    "suspend": (_setup_job, _job_command(Suspend, "Hold a job of yours stopped (gangster)")),
+    "resume": (_setup_job, _job_command(Resume, "Let a suspended job run again")),
+    "stop": (_setup_client, cmd_stop),
     "compare": (_setup_compare, cmd_compare),
     "report": (_setup_report, cmd_report),
     "exec": (_setup_exec, cmd_exec),
@@ -655,11 +793,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``testbed`` command; returns the exit code."""
+    words = sys.argv[1:] if argv is None else argv
+    if words[:1] in (["mpirun"], ["mpiexec"]):
+        return mpirun_main(words[1:], words[0])
     args = build_parser().parse_args(argv)
     if getattr(args, "command", None) and args.command[:1] == ["--"]:
         args.command = args.command[1:]
     try:
         return args.handler(args)
+    except ServiceUnavailable as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_FAILED
     except UsageError as err:
         print(f"testbed: {err}", file=sys.stderr)
         return EXIT_BAD_INPUT

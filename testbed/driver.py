@@ -24,6 +24,7 @@ import math
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -112,6 +113,23 @@ class Interrupted(Exception):
     """The run was stopped by a signal (raised by an executor while it waits)."""
 
 
+class Observer(Protocol):
+    """Someone told of jobs as they start and end, and asked to look around every round (the
+    service: streaming output, answering clients)."""
+
+    def started(self, job: str) -> None:
+        """``job`` was launched."""
+        ...
+
+    def ended(self, end: Ended) -> None:
+        """A job ended (its ``finish`` event is written)."""
+        ...
+
+    def poll(self, now: float) -> None:
+        """Once a round of the loop, at ``now`` (s)."""
+        ...
+
+
 class Stalled(RuntimeError):
     """Jobs wait but nothing can ever happen (a policy that never starts them)."""
 
@@ -126,8 +144,13 @@ class Driver:
     def __init__(self, workload: Workload, policy: Policy, executor: Executor, run_dir: Path,
                  config: dict[str, Any], job_timeout: float | None = None,
                  history: MemoryHistory | None = None, kill_at_estimate: bool = False,
-                 run_id: str | None = None, flush_each: bool = True) -> None:
+                 run_id: str | None = None, flush_each: bool = True,
+                 observer: Observer | None = None) -> None:
         self.workload = workload
+        self.observer = observer
+        self.serving = observer is not None
+        self.stopping = False
+        self.cancelled: set[str] = set()
         self.specs = {job.id: job for job in workload.jobs}
         self.policy = policy
         self.executor = executor
@@ -146,6 +169,10 @@ class Driver:
         self.slot_seen: int | None = None
         self.seq = 0
         self.log: EventLog | None = None
+        self.started_jobs: set[str] = set()
+        self.ended_jobs: set[str] = set()
+        self.arrived_at: dict[str, float] = {}
+        self.started_at: dict[str, float] = {}
 
     def run(self) -> str:
         """Run the workload to the end; return ``complete`` or ``interrupted``.
@@ -153,6 +180,8 @@ class Driver:
         Writes ``config.json``, ``events.jsonl`` and (emulated) job outputs under ``jobs/``.
         An executor raising ``Interrupted`` ends the run as interrupted; it is asked first
         thing in every round, before anything due is handled (nothing starts after a signal).
+        With an observer the driver serves: it runs until ``stop`` or a signal, which end it
+        ``stopped``, and jobs come in through ``submit``.
         """
         (self.run_dir / "jobs").mkdir()
         self.log = log = EventLog(self.run_dir / "events.jsonl", self.flush_each)
@@ -162,9 +191,9 @@ class Driver:
             try:
                 self._begin(log)
                 self._loop()
-                status = "complete"
+                status = "stopped" if self.serving else "complete"
             except Interrupted:
-                status = "interrupted"
+                status = "stopped" if self.serving else "interrupted"
             finally:
                 ended, swept = self.executor.end(status)
                 for end in ended:
@@ -178,11 +207,15 @@ class Driver:
         self.executor.begin(log, self.config)
         (self.run_dir / "config.json").write_text(json.dumps(self.config, indent=2) + "\n")
         log.emit("run_start", 0.0, run_id=self.run_id, wall_time=time.time(), config=self.config)
-        log.emit("workload", 0.0, path=self.workload.path, meta=self.workload.meta,
-                 jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
-                        "work": j.work, "limit": j.limit, "estimate": j.estimate,
-                        "after": j.after, "source_id": j.source_id}
-                       for j in self.workload.jobs])
+        self._log_workload(0.0, self.workload)
+
+    def _log_workload(self, now: float, workload: Workload) -> None:
+        assert self.log is not None
+        self.log.emit("workload", now, path=workload.path, meta=workload.meta,
+                      jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
+                             "work": j.work, "limit": j.limit, "estimate": j.estimate,
+                             "after": j.after, "source_id": j.source_id}
+                            for j in workload.jobs])
 
     def _loop(self) -> None:
         for spec in self.workload.jobs:
@@ -197,9 +230,14 @@ class Driver:
         while True:
             executor.check()
             now = executor.now()
+            if self.observer is not None:
+                self.observer.poll(now)
+                if self.stopping:
+                    return
             while self.arrivals and self.arrivals[0][0] <= now:
                 due, _, spec = heapq.heappop(self.arrivals)
-                self._arrive(spec, due, now)
+                if spec.id not in self.cancelled:
+                    self._arrive(spec, due, now)
             wake = self.policy.wake_at()
             if wake is not None and wake <= now:
                 self._apply(self.policy.wake(now))
@@ -212,7 +250,8 @@ class Driver:
                 self._apply(self.policy.tick(now), due=next_tick)
                 next_tick += timeslice * max(1, math.ceil((now - next_tick) / timeslice))
             self._expire(now)
-            if not self.arrivals and not self.successors_waiting() and self.policy.idle():
+            if (not self.serving and not self.arrivals and not self.successors_waiting()
+                    and self.policy.idle()):
                 return
             wake_at = min(next_tick, wake if wake is not None else math.inf,
                           self.deadlines[0][0] if self.deadlines else math.inf,
@@ -222,6 +261,55 @@ class Driver:
                 raise Stalled(f"t={now:.3f}: jobs wait but no event is due")
             for end in ended:
                 self._ended(end)
+
+    def submit(self, workload: Workload) -> None:
+        """Jobs submitted while the driver runs (logged as one more ``workload`` event): each
+        arrives its ``arrival`` seconds from now (or, with ``after``, that long after its
+        predecessor ends)."""
+        assert self.log is not None
+        now = self.executor.now()
+        self._log_workload(now, workload)
+        for spec in workload.jobs:
+            self.specs[spec.id] = spec
+            if spec.after is None:
+                heapq.heappush(self.arrivals, (now + spec.arrival, next(self.order), spec))
+            else:
+                self.successors[spec.after].append(spec)
+
+    def cancel(self, job: str, kill: Callable[[str], None]) -> str:
+        """Cancel ``job``: not arrived yet, or still queued, it ends ``killed`` at once; running,
+        ``kill`` is called on it and it ends when its ranks are gone.  Returns what happened:
+        ``cancelled``, ``killing`` or ``unknown`` (no such job, or it has ended)."""
+        assert self.log is not None
+        now = self.executor.now()
+        if job in self.specs and job in self.ended_jobs:
+            return "unknown"
+        if job in self.started_jobs:
+            kill(job)
+            return "killing"
+        actions = self.policy.cancel(job, now)
+        waiting = any(spec.id == job for _, _, spec in self.arrivals) or any(
+            spec.id == job for specs in self.successors.values() for spec in specs)
+        if actions is None and not waiting:
+            return "unknown"
+        self.cancelled.add(job)
+        for specs in self.successors.values():
+            specs[:] = [spec for spec in specs if spec.id != job]
+        self._ended(Ended(job, "killed", None, "killed: cancelled"), started=False)
+        if actions:
+            self._apply(actions)
+        return "cancelled"
+
+    def hold(self, job: str, held: bool) -> bool:
+        """Suspend (``held``) or resume a started job; False if it is not running."""
+        if job not in self.started_jobs or job in self.ended_jobs:
+            return False
+        self._apply(self.policy.hold(job) if held else self.policy.release(job))
+        return True
+
+    def stop(self) -> None:
+        """End a serving run at the next round: what is left is killed."""
+        self.stopping = True
 
     def successors_waiting(self) -> bool:
         """Whether some job still waits for its predecessor to end."""
@@ -251,6 +339,7 @@ class Driver:
                       work=spec.work, limit=spec.limit, estimate=spec.estimate, user=spec.user,
                       argv=list(spec.argv), mem_mb=mem_mb and round(mem_mb, 3),
                       mem_source=source)
+        self.arrived_at[spec.id] = due
         request = JobRequest(spec.id, spec.pes, due, mem_mb, spec.estimate)
         self._apply(self.policy.arrive(request, now))
 
@@ -271,7 +360,11 @@ class Driver:
         if limit is not None:
             self.limits[spec.id] = limit
             heapq.heappush(self.deadlines, (now + limit, spec.id))
+        self.started_jobs.add(spec.id)
+        self.started_at[spec.id] = now
         failed = self.executor.launch(spec, action)
+        if self.observer is not None:
+            self.observer.started(spec.id)
         if failed is not None:
             self._ended(failed)
 
@@ -314,14 +407,18 @@ class Driver:
                       cpu_s=end.cpu_s)
         return now
 
-    def _ended(self, end: Ended) -> None:
+    def _ended(self, end: Ended, started: bool = True) -> None:
         now = self._finish_event(end)
+        self.ended_jobs.add(end.job)
         self.limits.pop(end.job, None)
         spec = self.specs[end.job]
         if self.history is not None and end.status == "done" and end.peak_mib is not None:
             self.history.record(program_of(spec.argv), spec.pes, spec.user, end.peak_mib)
             self.history.save()
-        self._apply(self.policy.finish(end.job, now))
+        if started:
+            self._apply(self.policy.finish(end.job, now))
+        if self.observer is not None:
+            self.observer.ended(end)
         if spec.source_id is not None:
             for successor in self.successors.pop(spec.source_id, []):
                 heapq.heappush(self.arrivals, (now + successor.arrival, next(self.order),

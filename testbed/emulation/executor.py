@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,7 @@ class EmulationExecutor:
         self.ended: list[Ended] = []
         self.interrupted: int | None = None
         self.seq = 0
+        self.idle_poll = IDLE_POLL
         self.watchdog: subprocess.Popen[bytes] | None = None
         self.wake: tuple[socket.socket, socket.socket] | None = None
         self.old_wakeup = -1
@@ -140,7 +142,7 @@ class EmulationExecutor:
             self.log.emit("memory", now, job=job, **values)
         if memory and self.node_memory is not None:
             self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
-        timeout = min(until - self.now(), DISCOVERY_POLL if awaiting else IDLE_POLL)
+        timeout = min(until - self.now(), DISCOVERY_POLL if awaiting else self.idle_poll)
         self._wait(max(0.0, timeout))
         ended, self.ended = self.ended, []
         return ended
@@ -167,7 +169,8 @@ class EmulationExecutor:
             argv = (*argv, "--stats", str(jobs_dir / f"{spec.id}.stats.jsonl"))
         self.swap_at_start[spec.id] = procs.swap_pages()
         msg = LaunchJob(spec.id, action.slot, action.pes, argv, action.running,
-                        str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"))
+                        str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"),
+                        spec.env, spec.cwd)
         leader_last = sorted(self.nms, key=lambda nm: action.pes[0] in nm.node.pes)
         replies = [reply for nm in leader_last for reply in nm.handle(msg)]
         for nm in self.nms:
@@ -191,9 +194,18 @@ class EmulationExecutor:
                       tuple(sorted({j for r in replies for j in r.continued})),
                       max((r.latency for r in replies), default=0.0))
 
-    def kill(self, job: str) -> None:
-        """Kill ``job``'s ranks (it ran past its limit)."""
-        self._broadcast(KillJob(job, "timeout"))
+    def kill(self, job: str, reason: str = "timeout") -> None:
+        """Kill ``job``'s ranks: it ran past its limit (``timeout``), or ``reason`` (it ends
+        ``killed`` with it)."""
+        self._broadcast(KillJob(job, reason))
+
+    def watch(self, fileobj: Any, callback: Callable[[], None]) -> None:
+        """Call ``callback`` whenever ``fileobj`` is readable (while ``advance`` waits)."""
+        self.selector.register(fileobj, selectors.EVENT_READ, callback)
+
+    def unwatch(self, fileobj: Any) -> None:
+        """Stop watching ``fileobj``."""
+        self.selector.unregister(fileobj)
 
     def _log_changes(self, replies: list[object]) -> None:
         assert self.log is not None

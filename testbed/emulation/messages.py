@@ -30,6 +30,8 @@ class LaunchJob:
     run_now: bool
     stdout: str
     stderr: str
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
 
 
 @dataclass(frozen=True)

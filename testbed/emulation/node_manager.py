@@ -104,10 +104,12 @@ class LocalJob:
     found: dict[int, int] = field(default_factory=dict)
 
 
-def resolve_command(argv0: str, env: dict[str, str]) -> str | None:
-    """The executable ``argv0`` would run as (PATH lookup), or None if there is none."""
+def resolve_command(argv0: str, env: dict[str, str], cwd: str | None = None) -> str | None:
+    """The executable ``argv0`` would run as (PATH lookup; a path with a slash is taken
+    relative to ``cwd``), or None if there is none."""
     if os.sep in argv0:
-        return argv0 if os.access(argv0, os.X_OK) and os.path.isfile(argv0) else None
+        path = os.path.join(cwd or "", argv0)
+        return path if os.access(path, os.X_OK) and os.path.isfile(path) else None
     return shutil.which(argv0, path=env.get("PATH"))
 
 
@@ -207,19 +209,21 @@ class NodeManager:
             self._apply()
         if msg.pes[0] not in self.node.pes:
             return []
-        if resolve_command(msg.argv[0], self.env) is None:
+        env = {**self.env, **dict(msg.env), procs.MARKER: self.env[procs.MARKER],
+               "TESTBED_JOB": msg.job}
+        if resolve_command(msg.argv[0], env, msg.cwd) is None:
             return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
         cpus = ",".join(str(self.machine.cpus[pe]) for pe in msg.pes)
         preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
         argv = [self.mpiexec, "-n", str(len(msg.pes)), "-bind-to", f"user:{cpus}", *preload,
                 *msg.argv]
-        env = dict(self.env, TESTBED_JOB=msg.job)
         try:
             with open(msg.stdout, "wb") as out, open(msg.stderr, "wb") as err:
                 job.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
-                                             stderr=err, start_new_session=True)
+                                             stderr=err, start_new_session=True, cwd=msg.cwd)
         except OSError as exc:
-            return [LaunchFailure(msg.job, f"cannot run {self.mpiexec}: {exc.strerror}")]
+            return [LaunchFailure(msg.job, f"cannot run {self.mpiexec} in {msg.cwd or '.'}: "
+                                           f"{exc.strerror}")]
         job.launched_epoch = time.time()
         job.pidfd = procs.open_pidfd(job.popen.pid)
         job.stderr_path = msg.stderr

@@ -92,6 +92,7 @@ class Policy:
         self.matrix = Matrix(self.fixed_mpl or config.mpl, config.pes, config.allocator)
         self.timeslice: float | None = config.timeslice if self.time_sliced else None
         self.queue: deque[JobRequest] = deque()
+        self.held: set[str] = set()
         self.current: frozenset[str] = frozenset()
         self.slot: int | None = None
         self.used_mb: dict[str, dict[int, float]] = {}
@@ -129,6 +130,7 @@ class Policy:
 
     def finish(self, job: str, now: float) -> list[Action]:
         """``job`` ended (any status) at ``now`` (s): free its cells and admit what fits."""
+        self.held.discard(job)
         self.matrix.remove(job)
         self.used_mb.pop(job, None)
         return self._admit(now)
@@ -136,6 +138,34 @@ class Policy:
     def tick(self, now: float) -> list[Action]:
         """A timeslice expired at ``now`` (s; only called when ``timeslice`` is set)."""
         return []
+
+    def placements(self) -> dict[str, int]:
+        """Each placed job's home row."""
+        return {job: slot for job, (slot, _) in self.matrix.placed.items()}
+
+    def running_now(self) -> frozenset[str]:
+        """The jobs the last run set let run."""
+        return self.current
+
+    def cancel(self, job: str, now: float) -> list[Action] | None:
+        """Take ``job`` out of the queue at ``now`` (s) and admit what may start instead; None
+        if it is not queued (a placed job is killed by the caller and ends by ``finish``)."""
+        for request in self.queue:
+            if request.id == job:
+                self.queue.remove(request)
+                self.skips.pop(job, None)
+                return self._admit(now)
+        return None
+
+    def hold(self, job: str) -> list[Action]:
+        """Keep placed ``job`` stopped until ``release`` (an operator's suspend, T3D Fig 8)."""
+        self.held.add(job)
+        return self._run_if_changed()
+
+    def release(self, job: str) -> list[Action]:
+        """Let a held job run again when the policy would run it."""
+        self.held.discard(job)
+        return self._run_if_changed()
 
     def wake_at(self) -> float | None:
         """When (s) the policy next wants ``wake`` called regardless of events; None: never."""
@@ -213,7 +243,7 @@ class Policy:
         return min(allowed, key=load, default=None)
 
     def _run_if_changed(self) -> list[Action]:
-        now_running = self.running()
+        now_running = self.running() - self.held
         if now_running == self.current:
             return []
         self.current = now_running

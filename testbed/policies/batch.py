@@ -40,6 +40,10 @@ class BatchPolicy(Policy):
         self.jobs.finish(job)
         return super().finish(job, now)
 
+    def running_now(self) -> frozenset[str]:
+        """Every started job not held (no run set is ever sent for the others)."""
+        return frozenset(self.matrix.placed) - self.held
+
     def _launched(self, launches: list[Launch]) -> list[Action]:
         """The launches alone: every started job runs at once and to its end, so the run set
         never needs saying (no job is ever stopped)."""

@@ -25,7 +25,7 @@ class Gang(Policy):
     def tick(self, now: float) -> list[Action]:
         """Switch to the next occupied row; always answer with the run set (the heartbeat)."""
         self._advance()
-        self.current = self.running()
+        self.current = self.running() - self.held
         return [Run(self.current, self.slot)]
 
     def refresh(self) -> None:

@@ -56,6 +56,9 @@ class JobSpec:
     source_id: int | None = None
     estimate: float | None = None
     after: int | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+    job_class: str = ""
 
 
 @dataclass

@@ -1,0 +1,121 @@
+"""Clients of ``testbed serve``: ``testbed mpirun``/``mpiexec`` and the batch controls.
+
+``mpirun`` submits one job and follows it: the program's stdout and stderr come back live and
+byte for byte, and the client exits with the program's exit code.  On SIGINT or SIGTERM it asks
+the service to cancel the job and exits when the job has ended (130 or 143, as a shell reports
+a command killed by that signal); if the client dies instead, the service cancels the job
+when the connection drops.  If the service dies, the client says so and exits 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from testbed.service import protocol
+from testbed.service.mpirun_args import MpirunRequest
+
+LOST = 1
+CLIENT_ENV_SKIPPED = ("TESTBED_RUN", "TESTBED_JOB", "TESTBED_SOCKET", "TESTBED_LIMIT",
+                      "TESTBED_CLASS", "TESTBED_MEM", "TESTBED_USER")
+
+
+class NoService(Exception):
+    """Nothing answers at the socket."""
+
+
+def socket_path(given: str | None = None) -> Path:
+    """The service's socket: ``given``, else ``TESTBED_SOCKET``, else the per-user default
+    (``$XDG_RUNTIME_DIR/testbed/coordinator.sock``, else ``/tmp/testbed-UID/coordinator.sock``)."""
+    if given or os.environ.get("TESTBED_SOCKET"):
+        return Path(given or os.environ["TESTBED_SOCKET"])
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) / "testbed" if runtime else Path(f"/tmp/testbed-{os.getuid()}")
+    return base / "coordinator.sock"
+
+
+def connect(path: Path) -> socket.socket:
+    """A connection to the service at ``path``; ``NoService`` if none answers there."""
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(path))
+    except (FileNotFoundError, ConnectionRefusedError) as err:
+        conn.close()
+        raise NoService(f"no testbed service at {path}") from err
+    return conn
+
+
+def request(path: Path, message: protocol.Request) -> dict[str, Any]:
+    """Send one request and return the one reply (``NoService``, or ``ConnectionError`` when
+    the service hangs up without answering)."""
+    with connect(path) as conn:
+        protocol.send(conn, message.to_message())
+        reply = protocol.recv(conn)
+    if reply is None:
+        raise ConnectionError(f"the testbed service at {path} closed the connection")
+    return protocol.check_reply(reply)
+
+
+def job_environment(request: MpirunRequest, environ: dict[str, str]) -> dict[str, str]:
+    """What the ranks get on top of the service's environment: this client's environment (as
+    Hydra passes the whole environment on), without the testbed's own variables, then the
+    variables the mpirun options set."""
+    env = {k: v for k, v in environ.items()
+           if protocol.valid_env_name(k) and k not in CLIENT_ENV_SKIPPED and "\0" not in v}
+    env.update(request.env)
+    return env
+
+
+def follow(path: Path, request: MpirunRequest, out: BinaryIO, err: BinaryIO) -> int:
+    """Submit ``request`` to the service at ``path``, copy the job's output to ``out`` and
+    ``err`` as it comes, and return the exit code to exit with."""
+    submit = dataclasses.replace(request.to_submit(follow=True),
+                                 env=job_environment(request, dict(os.environ)))
+    conn = connect(path)
+    job: str | None = None
+    caught: list[int] = []
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        caught.append(signum)
+        if job is not None and len(caught) == 1:
+            protocol.send(conn, protocol.Cancel(job).to_message())
+
+    old = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        protocol.send(conn, submit.to_message())
+        while True:
+            try:
+                reply = protocol.recv(conn)
+            except InterruptedError:
+                continue
+            except (OSError, protocol.ProtocolError) as exc:
+                print(f"testbed mpirun: lost the service: {exc}", file=sys.stderr)
+                return LOST
+            if reply is None:
+                print(f"testbed mpirun: the testbed service at {path} went away"
+                      f"{f' while job {job} ran' if job else ''}", file=sys.stderr)
+                return LOST
+            kind = reply.get("type")
+            if kind == "accepted":
+                job = reply["job"]
+                if caught:
+                    protocol.send(conn, protocol.Cancel(job).to_message())
+            elif kind == "output":
+                stream = out if reply["stream"] == "out" else err
+                stream.write(protocol.decode_output(reply))
+                stream.flush()
+            elif kind == "exited":
+                return 128 + caught[0] if caught else protocol.exit_code_of(reply)
+            elif kind == "error":
+                print(f"testbed mpirun: {reply['message']}", file=sys.stderr)
+                if job is None:
+                    return 2
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        conn.close()

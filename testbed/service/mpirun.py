@@ -1,0 +1,38 @@
+"""``testbed mpirun`` / ``testbed mpiexec``: kept light (no plotting or model imports), since a
+benchmark suite starts one for every run; the full command line is imported only to run a job
+without a service."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from testbed.service.client import NoService, follow, socket_path
+from testbed.service.mpirun_args import parse_mpirun
+
+EXIT_BAD_INPUT = 2
+
+
+def mpirun_main(argv: list[str], name: str) -> int:
+    """Run one MPI program (``argv``: the words after ``name``, mpirun or mpiexec) through the
+    service, or under a coordinator of its own when no service answers; the exit code."""
+    try:
+        req = parse_mpirun(argv, os.environ, os.getcwd())
+    except ValueError as err:
+        print(f"testbed {name}: {err}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    note = req.note()
+    if note:
+        print(f"testbed {name}: {note}", file=sys.stderr)
+    path = socket_path(req.socket)
+    try:
+        return follow(path, req, sys.stdout.buffer, sys.stderr.buffer)
+    except NoService:
+        print(f"testbed {name}: no testbed service at {path}; running the job under a "
+              "coordinator of its own", file=sys.stderr, flush=True)
+    from testbed.cli import main
+
+    os.environ.update(req.env)
+    os.chdir(req.cwd)
+    limit = ["--job-timeout", repr(req.limit)] if req.limit is not None else []
+    return main(["exec", "-n", str(req.ranks), *limit, "--", *req.argv])
