@@ -213,3 +213,11 @@ def test_batch_means_drop_the_first_batch_and_use_students_t():
     mean, half, batches = batch_means([100.0] * 3 + [1.0, 2.0, 3.0, 5.0, 6.0, 7.0], size=3)
     assert (mean, batches) == (4.0, 2)                    # the 100s were the warm-up batch
     assert half == pytest.approx(t_quantile_95(1) * 2.8284271 / 2 ** 0.5, rel=1e-3)
+
+
+def test_service_benchmark_reports_overhead_and_throughput():
+    out = _bench("benchmarks.service", "--repeats", "2", "--jobs", "4", "--clients", "2",
+                 "--json")
+    assert out["overhead"]["mpirun_median_ms"] > 0 and out["overhead"]["mpiexec_median_ms"] > 0
+    assert out["throughput"]["jobs"] == 4 and out["throughput"]["jobs_per_s"] > 0
+    assert out["service_latency_ms"]["median"] > 0

@@ -261,3 +261,20 @@ def _wait_for(condition, timeout: float = 60) -> None:
     while not condition():
         assert time.monotonic() < deadline, "timed out"
         time.sleep(0.1)
+
+
+def test_only_the_submitter_or_root_may_change_a_job(tmp_path):
+    from testbed.service.server import Client, Service
+    service = Service(socket.socket(socket.AF_UNIX), tmp_path / "s.sock", tmp_path, None, 0.2)
+    service.driver = object()                    # the refusal comes before the driver is used
+    service.submitter["j1"] = 0
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        stranger = Client(ours, uid=1000)
+        for request in (protocol.Cancel("j1"), protocol.Suspend("j1"), protocol.Resume("j1")):
+            service._handle(stranger, request)
+            reply = protocol.recv(theirs)
+            assert reply["type"] == "error" and "may not change it" in reply["message"]
+        service._handle(stranger, protocol.Shutdown())
+        assert "only the service's user" in protocol.recv(theirs)["message"]
+    service.server.close()
