@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import platform
 import random
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import __version__
-from testbed.driver import Driver, Stalled, new_run_id
+from testbed.driver import Driver, OwnerStream, Stalled, new_run_id
 from testbed.emulation import shim
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.memory import (
@@ -246,7 +247,7 @@ def _with_estimates(workload: Workload, how: str) -> Workload:
     if how != "perfect":
         return workload
     jobs = [dataclasses.replace(j, estimate=j.work) for j in workload.jobs]
-    return Workload(workload.path, jobs, workload.meta)
+    return dataclasses.replace(workload, jobs=jobs)
 
 
 def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Machine,
@@ -346,15 +347,26 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                          "communicate and share CPUs, which this policy depends on; emulate it "
                          "with testbed run (simulable: " + ", ".join(
                              sorted(n for n, c in POLICIES.items() if c.simulable)) + ")")
+    owners = None
+    if args.owners is not None:
+        if not policy.supports_owners:
+            raise UsageError(f"--owners: the {args.scheduler} scheduler has no workstation "
+                             "owners (afcfs and lgfs have)")
+        owners = OwnerStream(*args.owners, seed=args.owner_seed)
     workload = _with_estimates(_simulated_workload(args, pes), args.estimates)
+    if workload.owners and not policy.supports_owners:
+        raise UsageError(f"{args.workload}: owner lines need a scheduler with workstation "
+                         f"owners (afcfs, lgfs), not {args.scheduler}")
     run_dir = _new_run_dir(args.out, f"sim-{args.scheduler}")
     durations = {job.id: job.work for job in workload.jobs if job.work is not None}
     config = {**_base_config(args.scheduler, policy, workload, args),
               "machine": {"hostname": "simulated", "pes": pes, "nodes": 1, "pes_per_node": pes,
                           "pe_cpus": None, "host_cpus": None, "oversubscribed": False}}
     executor = SimulationExecutor(durations, args.switch_cost, args.launch_cost)
+    if owners is not None:
+        config["owners"] = dataclasses.asdict(owners)
     driver = Driver(workload, policy, executor, run_dir, config, args.job_timeout, None,
-                    _kills_at_estimate(policy, args), flush_each=False)
+                    _kills_at_estimate(policy, args), flush_each=False, owners=owners)
     try:
         driver.run()
     except Stalled as err:
@@ -393,8 +405,10 @@ def _simulated_workload(args: argparse.Namespace, pes: int) -> Workload:
     jobs = [dataclasses.replace(j, arrival=j.arrival * factor, work=scaled(j.work),
                                 limit=scaled(j.limit), estimate=scaled(j.estimate))
             for j in workload.jobs]
+    owners = [dataclasses.replace(o, arrival=o.arrival * factor, duration=o.duration * factor)
+              for o in workload.owners]
     return Workload(workload.path, jobs, {**workload.meta, "compress": "1",
-                                           "uncompressed_from": str(factor)})
+                                           "uncompressed_from": str(factor)}, owners)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -633,6 +647,9 @@ def _load(path: str, timeslice: float, machine: Machine) -> Workload:
         raise UsageError(str(err)) from None
     if not workload.jobs:
         raise UsageError(f"{path}: no jobs")
+    if workload.owners:
+        raise UsageError(f"{path}:{workload.owners[0].line}: owner lines are simulated only for "
+                         "now (testbed simulate); owners on real processes are not built yet")
     return workload
 
 
@@ -641,6 +658,16 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scheduler", default="gang", help=f"one of {', '.join(sorted(POLICIES))}")
     p.add_argument("--live", action="store_true", help="show the live view while it runs")
     _scheduler_options(p)
+
+
+def _owners(text: str) -> tuple[float, float]:
+    try:
+        rate, mean = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected RATE:MEAN, got {text!r}") from None
+    if not (rate > 0 and mean > 0 and math.isfinite(rate) and math.isfinite(mean)):
+        raise argparse.ArgumentTypeError(f"RATE and MEAN must be > 0, got {text!r}")
+    return rate, mean
 
 
 def _setup_simulate(p: argparse.ArgumentParser) -> None:
@@ -654,6 +681,10 @@ def _setup_simulate(p: argparse.ArgumentParser) -> None:
                    help="seconds each job needs beyond its work to start (default 0)")
     p.add_argument("--uncompress", action="store_true",
                    help="undo the workload's time compression (compress= in its header)")
+    p.add_argument("--owners", type=_owners, default=None, metavar="RATE:MEAN",
+                   help="workstation owners (afcfs, lgfs): Poisson arrivals at RATE per second, "
+                        "each staying an exponential time of mean MEAN seconds (COW)")
+    p.add_argument("--owner-seed", type=int, default=1, help="seed of the owner stream")
     _policy_options(p)
 
 

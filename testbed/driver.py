@@ -21,9 +21,10 @@ import heapq
 import itertools
 import json
 import math
+import random
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 
 from testbed.events import EventLog
 from testbed.memory_history import MemoryHistory, program_of
-from testbed.policies import Action, JobRequest, Launch, Policy, Run
+from testbed.policies import Action, JobRequest, Launch, Policy, Requeue, Run
 from testbed.workloads.files import JobSpec, Workload
 
 
@@ -64,6 +65,17 @@ class Switch:
     latency: float
 
 
+@dataclass(frozen=True)
+class OwnerStream:
+    """Workstation owners (COW §2.1): they arrive Poisson at ``rate`` (per s), each stays an
+    exponential time of mean ``mean_s`` (s) at a PE drawn uniformly from those without an owner
+    (an arrival finding every PE owned is dropped); every draw comes from ``seed``."""
+
+    rate: float
+    mean_s: float
+    seed: int = 1
+
+
 class Executor(Protocol):
     """What the driver needs from an executor.  Times are seconds on the run's clock."""
 
@@ -91,6 +103,11 @@ class Executor(Protocol):
 
     def kill(self, job: str) -> None:
         """Kill ``job`` (its limit expired); its end is reported by ``advance`` later."""
+        ...
+
+    def requeue(self, job: str) -> float:
+        """Kill ``job`` for good (an owner interrupted it; it will be launched again); the
+        seconds of execution lost."""
         ...
 
     def advance(self, until: float) -> list[Ended]:
@@ -145,8 +162,11 @@ class Driver:
                  config: dict[str, Any], job_timeout: float | None = None,
                  history: MemoryHistory | None = None, kill_at_estimate: bool = False,
                  run_id: str | None = None, flush_each: bool = True,
-                 observer: Observer | None = None) -> None:
+                 observer: Observer | None = None, owners: OwnerStream | None = None) -> None:
         self.workload = workload
+        self.owners = owners
+        self.owner_ends: list[tuple[float, int]] = []
+        self.owned: set[int] = set()
         self.observer = observer
         self.serving = observer is not None
         self.stopping = False
@@ -227,6 +247,13 @@ class Driver:
         timeslice = self.policy.timeslice
         next_tick = math.inf
         executor = self.executor
+        owners = self.owners
+        rng = random.Random(owners.seed if owners else 0)
+        next_owner = rng.expovariate(owners.rate) if owners else math.inf
+        visits = deque(self.workload.owners)
+        if visits and not self.policy.supports_owners:
+            raise ValueError(f"{self.workload.path}: owner lines need a scheduler with owners "
+                             f"(afcfs, lgfs), not {self.policy.name}")
         while True:
             executor.check()
             now = executor.now()
@@ -234,6 +261,16 @@ class Driver:
                 self.observer.poll(now)
                 if self.stopping:
                     return
+            while self.owner_ends and self.owner_ends[0][0] <= now:
+                self._owner_leaves(heapq.heappop(self.owner_ends)[1], now)
+            while visits and visits[0].arrival <= now:
+                visit = visits.popleft()
+                if visit.pe not in self.owned:
+                    self._owner_takes(visit.pe, visit.duration, now)
+            while next_owner <= now:
+                assert owners is not None
+                self._owner_arrives(rng, owners, now)
+                next_owner += rng.expovariate(owners.rate)
             while self.arrivals and self.arrivals[0][0] <= now:
                 due, _, spec = heapq.heappop(self.arrivals)
                 if spec.id not in self.cancelled:
@@ -253,7 +290,9 @@ class Driver:
             if (not self.serving and not self.arrivals and not self.successors_waiting()
                     and self.policy.idle()):
                 return
-            wake_at = min(next_tick, wake if wake is not None else math.inf,
+            wake_at = min(next_tick, wake if wake is not None else math.inf, next_owner,
+                          visits[0].arrival if visits else math.inf,
+                          self.owner_ends[0][0] if self.owner_ends else math.inf,
                           self.deadlines[0][0] if self.deadlines else math.inf,
                           self.arrivals[0][0] if self.arrivals else math.inf)
             ended = executor.advance(wake_at)
@@ -311,6 +350,28 @@ class Driver:
         """End a serving run at the next round: what is left is killed."""
         self.stopping = True
 
+    def _owner_arrives(self, rng: random.Random, owners: OwnerStream, now: float) -> None:
+        """An owner arrives at a PE without one (none free: the arrival is dropped)."""
+        assert self.log is not None
+        duration = rng.expovariate(1 / owners.mean_s)
+        free = [pe for pe in range(self.policy.config.pes) if pe not in self.owned]
+        if not free:
+            return
+        self._owner_takes(rng.choice(free), duration, now)
+
+    def _owner_takes(self, pe: int, duration: float, now: float) -> None:
+        assert self.log is not None
+        self.owned.add(pe)
+        heapq.heappush(self.owner_ends, (now + duration, pe))
+        self.log.emit("owner_start", now, pe=pe, duration=round(duration, 6))
+        self._apply(self.policy.owner_arrive(pe, now))
+
+    def _owner_leaves(self, pe: int, now: float) -> None:
+        assert self.log is not None
+        self.owned.discard(pe)
+        self.log.emit("owner_end", now, pe=pe)
+        self._apply(self.policy.owner_leave(pe, now))
+
     def successors_waiting(self) -> bool:
         """Whether some job still waits for its predecessor to end."""
         return any(self.successors.values())
@@ -349,6 +410,12 @@ class Driver:
                 self._launch(action)
             elif isinstance(action, Run):
                 self._switch(action, due)
+            elif isinstance(action, Requeue):
+                assert self.log is not None
+                lost = self.executor.requeue(action.job)
+                self.log.emit("interrupt", self.executor.now(), job=action.job, pe=action.pe,
+                              lost_s=round(lost, 6))
+                self.limits.pop(action.job, None)
 
     def _launch(self, action: Launch) -> None:
         assert self.log is not None

@@ -18,6 +18,9 @@ write the same kinds; events marked *emulation* below come only from real proces
   (sent to last signal delivered; the modeled switch cost when simulated), lag_us (sent minus
   due).  ``suspend`` / ``resume``: job.
 * ``limit``: job, limit (s): the job reached its runtime limit and is being killed.
+* ``owner_start``: pe, duration (s): a workstation owner took the PE (COW); ``owner_end``: pe.
+* ``interrupt``: job, pe, lost_s: an owner's arrival on ``pe`` killed the job; the seconds it
+  had run are lost and it waits to be launched again from the start (a new ``start``).
 * ``finish``: job, status (done, failed, killed, timeout), exit_code, reason, swap_in,
   swap_out (pages during its life; None when simulated), cpu_s (CPU seconds of all its ranks
   when simulated; None when emulated, where ``stats`` and ``counters`` carry them).
@@ -44,6 +47,9 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "suspend": "job",
     "resume": "job",
     "limit": "job limit",
+    "owner_start": "pe duration",
+    "owner_end": "pe",
+    "interrupt": "job pe lost_s",
     "finish": "job status exit_code reason swap_in swap_out cpu_s",
     "pids": "job pids after_s",
     "node_memory": "used_kib",

@@ -221,3 +221,16 @@ def test_service_benchmark_reports_overhead_and_throughput():
     assert out["overhead"]["mpirun_median_ms"] > 0 and out["overhead"]["mpiexec_median_ms"] > 0
     assert out["throughput"]["jobs"] == 4 and out["throughput"]["jobs_per_s"] > 0
     assert out["service_latency_ms"]["median"] > 0
+
+
+def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.cow", "--set", "1",
+                           "--replications", "2", "--jobs", "150", "--json", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300,
+                          check=True)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(r["policy"], r["inv_lambda_owner"]) for r in records] == [
+        (p, inv) for inv in (1.0, 0.8, 0.6, 0.4) for p in ("afcfs", "lgfs")]
+    for r in records:
+        assert r["rt"] > 0 and 0 < r["u"] <= 1 and r["restarts"] >= 0
+    assert (tmp_path / "cow-set1.png").exists()

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from testbed.policies.base import Action, JobRequest, Launch, Policy, Run
+from testbed.policies.base import Action, JobRequest, Launch, Policy, Requeue, Run
 from testbed.policies.config import MemoryAdmission, PolicyConfig, PrimeTime
 from testbed.policies.conservative import Conservative
+from testbed.policies.cow import Afcfs, Lgfs
 from testbed.policies.easy import Easy
 from testbed.policies.fcfs import Fcfs
 from testbed.policies.fcs import Fcs
@@ -14,7 +15,8 @@ from testbed.policies.local import Local
 from testbed.policies.prime import Prime
 
 POLICIES: dict[str, type[Policy]] = {
-    cls.name: cls for cls in (Fcfs, Gang, Local, Ics, Fcs, Easy, Conservative, Prime)}
+    cls.name: cls for cls in (Fcfs, Gang, Local, Ics, Fcs, Easy, Conservative, Prime,
+                              Afcfs, Lgfs)}
 
 
 def make_policy(name: str, config: PolicyConfig) -> Policy:
@@ -29,4 +31,4 @@ def make_policy(name: str, config: PolicyConfig) -> Policy:
 
 
 __all__ = ["POLICIES", "Action", "JobRequest", "Launch", "MemoryAdmission", "Policy",
-           "PolicyConfig", "PrimeTime", "Run", "make_policy"]
+           "PolicyConfig", "PrimeTime", "Requeue", "Run", "make_policy"]

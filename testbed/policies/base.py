@@ -59,7 +59,16 @@ class Run:
     slot: int | None
 
 
-Action = Launch | Run
+@dataclass(frozen=True)
+class Requeue:
+    """Kill ``job`` because an owner took its PE ``pe`` (COW): its work is lost and it will be
+    launched again from the start."""
+
+    job: str
+    pe: int
+
+
+Action = Launch | Run | Requeue
 
 
 class Policy:
@@ -81,6 +90,7 @@ class Policy:
     coscheduled = True
     simulable = True
     uses_estimates = False
+    supports_owners = False
     fixed_mpl: int | None = None
     time_sliced = True
     spin: Spin | None = None
@@ -166,6 +176,14 @@ class Policy:
         """Let a held job run again when the policy would run it."""
         self.held.discard(job)
         return self._run_if_changed()
+
+    def owner_arrive(self, pe: int, now: float) -> list[Action]:
+        """A workstation owner took ``pe`` at ``now`` (s); only COW policies have owners."""
+        raise NotImplementedError(f"the {self.name} scheduler has no workstation owners")
+
+    def owner_leave(self, pe: int, now: float) -> list[Action]:
+        """The owner of ``pe`` left at ``now`` (s)."""
+        raise NotImplementedError(f"the {self.name} scheduler has no workstation owners")
 
     def wake_at(self) -> float | None:
         """When (s) the policy next wants ``wake`` called regardless of events; None: never."""

@@ -68,6 +68,8 @@ class JobRow:
     limit: float | None = None
     source_id: int | None = None
     estimate: float | None = None
+    restarts: int = 0
+    lost_s: float = 0.0
 
     def finalize(self, compress: float) -> None:
         """Derive wait, runtime, response, dedicated, the slowdowns and the short/long group."""
@@ -110,8 +112,14 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
             rows[ev["job"]].status = "waiting"
             rows[ev["job"]].arrival = ev["due"]
         elif kind == "start":
-            rows[ev["job"]].start = ev["t"]
-            rows[ev["job"]].status = "running"
+            row = rows[ev["job"]]
+            if row.start is None:
+                row.start = ev["t"]
+            row.status = "running"
+        elif kind == "interrupt":
+            row = rows[ev["job"]]
+            row.restarts += 1
+            row.lost_s = round(row.lost_s + ev["lost_s"], 6)
         elif kind == "finish":
             row = rows[ev["job"]]
             row.end, row.status, row.exit_code = ev["t"], ev["status"], ev["exit_code"]
@@ -194,6 +202,8 @@ def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) ->
         "swap_in": sum(r.swap_in or 0 for r in rows),
         "swap_out": sum(r.swap_out or 0 for r in rows),
         "switches": len(switches),
+        "restarts": sum(r.restarts for r in rows),
+        "lost_s": round(sum(r.lost_s * r.size for r in rows), 6),
         "switch_latency_us": percentiles(switches),
         "oversubscribed": start["config"]["machine"]["oversubscribed"],
     }

@@ -35,11 +35,25 @@ def _runs(pes: tuple[int, ...]) -> list[tuple[int, int]]:
     return runs
 
 
+def _owner_visits(events: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
+    """Each workstation owner's visit (COW) as (PE, from, to)."""
+    end_of_run = max((ev["t"] for ev in events), default=0.0)
+    since: dict[int, float] = {}
+    visits = []
+    for ev in events:
+        if ev["event"] == "owner_start":
+            since[ev["pe"]] = ev["t"]
+        elif ev["event"] == "owner_end" and ev["pe"] in since:
+            visits.append((ev["pe"], since.pop(ev["pe"]), ev["t"]))
+    return visits + [(pe, t0, end_of_run) for pe, t0 in since.items()]
+
+
 def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
     """Draw PEs (rows split by matrix row) over time; suspended stretches are pale and
-    hatched.  One rectangle per interval and run of consecutive PEs, drawn as two collections
-    (running, suspended), so that a simulated run of thousands of jobs draws in seconds; jobs
-    are labelled and PEs named only while that stays legible."""
+    hatched; workstation owners' visits (COW) are black cross-hatched boxes over their PE.  One
+    rectangle per interval and run of consecutive PEs, drawn as collections, so that a
+    simulated run of thousands of jobs draws in seconds; jobs are labelled and PEs named only
+    while that stays legible."""
     start = next(ev for ev in events if ev["event"] == "run_start")
     mpl, pes = start["config"]["mpl"], start["config"]["machine"]["pes"]
     spans = intervals(events)
@@ -56,6 +70,11 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
         ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="white",
                                          linewidths=0.3, alpha=1.0 if running else 0.25,
                                          hatch=None if running else "//"))
+    visits = _owner_visits(events)
+    if visits:
+        ax.add_collection(PolyCollection(
+            [[(t0, pe), (t1, pe), (t1, pe + 1), (t0, pe + 1)] for pe, t0, t1 in visits],
+            facecolors="none", edgecolors="black", linewidths=0.8, hatch="xx"))
     firsts = {s.job: s for s in reversed(spans)}
     if len(firsts) <= LABELLED_JOBS:
         for span in firsts.values():

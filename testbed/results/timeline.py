@@ -31,26 +31,35 @@ def launched_stopped(events: list[dict[str, Any]]) -> set[str]:
 
 
 def intervals(events: list[dict[str, Any]]) -> list[Interval]:
-    """Every job's running and suspended intervals, in time order."""
+    """Every job's running and suspended intervals, in time order.  A job an owner interrupted
+    (COW) has one run per ``start``, each ended by its ``interrupt`` or the job's ``finish``."""
     end_of_run = max((ev["t"] for ev in events), default=0.0)
-    starts = {ev["job"]: ev for ev in events if ev["event"] == "start"}
-    changes: dict[str, list[tuple[float, bool]]] = {job: [] for job in starts}
-    finishes = {}
+    runs: dict[str, list[tuple[dict[str, Any], float | None]]] = {}
+    changes: dict[str, list[tuple[float, bool]]] = {}
     for ev in events:
-        if ev["event"] in ("suspend", "resume") and ev["job"] in changes:
-            changes[ev["job"]].append((ev["t"], ev["event"] == "resume"))
-        elif ev["event"] == "finish":
-            finishes[ev["job"]] = ev["t"]
+        kind = ev["event"]
+        if kind == "start":
+            runs.setdefault(ev["job"], []).append((ev, None))
+            changes.setdefault(ev["job"], [])
+        elif kind in ("interrupt", "finish") and runs.get(ev["job"]):
+            start, end = runs[ev["job"]][-1]
+            if end is None:
+                runs[ev["job"]][-1] = (start, ev["t"])
+        elif kind in ("suspend", "resume") and ev["job"] in changes:
+            changes[ev["job"]].append((ev["t"], kind == "resume"))
     stopped = launched_stopped(events)
     out = []
-    for job, start in starts.items():
-        flips = changes[job]
-        running = job not in stopped
-        since = start["t"]
-        for t, now_running in [*flips, (finishes.get(job, end_of_run), None)]:
-            if t > since:
-                out.append(Interval(job, tuple(start["pes"]), start["slot"], since, t, running))
-            since = t
-            if now_running is not None:
-                running = now_running
+    for job, job_runs in runs.items():
+        for start, end in job_runs:
+            stop = end_of_run if end is None else end
+            flips = [(t, r) for t, r in changes[job] if start["t"] <= t < stop]
+            running = job not in stopped or start is not job_runs[0][0]
+            since = start["t"]
+            for t, now_running in [*flips, (stop, None)]:
+                if t > since:
+                    out.append(Interval(job, tuple(start["pes"]), start["slot"], since, t,
+                                        running))
+                since = t
+                if now_running is not None:
+                    running = now_running
     return sorted(out, key=lambda i: (i.start, i.job))

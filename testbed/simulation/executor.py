@@ -20,6 +20,7 @@ an ulp, and a job stopped with an ulp of work left would end a whole round later
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,19 +46,23 @@ class _Job:
 
 class SimulationExecutor:
     """Runs modeled jobs; ``duration`` maps a job to the seconds of execution it needs, to
-    which ``launch_cost`` (s) is added."""
+    which ``launch_cost`` (s) is added.  A job launched again after an owner interrupted it
+    needs the same again, or, with ``redraw``, ``redraw(job)`` seconds (a fresh demand)."""
 
     kind = "simulation"
     cpus = None
 
     def __init__(self, duration: dict[str, float], switch_cost: float = 0.0,
-                 launch_cost: float = 0.0) -> None:
+                 launch_cost: float = 0.0,
+                 redraw: Callable[[str], float] | None = None) -> None:
         self.duration = duration
+        self.redraw = redraw
         self.switch_cost = switch_cost
         self.launch_cost = launch_cost
         self.clock = 0.0
         self.jobs: dict[str, _Job] = {}
         self.heap: list[tuple[float, int, int, str]] = []
+        self.lost_cpu: dict[str, float] = {}
         self.launched = 0
 
     def now(self) -> float:
@@ -74,6 +79,8 @@ class SimulationExecutor:
     def launch(self, spec: JobSpec, action: Launch) -> Ended | None:
         """Start the job's clock (running now, or stopped until its row comes)."""
         self.launched += 1
+        if self.redraw is not None and spec.id in self.lost_cpu:
+            self.duration[spec.id] = self.redraw(spec.id)
         job = self.jobs[spec.id] = _Job(spec.pes, self.duration[spec.id] + self.launch_cost,
                                         self.launched)
         if action.running:
@@ -113,14 +120,22 @@ class SimulationExecutor:
         heapq.heappush(self.heap, (self.clock, state.order, state.version, job))
         state.remaining = -1.0
 
+    def requeue(self, job: str) -> float:
+        """Drop ``job``'s run (an owner interrupted it); the seconds it had run, which count as
+        CPU time when it finally ends (repeated work, COW §3.2)."""
+        state = self.jobs.pop(job)
+        executed = state.executed + (self.clock - state.resumed_at if state.running else 0.0)
+        self.lost_cpu[job] = self.lost_cpu.get(job, 0.0) + executed * state.size
+        return executed
+
     def advance(self, until: float) -> list[Ended]:
         """Jump to the next job end if it comes no later than ``until`` (s; within ``TIE``) and
         return the jobs ending then (within ``TIE``); else jump to ``until`` and return
         nothing."""
         heap = self.heap
         while heap:
-            end_at, _, version, name = heap[0]
-            if not self._current(name, version):
+            end_at, order, version, name = heap[0]
+            if not self._current(name, order, version):
                 heapq.heappop(heap)
                 continue
             if end_at > until + TIE:
@@ -128,19 +143,20 @@ class SimulationExecutor:
             self.clock = max(self.clock, end_at)
             ended = []
             while heap and heap[0][0] <= end_at + TIE:
-                _, _, version, name = heapq.heappop(heap)
-                if self._current(name, version):
+                _, order, version, name = heapq.heappop(heap)
+                if self._current(name, order, version):
                     ended.append(self._ended(name, self.jobs[name]))
             return ended
         if until != float("inf"):
             self.clock = max(self.clock, until)
         return []
 
-    def _current(self, name: str, version: int) -> bool:
-        """Whether a heap entry is the job's live one: not left by a stop or a kill, and not
-        of a job that has ended already (a killed job's entries from before its kill)."""
+    def _current(self, name: str, order: int, version: int) -> bool:
+        """Whether a heap entry is the job's live one: not left by a stop or a kill, not of a
+        job that has ended already (a killed job's entries from before its kill), and not of an
+        earlier run of a job launched again (``order`` numbers launches)."""
         job = self.jobs.get(name)
-        return job is not None and job.version == version
+        return job is not None and job.order == order and job.version == version
 
     def _ended(self, name: str, job: _Job) -> Ended:
         del self.jobs[name]
@@ -148,7 +164,8 @@ class SimulationExecutor:
             return Ended(name, "timeout", None, "killed: ran past its limit", None, None,
                          round(job.executed * job.size, 6))
         job.executed += self.clock - job.resumed_at
-        return Ended(name, "done", 0, "", None, None, round(job.executed * job.size, 6))
+        cpu = job.executed * job.size + self.lost_cpu.pop(name, 0.0)
+        return Ended(name, "done", 0, "", None, None, round(cpu, 6))
 
     def end(self, status: str) -> tuple[list[Ended], int]:
         """Nothing is left at the end of a complete run; an interrupted one has no processes."""

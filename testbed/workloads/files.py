@@ -11,6 +11,8 @@
 * ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
   ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m testbed.jobs.bsp ARGS...``,
   which inherits the run's timeslice unless ARGS set ``--timeslice``.
+* ``owner ARRIVAL PE DURATION``: a workstation owner takes PE from ARRIVAL for DURATION
+  seconds (COW; the ``afcfs`` and ``lgfs`` schedulers), interrupting a gang running there.
 * ``#`` starts a comment.  A comment ``# testbed: key=value ...`` carries metadata; ``compress``
   (the time-compression factor) sets the short/long and bounded-slowdown thresholds.
 """
@@ -61,13 +63,37 @@ class JobSpec:
     job_class: str = ""
 
 
+@dataclass(frozen=True)
+class Owner:
+    """A workstation owner's visit (COW): from ``arrival`` for ``duration`` seconds on ``pe``
+    (from line ``line``)."""
+
+    arrival: float
+    pe: int
+    duration: float
+    line: int = 0
+
+
+def parse_owner(path: str, line: int, words: list[str]) -> Owner:
+    """An ``owner ARRIVAL PE DURATION`` line (``words`` after ``owner``)."""
+    if len(words) != 3:
+        raise WorkloadError(path, line, "owner", "expected: owner ARRIVAL PE DURATION")
+    arrival = _number(path, line, "arrival", words[0], 0.0, strict=False)
+    if not words[1].isdigit():
+        raise WorkloadError(path, line, "pe", f"not a PE number: {words[1]!r}")
+    duration = _number(path, line, "duration", words[2], 0.0, strict=True)
+    return Owner(arrival, int(words[1]), duration, line)
+
+
 @dataclass
 class Workload:
-    """The jobs of a workload file, sorted by arrival, with its metadata."""
+    """The jobs of a workload file, sorted by arrival, with its metadata and its workstation
+    owners (``owner`` lines: arrival, PE and duration, seconds; COW)."""
 
     path: str
     jobs: list[JobSpec]
     meta: dict[str, str] = field(default_factory=dict)
+    owners: list[Owner] = field(default_factory=list)
 
     @property
     def compress(self) -> float:
@@ -80,6 +106,10 @@ class Workload:
             if job.pes > pes:
                 raise WorkloadError(self.path, job.line, "pes",
                                     f"{job.pes} PEs requested but the machine has {pes}")
+        for owner in self.owners:
+            if owner.pe >= pes:
+                raise WorkloadError(self.path, owner.line, "pe",
+                                    f"PE {owner.pe} but the machine has PEs 0-{pes - 1}")
 
 
 class _BspArgs(argparse.ArgumentParser):
@@ -207,9 +237,14 @@ def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
     jobs: list[JobSpec] = []
     meta: dict[str, str] = {}
     ids: set[int] = set()
+    owners: list[Owner] = []
     for number, text in enumerate(lines, start=1):
         if text.lstrip().startswith("#"):
             meta.update(_meta(text))
+            continue
+        words = text.split()
+        if words[:1] == ["owner"]:
+            owners.append(parse_owner(name, number, words[1:]))
             continue
         job = parse_line(name, number, text, f"j{len(jobs) + 1}", timeslice)
         if job is None:
@@ -222,4 +257,4 @@ def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
     if "compress" in meta:
         _number(name, 0, "compress", meta["compress"], 0.0, strict=True)
     jobs.sort(key=arrival_order)
-    return Workload(name, jobs, meta)
+    return Workload(name, jobs, meta, sorted(owners, key=lambda o: o.arrival))
