@@ -56,7 +56,6 @@ from testbed.results.top import follow
 from testbed.results.trace import write_trace
 from testbed.service.client import NoService, socket_path
 from testbed.service.client import request as client_request
-from testbed.service.mpirun import mpirun_main
 from testbed.service.protocol import (
     Cancel,
     Queue,
@@ -824,9 +823,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``testbed`` command; returns the exit code."""
-    words = sys.argv[1:] if argv is None else argv
-    if words[:1] in (["mpirun"], ["mpiexec"]):
-        return mpirun_main(words[1:], words[0])
     args = build_parser().parse_args(argv)
     if getattr(args, "command", None) and args.command[:1] == ["--"]:
         args.command = args.command[1:]
