@@ -77,9 +77,11 @@ class OwnerStream:
 
 
 class Executor(Protocol):
-    """What the driver needs from an executor.  Times are seconds on the run's clock."""
+    """What the driver needs from an executor.  Times are seconds on the run's clock.
+    ``cpus`` maps PEs to the CPUs ranks are pinned to, None when nothing is pinned."""
 
     kind: str
+    cpus: tuple[int, ...] | list[int] | None
 
     def now(self) -> float:
         """The run's clock (s since the run started)."""
@@ -189,7 +191,6 @@ class Driver:
         self.slot_seen: int | None = None
         self.seq = 0
         self.log: EventLog | None = None
-        self.started_jobs: set[str] = set()
         self.ended_jobs: set[str] = set()
         self.arrived_at: dict[str, float] = {}
         self.started_at: dict[str, float] = {}
@@ -321,9 +322,9 @@ class Driver:
         ``cancelled``, ``killing`` or ``unknown`` (no such job, or it has ended)."""
         assert self.log is not None
         now = self.executor.now()
-        if job in self.specs and job in self.ended_jobs:
+        if job in self.ended_jobs:
             return "unknown"
-        if job in self.started_jobs:
+        if job in self.started_at:
             kill(job)
             return "killing"
         actions = self.policy.cancel(job, now)
@@ -341,7 +342,7 @@ class Driver:
 
     def hold(self, job: str, held: bool) -> bool:
         """Suspend (``held``) or resume a started job; False if it is not running."""
-        if job not in self.started_jobs or job in self.ended_jobs:
+        if job not in self.started_at or job in self.ended_jobs:
             return False
         self._apply(self.policy.hold(job) if held else self.policy.release(job))
         return True
@@ -422,23 +423,18 @@ class Driver:
         spec = self.specs[action.job]
         now = self.executor.now()
         self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
-                      cpus=self.executor_cpus(action.pes))
+                      cpus=None if self.executor.cpus is None
+                      else [self.executor.cpus[pe] for pe in action.pes])
         limit = self._limit(spec)
         if limit is not None:
             self.limits[spec.id] = limit
             heapq.heappush(self.deadlines, (now + limit, spec.id))
-        self.started_jobs.add(spec.id)
         self.started_at[spec.id] = now
         failed = self.executor.launch(spec, action)
         if self.observer is not None:
             self.observer.started(spec.id)
         if failed is not None:
             self._ended(failed)
-
-    def executor_cpus(self, pes: tuple[int, ...]) -> list[int] | None:
-        """The CPUs of ``pes`` when the executor pins ranks to CPUs, else None."""
-        cpus = getattr(self.executor, "cpus", None)
-        return [cpus[pe] for pe in pes] if cpus is not None else None
 
     def _limit(self, spec: JobSpec) -> float | None:
         """The job's runtime limit (s): its ``limit=``, else its estimate when jobs are killed

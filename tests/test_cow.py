@@ -112,3 +112,10 @@ def test_owner_lines_are_refused_by_other_schedulers_and_by_emulation(tmp_path):
         assert done.returncode == 2
         assert "owner" in done.stderr
         assert not (tmp_path / "r").exists()
+
+
+def test_a_suspended_gang_runs_again_on_resume():
+    policy = _policy("lgfs")
+    policy.arrive(JobRequest("a", 2, 0), 0)
+    assert policy.hold("a")[0].jobs == frozenset()
+    assert policy.release("a")[0].jobs == {"a"}

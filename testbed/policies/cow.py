@@ -21,7 +21,7 @@ interrupted):
 
 from __future__ import annotations
 
-from testbed.policies.base import Action, JobRequest, Launch, Policy, Requeue, Run
+from testbed.policies.base import Action, JobRequest, Launch, Policy, Requeue
 from testbed.policies.config import PolicyConfig
 
 
@@ -112,15 +112,9 @@ class Cow(Policy):
                 if job in self.interrupted:
                     self.interrupted.remove(job)
                 launches.append(Launch(job, 0, pes))
-        self.current = frozenset(self.matrix.placed)
+        if launches:
+            self.current = frozenset(self.matrix.placed) - self.held
         return launches
-
-    def running(self) -> frozenset[str]:
-        """The gangs placed now."""
-        return frozenset(self.matrix.placed)
-
-    def _run_if_changed(self) -> list[Action]:
-        return [] if not self.held else [Run(self.running() - self.held, None)]
 
 
 class Afcfs(Cow):

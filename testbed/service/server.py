@@ -213,7 +213,6 @@ class Service:
         if client.conn.fileno() < 0:
             return
         try:
-            client.conn.setblocking(True)
             client.conn.settimeout(5.0)
             protocol.send(client.conn, reply)
             client.conn.setblocking(False)
