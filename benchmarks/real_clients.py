@@ -20,7 +20,7 @@ and min/max over repeats, and the ratios of the medians to gang's.  The targets 
 shown beside them without a target.  ``--quick`` runs tiny sweeps to show that it works; its
 figures mean nothing.
 
-Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers fcfs,gang,local,ics,fcs]
+Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers fcfs,gang,...]
 [--programs osu_alltoall,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats 3]
 [--timeslice 0.2] [--spin S] [--job-timeout S] [--from RUNS] [--runs DIR] [--out FILE|-]``
 """
@@ -41,9 +41,10 @@ from benchmarks.harness import default_out, host, jobs, median, run_workload, ta
 from testbed.emulation import build
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import mpicc
+from testbed.policies import POLICIES
 
 CLIENTS = Path(__file__).parent / "clients"
-SCHEDULERS = ("fcfs", "gang", "local", "ics", "fcs")
+SCHEDULERS = tuple(POLICIES)
 KIB = 1024
 MPL = 2
 COPIES = 2
@@ -282,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="unmodified MPI programs under every scheduler")
     p.add_argument("--quick", action="store_true", help="tiny sweeps: shows that it works")
     p.add_argument("--schedulers", type=lambda t: _names(t, SCHEDULERS, "schedulers"),
-                   default=list(SCHEDULERS), help="comma-separated, default all five")
+                   default=list(SCHEDULERS), help="comma-separated, default all")
     p.add_argument("--programs", type=lambda t: _names(t, tuple(PROGRAMS), "programs"),
                    default=list(PROGRAMS), help="comma-separated, default all four")
     p.add_argument("--repeats", type=int, default=3, help="runs of each case (>= 1)")
