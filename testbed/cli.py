@@ -249,6 +249,25 @@ def _with_estimates(workload: Workload, how: str) -> Workload:
     return dataclasses.replace(workload, jobs=jobs)
 
 
+def _check_owners(args: argparse.Namespace, schedulers: list[str], workload: Workload) -> None:
+    """Refuse owners (``--owners`` or owner lines) under a scheduler without them."""
+    for scheduler in schedulers:
+        if POLICIES[scheduler].supports_owners:
+            continue
+        if getattr(args, "owners", None) is not None:
+            raise UsageError(f"--owners: the {scheduler} scheduler has no workstation owners "
+                             "(afcfs and lgfs have)")
+        if workload.owners:
+            raise UsageError(f"{workload.path}:{workload.owners[0].line}: owner lines need a "
+                             f"scheduler with workstation owners (afcfs, lgfs), not {scheduler}")
+
+
+def _owner_stream(args: argparse.Namespace) -> OwnerStream | None:
+    """The ``--owners`` stream, if given."""
+    rate_mean = getattr(args, "owners", None)
+    return None if rate_mean is None else OwnerStream(*rate_mean, seed=args.owner_seed)
+
+
 def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Machine,
                      mpi: MpiInfo, args: argparse.Namespace, run_dir: Path, run_id: str,
                      node_memory: NodeCgroups | None, swap: SwapFile | None,
@@ -271,6 +290,9 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         "memory_history": str(args.memory_history) if args.memory_history else None,
         "swap": swap.describe() if swap else None,
     }
+    owners = _owner_stream(args)
+    if owners is not None:
+        config["owners"] = dataclasses.asdict(owners)
     executor = EmulationExecutor(policy, machine, mpi, run_dir, run_id, library, node_memory,
                                  swap)
     service = None
@@ -279,7 +301,7 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         config["service"] = {"socket": str(listening[1])}
     driver = Driver(_with_estimates(workload, args.estimates), policy, executor, run_dir,
                     config, args.job_timeout, args.history, _kills_at_estimate(policy, args),
-                    run_id, observer=service)
+                    run_id, observer=service, owners=owners)
     if service is not None:
         service.attach(driver)
     try:
@@ -312,6 +334,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run a workload under one scheduler and print its table."""
     machine = _check_common(args, [args.scheduler])
     workload = _load(args.workload, args.timeslice, machine)
+    _check_owners(args, [args.scheduler], workload)
     run_dir = _new_run_dir(args.out, args.scheduler)
     viewer = None
     if args.live:
@@ -346,16 +369,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                          "communicate and share CPUs, which this policy depends on; emulate it "
                          "with testbed run (simulable: " + ", ".join(
                              sorted(n for n, c in POLICIES.items() if c.simulable)) + ")")
-    owners = None
-    if args.owners is not None:
-        if not policy.supports_owners:
-            raise UsageError(f"--owners: the {args.scheduler} scheduler has no workstation "
-                             "owners (afcfs and lgfs have)")
-        owners = OwnerStream(*args.owners, seed=args.owner_seed)
     workload = _with_estimates(_simulated_workload(args, pes), args.estimates)
-    if workload.owners and not policy.supports_owners:
-        raise UsageError(f"{args.workload}: owner lines need a scheduler with workstation "
-                         f"owners (afcfs, lgfs), not {args.scheduler}")
+    _check_owners(args, [args.scheduler], workload)
+    owners = _owner_stream(args)
     run_dir = _new_run_dir(args.out, f"sim-{args.scheduler}")
     durations = {job.id: job.work for job in workload.jobs if job.work is not None}
     config = {**_base_config(args.scheduler, policy, workload, args),
@@ -495,6 +511,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError("--schedulers names no scheduler")
     machine = _check_common(args, schedulers)
     workload = _load(args.workload, args.timeslice, machine)
+    _check_owners(args, schedulers, workload)
     out = _new_run_dir(args.out, "compare")
     summaries = {}
     for scheduler in schedulers:
@@ -646,9 +663,6 @@ def _load(path: str, timeslice: float, machine: Machine) -> Workload:
         raise UsageError(str(err)) from None
     if not workload.jobs:
         raise UsageError(f"{path}: no jobs")
-    if workload.owners:
-        raise UsageError(f"{path}:{workload.owners[0].line}: owner lines are simulated only for "
-                         "now (testbed simulate); owners on real processes are not built yet")
     return workload
 
 
@@ -656,6 +670,7 @@ def _setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload")
     p.add_argument("--scheduler", default="gang", help=f"one of {', '.join(sorted(POLICIES))}")
     p.add_argument("--live", action="store_true", help="show the live view while it runs")
+    _owner_options(p)
     _scheduler_options(p)
 
 
@@ -669,6 +684,13 @@ def _owners(text: str) -> tuple[float, float]:
     return rate, mean
 
 
+def _owner_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--owners", type=_owners, default=None, metavar="RATE:MEAN",
+                   help="workstation owners (afcfs, lgfs): Poisson arrivals at RATE per second, "
+                        "each staying an exponential time of mean MEAN seconds (COW)")
+    p.add_argument("--owner-seed", type=int, default=1, help="seed of the owner stream")
+
+
 def _setup_simulate(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a workload file (every job with a work) or an SWF trace")
     p.add_argument("--scheduler", default="gang",
@@ -680,10 +702,7 @@ def _setup_simulate(p: argparse.ArgumentParser) -> None:
                    help="seconds each job needs beyond its work to start (default 0)")
     p.add_argument("--uncompress", action="store_true",
                    help="undo the workload's time compression (compress= in its header)")
-    p.add_argument("--owners", type=_owners, default=None, metavar="RATE:MEAN",
-                   help="workstation owners (afcfs, lgfs): Poisson arrivals at RATE per second, "
-                        "each staying an exponential time of mean MEAN seconds (COW)")
-    p.add_argument("--owner-seed", type=int, default=1, help="seed of the owner stream")
+    _owner_options(p)
     _policy_options(p)
 
 

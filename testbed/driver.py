@@ -107,9 +107,17 @@ class Executor(Protocol):
         """Kill ``job`` (its limit expired); its end is reported by ``advance`` later."""
         ...
 
-    def requeue(self, job: str) -> float:
+    def requeue(self, job: str) -> tuple[float, float | None]:
         """Kill ``job`` for good (an owner interrupted it; it will be launched again); the
-        seconds of execution lost."""
+        seconds it had run and the CPU seconds its ranks used (None when unknown)."""
+        ...
+
+    def owner_start(self, pe: int, duration: float) -> None:
+        """A workstation owner takes ``pe`` for ``duration`` s (its job starts at once)."""
+        ...
+
+    def owner_end(self, pe: int) -> None:
+        """The owner of ``pe`` leaves (its job ends)."""
         ...
 
     def advance(self, until: float) -> list[Ended]:
@@ -365,12 +373,14 @@ class Driver:
         self.owned.add(pe)
         heapq.heappush(self.owner_ends, (now + duration, pe))
         self.log.emit("owner_start", now, pe=pe, duration=round(duration, 6))
+        self.executor.owner_start(pe, duration)
         self._apply(self.policy.owner_arrive(pe, now))
 
     def _owner_leaves(self, pe: int, now: float) -> None:
         assert self.log is not None
         self.owned.discard(pe)
         self.log.emit("owner_end", now, pe=pe)
+        self.executor.owner_end(pe)
         self._apply(self.policy.owner_leave(pe, now))
 
     def successors_waiting(self) -> bool:
@@ -413,9 +423,9 @@ class Driver:
                 self._switch(action, due)
             elif isinstance(action, Requeue):
                 assert self.log is not None
-                lost = self.executor.requeue(action.job)
+                lost, cpu = self.executor.requeue(action.job)
                 self.log.emit("interrupt", self.executor.now(), job=action.job, pe=action.pe,
-                              lost_s=round(lost, 6))
+                              lost_s=round(lost, 6), cpu_s=cpu)
                 self.limits.pop(action.job, None)
 
     def _launch(self, action: Launch) -> None:

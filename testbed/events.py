@@ -49,7 +49,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "limit": "job limit",
     "owner_start": "pe duration",
     "owner_end": "pe",
-    "interrupt": "job pe lost_s",
+    "interrupt": "job pe lost_s cpu_s",
     "finish": "job status exit_code reason swap_in swap_out cpu_s",
     "pids": "job pids after_s",
     "node_memory": "used_kib",

@@ -102,11 +102,15 @@ def test_a_random_owner_stream_is_seeded(tmp_path):
     assert runs[0]
 
 
-def test_owner_lines_are_refused_by_other_schedulers_and_by_emulation(tmp_path):
+def test_owners_are_refused_by_schedulers_without_them(tmp_path):
     path = tmp_path / "w.txt"
     path.write_text("0 1 bsp --work 1\nowner 0.5 0 1\n")
+    plain = tmp_path / "plain.txt"
+    plain.write_text("0 1 bsp --work 1\n")
     for command in (["simulate", str(path), "--scheduler", "gang"],
-                    ["run", str(path), "--scheduler", "afcfs"]):
+                    ["run", str(path), "--scheduler", "gang"],
+                    ["run", str(plain), "--scheduler", "fcfs", "--owners", "1:1"],
+                    ["compare", str(path), "--schedulers", "afcfs,gang"]):
         done = subprocess.run([*TESTBED, *command, "--out", str(tmp_path / "r")],
                               capture_output=True, text=True, timeout=120)
         assert done.returncode == 2

@@ -93,6 +93,10 @@ class EmulationExecutor:
         self.wake: tuple[socket.socket, socket.socket] | None = None
         self.old_wakeup = -1
         self.old_handlers: dict[int, Any] = {}
+        self.env = env
+        self.owners: dict[int, subprocess.Popen[bytes]] = {}
+        self.ran: dict[str, float] = {}
+        self.running_since: dict[str, float] = {}
 
     def now(self) -> float:
         """Seconds since the run started (monotonic)."""
@@ -173,6 +177,9 @@ class EmulationExecutor:
                         spec.env, spec.cwd)
         leader_last = sorted(self.nms, key=lambda nm: action.pes[0] in nm.node.pes)
         replies = [reply for nm in leader_last for reply in nm.handle(msg)]
+        self.ran[spec.id] = 0.0
+        if action.running:
+            self.running_since[spec.id] = self.now()
         for nm in self.nms:
             fd = nm.launcher_fd(spec.id)
             if fd is not None:
@@ -190,14 +197,69 @@ class EmulationExecutor:
         everything = self._broadcast(Heartbeat(self.seq, slot, jobs, self.now()))
         self._log_changes(everything)
         replies = [r for r in everything if isinstance(r, SwitchDone)]
-        return Switch(tuple(sorted({j for r in replies for j in r.stopped})),
-                      tuple(sorted({j for r in replies for j in r.continued})),
-                      max((r.latency for r in replies), default=0.0))
+        change = Switch(tuple(sorted({j for r in replies for j in r.stopped})),
+                        tuple(sorted({j for r in replies for j in r.continued})),
+                        max((r.latency for r in replies), default=0.0))
+        now = self.now()
+        for job in change.stopped:
+            if job in self.running_since:
+                self.ran[job] += now - self.running_since.pop(job)
+        for job in change.continued:
+            self.running_since.setdefault(job, now)
+        return change
 
     def kill(self, job: str, reason: str = "timeout") -> None:
         """Kill ``job``'s ranks: it ran past its limit (``timeout``), or ``reason`` (it ends
         ``killed`` with it)."""
         self._broadcast(KillJob(job, reason))
+
+    def requeue(self, job: str) -> tuple[float, float | None]:
+        """Kill ``job``'s ranks for good because an owner interrupted it (it will be launched
+        again from scratch): wait for its launcher, sweep its ranks, forget the attempt.
+        Returns the seconds it had run (wall clock, stopped time excluded) and the CPU seconds
+        its ranks used (None if none was found)."""
+        lost = self._ran(job)
+        for nm in self.nms:
+            nm.sample()
+        self._broadcast(KillJob(job, "interrupted by an owner"))
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        for nm in self.nms:
+            fd = nm.launcher_fd(job)
+            if fd is None:
+                continue
+            self.selector.unregister(fd)
+            with selectors.DefaultSelector() as ready:
+                ready.register(fd, selectors.EVENT_READ)
+                ready.select(max(0.0, deadline - time.monotonic()))
+            nm.reap(job)
+        ranks = [values for reply in self._broadcast(Release(job))
+                 if isinstance(reply, JobCounters) for values in reply.ranks.values()]
+        self.swap_at_start.pop(job, None)
+        (self.run_dir / "jobs" / f"{job}.stats.jsonl").unlink(missing_ok=True)
+        cpu = [r["cpu_s"] for r in ranks if r.get("cpu_s") is not None]
+        return lost, round(sum(cpu), 6) if cpu else None
+
+    def _ran(self, job: str) -> float:
+        """Seconds ``job`` has run so far (its stopped time excluded); forgets it."""
+        since = self.running_since.pop(job, None)
+        return self.ran.pop(job, 0.0) + (self.now() - since if since is not None else 0.0)
+
+    def owner_start(self, pe: int, duration: float) -> None:
+        """An owner's job (COW): a CPU-bound process pinned to ``pe``'s CPU, which stops by
+        itself after ``duration`` s if ``owner_end`` has not killed it before."""
+        self.owner_end(pe)
+        argv = [sys.executable, "-m", "testbed.emulation.owner", f"{duration:.6f}"]
+        proc = subprocess.Popen(argv, env=self.env, stdin=subprocess.DEVNULL,
+                                start_new_session=True)
+        procs.pin(proc.pid, self.machine.cpus[pe])
+        self.owners[pe] = proc
+
+    def owner_end(self, pe: int) -> None:
+        """Kill the owner process of ``pe``, if any, and reap it."""
+        proc = self.owners.pop(pe, None)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
 
     def watch(self, fileobj: Any, callback: Callable[[], None]) -> None:
         """Call ``callback`` whenever ``fileobj`` is readable (while ``advance`` waits)."""
@@ -240,6 +302,7 @@ class EmulationExecutor:
         if stats.exists():
             records = [json.loads(line) for line in stats.read_text().splitlines() if line]
             self.log.emit("stats", now, job=term.job, ranks=records)
+        self._ran(term.job)
         counters = self._release(term.job, now)
         peaks = [r["peak_rss_kib"] for r in records or counters.values()]
         return Ended(term.job, status or term.status, term.exit_code, term.reason,
@@ -267,6 +330,8 @@ class EmulationExecutor:
                 name = signal.Signals(self.interrupted).name if self.interrupted else "unknown"
                 self.log.emit("interrupted", self.now(), signal=name)
             self._broadcast(Shutdown(f"run {status}"))
+            for pe in list(self.owners):
+                self.owner_end(pe)
             deadline = time.monotonic() + SHUTDOWN_GRACE
             ended = []
             for nm in self.nms:

@@ -218,7 +218,7 @@ class NodeManager:
         argv = [self.mpiexec, "-n", str(len(msg.pes)), "-bind-to", f"user:{cpus}", *preload,
                 *msg.argv]
         try:
-            with open(msg.stdout, "wb") as out, open(msg.stderr, "wb") as err:
+            with open(msg.stdout, "ab") as out, open(msg.stderr, "ab") as err:
                 job.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                              stderr=err, start_new_session=True, cwd=msg.cwd)
         except OSError as exc:

@@ -100,6 +100,7 @@ def compression(events: list[dict[str, Any]]) -> float:
 def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
     """One row per job of the workload, in workload order, from the event log."""
     rows: dict[str, JobRow] = {}
+    lost_cpu: dict[str, float] = {}
     compress = compression(events)
     for ev in events:
         kind = ev["event"]
@@ -120,6 +121,7 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
             row = rows[ev["job"]]
             row.restarts += 1
             row.lost_s = round(row.lost_s + ev["lost_s"], 6)
+            lost_cpu[ev["job"]] = lost_cpu.get(ev["job"], 0.0) + (ev.get("cpu_s") or 0.0)
         elif kind == "finish":
             row = rows[ev["job"]]
             row.end, row.status, row.exit_code = ev["t"], ev["status"], ev["exit_code"]
@@ -138,6 +140,8 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
         elif kind == "counters" and not rows[ev["job"]].measured_by_benchmark:
             _usage(rows[ev["job"]], list(ev["ranks"].values()))
     for row in rows.values():
+        if row.cpu_s is not None and row.id in lost_cpu:
+            row.cpu_s = round(row.cpu_s + lost_cpu[row.id], 6)
         row.finalize(compress)
     return list(rows.values())
 

@@ -48,9 +48,22 @@ def _owner_visits(events: list[dict[str, Any]]) -> list[tuple[int, float, float]
     return visits + [(pe, t0, end_of_run) for pe, t0 in since.items()]
 
 
+def _interruptions(events: list[dict[str, Any]]) -> list[tuple[float, tuple[int, ...]]]:
+    """Each run an owner interrupted (COW) as (time, the run's PEs)."""
+    pes: dict[str, tuple[int, ...]] = {}
+    cuts = []
+    for ev in events:
+        if ev["event"] == "start":
+            pes[ev["job"]] = tuple(ev["pes"])
+        elif ev["event"] == "interrupt":
+            cuts.append((ev["t"], pes.get(ev["job"], (ev["pe"],))))
+    return cuts
+
+
 def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
     """Draw PEs (rows split by matrix row) over time; suspended stretches are pale and
-    hatched; workstation owners' visits (COW) are black cross-hatched boxes over their PE.  One
+    hatched; workstation owners' visits (COW) are black cross-hatched boxes over their PE, and
+    a run they interrupted ends in a red bar (the job's next run is its restart).  One
     rectangle per interval and run of consecutive PEs, drawn as collections, so that a
     simulated run of thousands of jobs draws in seconds; jobs are labelled and PEs named only
     while that stays legible."""
@@ -75,11 +88,15 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
         ax.add_collection(PolyCollection(
             [[(t0, pe), (t1, pe), (t1, pe + 1), (t0, pe + 1)] for pe, t0, t1 in visits],
             facecolors="none", edgecolors="black", linewidths=0.8, hatch="xx"))
-    firsts = {s.job: s for s in reversed(spans)}
-    if len(firsts) <= LABELLED_JOBS:
-        for span in firsts.values():
-            ax.text(span.start, span.pes[0] + (span.slot + 0.5) / mpl, span.job, fontsize=6,
-                    va="center")
+    for t, cut in _interruptions(events):
+        for first, count in _runs(cut):
+            ax.vlines(t, first, first + count, colors="red", linewidths=2)
+    starts = {(ev["job"], ev["t"]) for ev in events if ev["event"] == "start"}
+    runs = [s for s in spans if (s.job, s.start) in starts]
+    if len(runs) <= LABELLED_JOBS:
+        for span in runs:
+            ax.text(span.start, span.pes[0] + (span.slot + 0.5) / mpl, f" {span.job}",
+                    fontsize=6, va="center")
     ax.set_xlim(0, max((s.end for s in spans), default=1.0) or 1.0)
     ax.set_ylim(0, pes)
     if pes <= NAMED_PES:

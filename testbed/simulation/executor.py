@@ -62,7 +62,7 @@ class SimulationExecutor:
         self.clock = 0.0
         self.jobs: dict[str, _Job] = {}
         self.heap: list[tuple[float, int, int, str]] = []
-        self.lost_cpu: dict[str, float] = {}
+        self.interrupted: set[str] = set()
         self.launched = 0
 
     def now(self) -> float:
@@ -79,7 +79,7 @@ class SimulationExecutor:
     def launch(self, spec: JobSpec, action: Launch) -> Ended | None:
         """Start the job's clock (running now, or stopped until its row comes)."""
         self.launched += 1
-        if self.redraw is not None and spec.id in self.lost_cpu:
+        if self.redraw is not None and spec.id in self.interrupted:
             self.duration[spec.id] = self.redraw(spec.id)
         job = self.jobs[spec.id] = _Job(spec.pes, self.duration[spec.id] + self.launch_cost,
                                         self.launched)
@@ -120,13 +120,19 @@ class SimulationExecutor:
         heapq.heappush(self.heap, (self.clock, state.order, state.version, job))
         state.remaining = -1.0
 
-    def requeue(self, job: str) -> float:
-        """Drop ``job``'s run (an owner interrupted it); the seconds it had run, which count as
-        CPU time when it finally ends (repeated work, COW §3.2)."""
+    def requeue(self, job: str) -> tuple[float, float | None]:
+        """Drop ``job``'s run (an owner interrupted it); the seconds it had run and the CPU
+        seconds its ranks used (repeated work, COW §3.2)."""
         state = self.jobs.pop(job)
+        self.interrupted.add(job)
         executed = state.executed + (self.clock - state.resumed_at if state.running else 0.0)
-        self.lost_cpu[job] = self.lost_cpu.get(job, 0.0) + executed * state.size
-        return executed
+        return executed, round(executed * state.size, 6)
+
+    def owner_start(self, pe: int, duration: float) -> None:
+        """Owners cost nothing here: the policy keeps gangs off their PEs."""
+
+    def owner_end(self, pe: int) -> None:
+        """Nothing to stop (owners are not modelled as work)."""
 
     def advance(self, until: float) -> list[Ended]:
         """Jump to the next job end if it comes no later than ``until`` (s; within ``TIE``) and
@@ -164,8 +170,7 @@ class SimulationExecutor:
             return Ended(name, "timeout", None, "killed: ran past its limit", None, None,
                          round(job.executed * job.size, 6))
         job.executed += self.clock - job.resumed_at
-        cpu = job.executed * job.size + self.lost_cpu.pop(name, 0.0)
-        return Ended(name, "done", 0, "", None, None, round(cpu, 6))
+        return Ended(name, "done", 0, "", None, None, round(job.executed * job.size, 6))
 
     def end(self, status: str) -> tuple[list[Ended], int]:
         """Nothing is left at the end of a complete run; an interrupted one has no processes."""
