@@ -234,3 +234,15 @@ def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
     for r in records:
         assert r["rt"] > 0 and 0 < r["u"] <= 1 and r["restarts"] >= 0
     assert (tmp_path / "cow-set1.png").exists()
+
+
+def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.cow_emulated", "--gangs", "2",
+                           "--owners", "1:0.3", "--json", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300, check=True)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["policy"] for r in records] == ["afcfs", "lgfs"]
+    for r in records:
+        assert r["events"] >= 4 and r["rt_emulated"] > 0 and r["rt_simulated"] > 0
+    assert (tmp_path / "lgfs" / "gantt.png").exists()
+    assert (tmp_path / "sim-afcfs" / "gantt.png").exists()

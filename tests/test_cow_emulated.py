@@ -9,6 +9,7 @@ from conftest import PROGRAMS, events, jobs_csv, run_id, run_processes, run_test
 
 from testbed.events import read_events
 from testbed.machine import build_machine
+from testbed.results.trace import build_trace
 
 ORDERED = ("start", "interrupt", "owner_start", "owner_end", "finish")
 
@@ -53,4 +54,7 @@ def test_nothing_of_an_interrupted_gang_is_left_and_the_owner_is_pinned(tmp_path
                            ("start", "j2"), ("finish", "j2"), ("owner_end", 1), ("start", "j1"),
                            ("finish", "j1")]
     assert len([ev for ev in evs if ev["event"] == "pids" and ev["job"] == "j1"]) == 2
+    marks = [(e["name"], e["tid"]) for e in build_trace(evs)["traceEvents"]
+             if e.get("cat") == "owner"]
+    assert sorted(marks) == [("interrupted", 0), ("interrupted", 1), ("owner", 1)]
     assert run_processes(run_id(out)) == []

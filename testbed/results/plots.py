@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
 from matplotlib.collections import PolyCollection  # noqa: E402
 
 from testbed.results.metrics import JobRow, job_rows  # noqa: E402
-from testbed.results.timeline import intervals  # noqa: E402
+from testbed.results.timeline import interruptions, intervals, owner_visits  # noqa: E402
 
 LABELLED_JOBS = 150
 NAMED_PES = 32
@@ -33,31 +33,6 @@ def _runs(pes: tuple[int, ...]) -> list[tuple[int, int]]:
         else:
             runs.append((pe, 1))
     return runs
-
-
-def _owner_visits(events: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
-    """Each workstation owner's visit (COW) as (PE, from, to)."""
-    end_of_run = max((ev["t"] for ev in events), default=0.0)
-    since: dict[int, float] = {}
-    visits = []
-    for ev in events:
-        if ev["event"] == "owner_start":
-            since[ev["pe"]] = ev["t"]
-        elif ev["event"] == "owner_end" and ev["pe"] in since:
-            visits.append((ev["pe"], since.pop(ev["pe"]), ev["t"]))
-    return visits + [(pe, t0, end_of_run) for pe, t0 in since.items()]
-
-
-def _interruptions(events: list[dict[str, Any]]) -> list[tuple[float, tuple[int, ...]]]:
-    """Each run an owner interrupted (COW) as (time, the run's PEs)."""
-    pes: dict[str, tuple[int, ...]] = {}
-    cuts = []
-    for ev in events:
-        if ev["event"] == "start":
-            pes[ev["job"]] = tuple(ev["pes"])
-        elif ev["event"] == "interrupt":
-            cuts.append((ev["t"], pes.get(ev["job"], (ev["pe"],))))
-    return cuts
 
 
 def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
@@ -83,12 +58,12 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
         ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="white",
                                          linewidths=0.3, alpha=1.0 if running else 0.25,
                                          hatch=None if running else "//"))
-    visits = _owner_visits(events)
+    visits = owner_visits(events)
     if visits:
         ax.add_collection(PolyCollection(
             [[(t0, pe), (t1, pe), (t1, pe + 1), (t0, pe + 1)] for pe, t0, t1 in visits],
             facecolors="none", edgecolors="black", linewidths=0.8, hatch="xx"))
-    for t, cut in _interruptions(events):
+    for t, cut in interruptions(events):
         for first, count in _runs(cut):
             ax.vlines(t, first, first + count, colors="red", linewidths=2)
     starts = {(ev["job"], ev["t"]) for ev in events if ev["event"] == "start"}

@@ -63,3 +63,28 @@ def intervals(events: list[dict[str, Any]]) -> list[Interval]:
                 if now_running is not None:
                     running = now_running
     return sorted(out, key=lambda i: (i.start, i.job))
+
+
+def owner_visits(events: list[dict[str, Any]]) -> list[tuple[int, float, float]]:
+    """Each workstation owner's visit (COW) as (PE, from, to)."""
+    end_of_run = max((ev["t"] for ev in events), default=0.0)
+    since: dict[int, float] = {}
+    visits = []
+    for ev in events:
+        if ev["event"] == "owner_start":
+            since[ev["pe"]] = ev["t"]
+        elif ev["event"] == "owner_end" and ev["pe"] in since:
+            visits.append((ev["pe"], since.pop(ev["pe"]), ev["t"]))
+    return visits + [(pe, t0, end_of_run) for pe, t0 in since.items()]
+
+
+def interruptions(events: list[dict[str, Any]]) -> list[tuple[float, tuple[int, ...]]]:
+    """Each run an owner interrupted (COW) as (time, the run's PEs)."""
+    pes: dict[str, tuple[int, ...]] = {}
+    cuts = []
+    for ev in events:
+        if ev["event"] == "start":
+            pes[ev["job"]] = tuple(ev["pes"])
+        elif ev["event"] == "interrupt":
+            cuts.append((ev["t"], pes.get(ev["job"], (ev["pe"],))))
+    return cuts

@@ -1,7 +1,8 @@
 """A Chrome-trace JSON file (opens in ui.perfetto.dev or chrome://tracing) of a run.
 
 One track per PE (thread ``PE k`` of process ``machine``), a slice for every interval a job ran
-on that PE, and instants for FCS class changes.  Suspended time shows as gaps.  Times are
+on that PE, instants for FCS class changes and owners' interruptions (COW), and a slice
+``owner`` for each workstation owner's visit.  Suspended time shows as gaps.  Times are
 microseconds of the run.
 """
 
@@ -12,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.events import read_events
-from testbed.results.timeline import intervals
+from testbed.results.timeline import interruptions, intervals, owner_visits
 
 MACHINE_PID = 1
 
@@ -40,6 +41,12 @@ def build_trace(events: list[dict[str, Any]]) -> dict[str, Any]:
             trace.append({"ph": "i", "s": "t", "name": f"{ev['job']}.{ev['rank']} -> {ev['new']}",
                           "cat": "class", "pid": MACHINE_PID, "tid": placed[ev["job"]][ev["rank"]],
                           "ts": round(ev["t"] * 1e6), "args": ev["stats"]})
+    for pe, t0, t1 in owner_visits(events):
+        trace.append({"ph": "X", "name": "owner", "cat": "owner", "pid": MACHINE_PID, "tid": pe,
+                      "ts": round(t0 * 1e6), "dur": max(1, round((t1 - t0) * 1e6))})
+    for t, pes_cut in interruptions(events):
+        trace += [{"ph": "i", "s": "t", "name": "interrupted", "cat": "owner",
+                   "pid": MACHINE_PID, "tid": pe, "ts": round(t * 1e6)} for pe in pes_cut]
     return {"traceEvents": trace, "displayTimeUnit": "ms"}
 
 
