@@ -8,9 +8,12 @@ the testbed (``benchmarks/clients/``): ``osu_alltoall`` (mpi4py, ``MPI_Alltoall`
 mpi4py's own ``python -m mpi4py.bench pingpong`` (``mpi4py_bench``), read from its table of
 mean one-way times.
 
-For every repeat, program and scheduler (fcfs, gang, local, ics, fcs), one ``testbed run`` of a
+For every repeat, program and scheduler (all registered ones by default), one ``testbed run`` of a
 workload holding two copies of the program, both arriving at 0 with one rank per PE of the
-machine (MPL 2; fcfs runs them one after the other).  Reported per program, test and scheduler:
+machine (MPL 2; fcfs runs them one after the other).  Under the batch policies (easy,
+conservative, prime) each copy asks for ``estimate=300`` s, as a batch user would: without an
+estimate ``prime`` holds a job larger than a quarter of the machine until the non-prime shift.
+Reported per program, test and scheduler:
 the makespan (s, from ``summary.json``), the small-message latency (us: the median over the
 message sizes up to 1 KiB, so that a context switch landing in one size's loop, which adds about
 a timeslice over that loop's iterations, does not decide the figure) and the latency of 1 KiB
@@ -48,6 +51,7 @@ SCHEDULERS = tuple(POLICIES)
 KIB = 1024
 MPL = 2
 COPIES = 2
+ESTIMATE_S = 300.0
 TARGETS = {"makespan": 1.1, "small": 1.5}
 
 
@@ -137,8 +141,9 @@ def run_case(argv: list[str], program: Program, scheduler: str, pes: int,
              options: list[str], out: Path) -> dict[str, Any]:
     """Run two copies of ``argv`` (``pes`` ranks each) under ``scheduler`` into ``out`` and
     read the result (see ``read_case``)."""
+    estimate = f"estimate={ESTIMATE_S:g} " if POLICIES[scheduler].uses_estimates else ""
     text = (f"# testbed: benchmark=real_clients copies={COPIES}\n"
-            + f"0 {pes} {shlex.join(argv)}\n" * COPIES)
+            + f"0 {pes} {estimate}{shlex.join(argv)}\n" * COPIES)
     return read_case(run_workload(text, "--scheduler", scheduler, "--mpl", str(MPL), *options,
                                   out=out), program)
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import __version__
+from testbed.class_tables import ClassTableError, load_class_table
 from testbed.driver import Driver, OwnerStream, Stalled, new_run_id
 from testbed.emulation import shim
 from testbed.emulation.executor import EmulationExecutor
@@ -127,6 +128,9 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
                    metavar="S", help="prime: longest large job in prime time, seconds (600)")
     p.add_argument("--prime-small-limit", type=float, default=PrimeTime.small_limit_s,
                    metavar="S", help="prime: longest small job in prime time, seconds (4 h)")
+    p.add_argument("--classes", type=Path, default=None, metavar="FILE",
+                   help="job classes of the t3d scheduler (TOML; default: T3D's daytime table "
+                        "scaled to the machine)")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
@@ -218,12 +222,18 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
             remove_swap(str(swap.path))
 
 
-def _policy_config(args: argparse.Namespace, pes: int, memory: MemoryAdmission | None
-                   ) -> PolicyConfig:
+def _policy_config(args: argparse.Namespace, scheduler: str, pes: int,
+                   memory: MemoryAdmission | None) -> PolicyConfig:
     prime = PrimeTime(args.prime_shift, args.prime_large, args.prime_free,
                       args.prime_large_limit, args.prime_small_limit)
+    classes = None
+    if scheduler == "t3d":
+        try:
+            classes = load_class_table(args.classes, pes)
+        except ClassTableError as err:
+            raise UsageError(str(err)) from None
     return PolicyConfig(pes, args.mpl, args.timeslice, args.allocator, getattr(args, "spin", None),
-                        memory, prime, args.overrun)
+                        memory, prime, args.overrun, classes)
 
 
 def _base_config(scheduler: str, policy: Policy, workload: Workload,
@@ -279,7 +289,7 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         memory = MemoryAdmission(
             capacity_mb=(per_node / 2**20,) * len(machine.nodes), factor=args.memory_admission,
             node_of_pe=tuple(machine.node_of(pe).index for pe in range(machine.pes)))
-    policy = _make_policy(scheduler, _policy_config(args, machine.pes, memory))
+    policy = _make_policy(scheduler, _policy_config(args, scheduler, machine.pes, memory))
     library = shim.library_path(mpi) if policy.uses_shim else None
     config = {
         **_base_config(scheduler, policy, workload, args),
@@ -363,7 +373,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     pes = args.pes if args.pes is not None else len(os.sched_getaffinity(0))
     if pes < 1:
         raise UsageError(f"--pes must be >= 1, got {pes}")
-    policy = _make_policy(args.scheduler, _policy_config(args, pes, None))
+    policy = _make_policy(args.scheduler, _policy_config(args, args.scheduler, pes, None))
     if not policy.simulable:
         raise UsageError(f"{args.scheduler}: the simulator has no model of how real ranks "
                          "communicate and share CPUs, which this policy depends on; emulate it "

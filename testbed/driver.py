@@ -243,7 +243,8 @@ class Driver:
         self.log.emit("workload", now, path=workload.path, meta=workload.meta,
                       jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
                              "work": j.work, "limit": j.limit, "estimate": j.estimate,
-                             "after": j.after, "source_id": j.source_id}
+                             "after": j.after, "source_id": j.source_id,
+                             "class": j.job_class or None}
                             for j in workload.jobs])
 
     def _loop(self) -> None:
@@ -412,7 +413,12 @@ class Driver:
                       argv=list(spec.argv), mem_mb=mem_mb and round(mem_mb, 3),
                       mem_source=source)
         self.arrived_at[spec.id] = due
-        request = JobRequest(spec.id, spec.pes, due, mem_mb, spec.estimate)
+        request = JobRequest(spec.id, spec.pes, due, mem_mb, spec.estimate, spec.job_class,
+                             spec.interactive)
+        refusal = self.policy.refuse(request)
+        if refusal is not None:
+            self._ended(Ended(spec.id, "failed", None, refusal), started=False)
+            return
         self._apply(self.policy.arrive(request, now))
 
     def _apply(self, actions: list[Action], due: float | None = None) -> None:

@@ -30,14 +30,17 @@ from testbed.policies.spin import Spin
 @dataclass(frozen=True)
 class JobRequest:
     """A job as a policy sees it: id, number of ranks, arrival time (s), the memory each
-    process is estimated to need (MiB; None when there is no estimate), and its runtime
-    estimate (s; None when unknown)."""
+    process is estimated to need (MiB; None when there is no estimate), its runtime estimate
+    (s; None when unknown), its class (``class=``; empty for the default) and whether it was
+    submitted interactively (through the service)."""
 
     id: str
     size: int
     arrival: float
     mem_mb: float | None = None
     estimate: float | None = None
+    job_class: str = ""
+    interactive: bool = False
 
 
 @dataclass(frozen=True)
@@ -124,6 +127,11 @@ class Policy:
     def mpl(self) -> int:
         """The number of rows the policy uses."""
         return self.matrix.mpl
+
+    def refuse(self, request: JobRequest) -> str | None:
+        """Why ``request`` could never run under this policy (it then fails at arrival); None
+        if it could."""
+        return None
 
     def busy(self) -> bool:
         """Whether any job is placed (the heartbeat runs only then)."""

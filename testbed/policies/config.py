@@ -6,6 +6,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed.policies.classes import ClassTable
+
 HOUR = 3600.0
 
 
@@ -48,7 +50,8 @@ class PolicyConfig:
     policy's default); ``memory``: memory-aware admission, if any; ``prime``: the prime-time
     settings; ``overrun``: what happens to a job that outlives its runtime estimate under the
     batch policies, ``kill`` (killed at its estimate, as a batch system kills at the requested
-    time) or ``run`` (it runs on and the reservations are recomputed around it).
+    time) or ``run`` (it runs on and the reservations are recomputed around it);
+    ``classes``: the job classes of the ``t3d`` scheduler.
     """
 
     pes: int
@@ -59,6 +62,7 @@ class PolicyConfig:
     memory: MemoryAdmission | None = None
     prime: PrimeTime = field(default_factory=PrimeTime)
     overrun: str = "kill"
+    classes: ClassTable | None = None
 
     def describe(self) -> dict[str, Any]:
         """The settings as plain data (for ``config.json``)."""

@@ -267,7 +267,8 @@ class Service:
         user = request.user_label or user_name(client.uid)
         spec = JobSpec(job, 0, 0.0, request.ranks, request.argv, None, request.limit, user,
                        False, request.mem_mb, None, None, None,
-                       tuple(sorted(request.env.items())), request.cwd, request.job_class)
+                       tuple(sorted(request.env.items())), request.cwd, request.job_class,
+                       interactive=True)
         if spec.pes > self.driver.policy.config.pes:
             self._send(client, protocol.error(
                 f"{spec.pes} ranks asked for but the machine has {self.driver.policy.config.pes}"

@@ -7,7 +7,8 @@
   job's number in a trace it came from (kept in SWF exports); ``estimate=SECONDS`` is the
   runtime the user expects (the batch policies plan with it; SWF's requested time);
   ``after=N`` makes the job a successor of the earlier job with ``id=N``: it arrives ARRIVAL
-  seconds after that job ends (a re-run or a dependent job; SWF's preceding job and think time).
+  seconds after that job ends (a re-run or a dependent job; SWF's preceding job and think time);
+  ``class=NAME`` is the job's class under the ``t3d`` scheduler (default: its batch class).
 * ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
   ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m testbed.jobs.bsp ARGS...``,
   which inherits the run's timeslice unless ARGS set ``--timeslice``.
@@ -31,7 +32,7 @@ from typing import Any
 from testbed.emulation.memory import parse_size
 from testbed.jobs.bsp import build_parser as bsp_parser
 
-OPTION_KEYS = ("limit", "user", "mem", "id", "estimate", "after")
+OPTION_KEYS = ("limit", "user", "mem", "id", "estimate", "after", "class")
 
 
 class WorkloadError(ValueError):
@@ -61,6 +62,7 @@ class JobSpec:
     env: tuple[tuple[str, str], ...] = ()
     cwd: str | None = None
     job_class: str = ""
+    interactive: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,9 +184,12 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
     estimate = None
     if "estimate" in options:
         estimate = _number(path, line, "estimate", options["estimate"], 0.0, strict=True)
+    job_class = options.get("class", "")
+    if "class" in options and not job_class.replace("_", "a").replace("-", "a").isalnum():
+        raise WorkloadError(path, line, "class", f"not a class name: {job_class!r}")
     if rest[0] != "bsp":
         return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit, user, False, mem_mb,
-                       source_id, estimate, after)
+                       source_id, estimate, after, job_class=job_class)
     args = rest[1:]
     try:
         parsed = _bsp_options().parse_args(args)
@@ -196,7 +201,7 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         args = [*args, "--timeslice", repr(timeslice)]
     argv = (sys.executable, "-m", "testbed.jobs.bsp", *args)
     return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit, user, True, mem_mb,
-                   source_id, estimate, after)
+                   source_id, estimate, after, job_class=job_class)
 
 
 def _job_number(path: str, line: int, key: str, options: dict[str, str]) -> int | None:
