@@ -7,7 +7,7 @@ write the same kinds; events marked *emulation* below come only from real proces
 
 * ``run_start``: run_id, wall_time (Unix time), config (``config.json``'s content).
 * ``workload``: path, meta, jobs (the workload's jobs: job, line, arrival, pes, work, limit,
-  estimate, after, source_id).  A service run (``testbed serve``) writes one more for every
+  estimate, after, source_id, class).  A service run (``testbed serve``) writes one more for every
   submission, its arrivals relative to its ``t``.
 * ``arrival``: job, due (its workload arrival; a successor's is its predecessor's end plus its
   think time), pes, work, limit, estimate, user, argv, mem_mb (the estimate memory admission
@@ -19,15 +19,18 @@ write the same kinds; events marked *emulation* below come only from real proces
   due).  ``suspend`` / ``resume``: job.
 * ``limit``: job, limit (s): the job reached its runtime limit and is being killed.
 * ``owner_start``: pe, duration (s): a workstation owner took the PE (COW); ``owner_end``: pe.
-* ``interrupt``: job, pe, lost_s: an owner's arrival on ``pe`` killed the job; the seconds it
-  had run are lost and it waits to be launched again from the start (a new ``start``).
+* ``interrupt``: job, pe, lost_s, cpu_s: an owner's arrival on ``pe`` killed the job; the
+  seconds it had run (and its ranks' CPU seconds) are lost and it waits to be launched again
+  from the start (a new ``start``).
 * ``finish``: job, status (done, failed, killed, timeout), exit_code, reason, swap_in,
   swap_out (pages during its life; None when simulated), cpu_s (CPU seconds of all its ranks
   when simulated; None when emulated, where ``stats`` and ``counters`` carry them).
 * *emulation*: ``pids`` (job, pids, after_s), ``memory`` (job and its ranks' summed sample),
   ``node_memory`` (used_kib), ``class`` (job, rank, old, new, stats: an FCS class change),
   ``stats`` (job, ranks: the benchmark's per-rank records), ``counters`` (job, ranks: CPU,
-  faults, peak RSS and shim counters per rank), ``interrupted`` (signal).
+  faults, peak RSS and shim counters per rank), ``paging`` (job, direction ``out`` or ``in``,
+  seconds, swap_kib_before, swap_kib_after: a preempted job's memory moved to swap or back,
+  t3d with ``--node-mem``), ``interrupted`` (signal).
 * ``run_end``: status (complete, interrupted, or error when an exception ended the run), swept
   (processes killed at the end).
 """
@@ -50,6 +53,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "owner_start": "pe duration",
     "owner_end": "pe",
     "interrupt": "job pe lost_s cpu_s",
+    "paging": "job direction seconds swap_kib_before swap_kib_after",
     "finish": "job status exit_code reason swap_in swap_out cpu_s",
     "pids": "job pids after_s",
     "node_memory": "used_kib",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 
 import pytest
@@ -191,3 +192,28 @@ def test_an_interactive_job_preempts_a_production_job_on_real_processes(tmp_path
     assert orders[0] == orders[1]
     assert ("switch", None, ("j2",)) in orders[0]                     # j1 preempted at 2 s
     assert run_processes(run_id(tmp_path / "run")) == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="--node-mem and --swap need root")
+def test_a_preempted_job_is_moved_to_swap_and_back(tmp_path):
+    from conftest import events, jobs_csv, run_id, run_processes, run_testbed
+
+    from testbed.class_tables import DEFAULT_TABLE
+    table = tmp_path / "fast.toml"
+    table.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0", "time_scale = 0.1"))
+    work = tmp_path / "w.txt"
+    work.write_text("0 2 bsp --work 3 --mem-mb 100\n"
+                    "1 1 class=interactive bsp --work 1\n")
+    out = tmp_path / "run"
+    done = run_testbed("run", str(work), "--scheduler", "t3d", "--pes", "2", "--classes",
+                       str(table), "--node-mem", "1G", "--swap", "512M", "--out", str(out),
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    paging = [e for e in events(out) if e["event"] == "paging"]
+    assert [(e["job"], e["direction"]) for e in paging] == [("j1", "out"), ("j1", "in")]
+    assert paging[0]["swap_kib_after"] > 100 * 1024               # most of 2 x 100 MiB went out
+    assert paging[1]["swap_kib_after"] < paging[1]["swap_kib_before"] / 4
+    rows = jobs_csv(out)
+    assert rows["j1"]["stops"] == "1" and float(rows["j1"]["paging_s"]) > 0
+    assert run_processes(run_id(out)) == []
+    assert "testbed" not in Path("/proc/swaps").read_text()

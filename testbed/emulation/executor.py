@@ -35,6 +35,7 @@ from testbed.emulation.messages import (
     KillJob,
     LaunchFailure,
     LaunchJob,
+    Paged,
     PidInfo,
     Release,
     Shutdown,
@@ -75,8 +76,10 @@ class EmulationExecutor:
         self.node_memory = node_memory
         self.watchdog_args = [*(["--cgroup", str(node_memory.base)] if node_memory else []),
                               *(["--swap", str(swap.path)] if swap else [])]
+        self.pages_preempted = policy.pages_preempted and node_memory is not None
         self.nms = [NodeManager(node, machine, mpi.mpiexec, env, run_id, self.now,
-                                policy.node_policy(), shim_setup, node_memory)
+                                policy.node_policy(), shim_setup, node_memory,
+                                self.pages_preempted)
                     for node in machine.nodes]
         self.selector = selectors.DefaultSelector()
         for nm in self.nms:
@@ -271,6 +274,15 @@ class EmulationExecutor:
 
     def _log_changes(self, replies: list[object]) -> None:
         assert self.log is not None
+        paged: dict[tuple[str, str], list[Paged]] = {}
+        for reply in replies:
+            if isinstance(reply, Paged):
+                paged.setdefault((reply.job, reply.direction), []).append(reply)
+        for (job, direction), parts in paged.items():
+            self.log.emit("paging", self.now(), job=job, direction=direction,
+                          seconds=round(max(p.seconds for p in parts), 6),
+                          swap_kib_before=sum(p.swap_kib_before for p in parts),
+                          swap_kib_after=sum(p.swap_kib_after for p in parts))
         for change in replies:
             if isinstance(change, ClassChange):
                 self.log.emit("class", self.now(), job=change.job, rank=change.rank,

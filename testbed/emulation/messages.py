@@ -93,6 +93,18 @@ class Shutdown:
 
 
 @dataclass(frozen=True)
+class Paged:
+    """NM -> MM: a stopped job's memory on this node was moved to swap (``out``) or back
+    (``in``) during a heartbeat: seconds taken and KiB of swap its ranks used before/after."""
+
+    job: str
+    direction: str
+    seconds: float
+    swap_kib_before: int
+    swap_kib_after: int
+
+
+@dataclass(frozen=True)
 class SwitchDone:
     """NM -> MM: a heartbeat was carried out (a measurement, not in THESIS's protocol).
 

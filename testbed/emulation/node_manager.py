@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from testbed.emulation import procs
+from testbed.emulation import paging, procs
 from testbed.emulation.memory import NodeCgroups
 from testbed.emulation.messages import (
     Heartbeat,
@@ -34,6 +34,7 @@ from testbed.emulation.messages import (
     KillJob,
     LaunchFailure,
     LaunchJob,
+    Paged,
     PidInfo,
     Release,
     Shutdown,
@@ -128,7 +129,8 @@ class NodeManager:
 
     def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
                  run_id: str, clock: Callable[[], float], policy: GangNode,
-                 shim: ShimSetup | None = None, memory: NodeCgroups | None = None) -> None:
+                 shim: ShimSetup | None = None, memory: NodeCgroups | None = None,
+                 page_preempted: bool = False) -> None:
         self.node = node
         self.machine = machine
         self.mpiexec = mpiexec
@@ -138,6 +140,8 @@ class NodeManager:
         self.policy = policy
         self.shim = shim
         self.memory = memory
+        self.page_preempted = page_preempted
+        self.paged: list[Paged] = []
         self.jobs: dict[str, LocalJob] = {}
         self.active: dict[ProcKey, bool] = {}
         self.records: dict[ProcKey, Record] = {}
@@ -157,8 +161,9 @@ class NodeManager:
                 changes = self._classify()
                 if changes:
                     self._apply()
+                paged, self.paged = self.paged, []
                 return [SwitchDone(msg.seq, self.node.index, stopped, continued, latency),
-                        *changes]
+                        *changes, *paged]
             case LaunchJob():
                 return self._launch(msg)
             case PidInfo():
@@ -281,6 +286,8 @@ class NodeManager:
         incoming = [k for k in wanted if k not in self.active]
         for key in outgoing:
             self._signal(key, signal.SIGSTOP)
+        if self.page_preempted:
+            self._page(outgoing, "out", paging.page_out)
         for key, coscheduled in wanted.items():
             record = self.records.get(key)
             if record is None:
@@ -291,11 +298,28 @@ class NodeManager:
             if spin is not None and spin != self.spins.get(key):
                 record.set_spin(spin)
                 self.spins[key] = spin
+        if self.page_preempted:
+            self._page(incoming, "in", paging.page_in)
         for key in incoming:
             self._signal(key, signal.SIGCONT)
         self.active = wanted
         return (tuple(sorted({k[0] for k in outgoing})),
                 tuple(sorted({k[0] for k in incoming})))
+
+    def _page(self, keys: list[ProcKey], direction: str,
+              move: Callable[[int], paging.Moved]) -> None:
+        """Move the memory of the ranks ``keys`` out to swap or back in, job by job (T3D:
+        a preempted job's state goes to disk); each job's totals become a ``Paged`` reply."""
+        by_job: dict[str, list[int]] = {}
+        for job_name, rank in keys:
+            job = self.jobs.get(job_name)
+            if job is not None and rank in job.ranks:
+                by_job.setdefault(job_name, []).append(job.ranks[rank].pid)
+        for job_name, pids in by_job.items():
+            moves = [move(pid) for pid in pids]
+            self.paged.append(Paged(job_name, direction, sum(m.seconds for m in moves),
+                                    sum(m.swap_kib_before for m in moves),
+                                    sum(m.swap_kib_after for m in moves)))
 
     def _signal(self, key: ProcKey, sig: int) -> None:
         """Stop or continue one rank, keeping its record's stopped time up to date."""

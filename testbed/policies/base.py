@@ -82,6 +82,8 @@ class Policy:
     whether the simulator can run the policy: policies whose effect depends on how real ranks
     communicate (local, ics, fcs) cannot be simulated until a model for that exists.
     ``uses_estimates`` says whether the policy plans with runtime estimates (batch policies).
+    ``pages_preempted`` says whether a job it stops is a preemption whose memory the emulation
+    moves to swap when node memory is emulated (T3D).
 
     The driver uses only the public methods: ``arrive``, ``finish``, ``tick`` (every
     ``timeslice`` seconds while ``busy``), ``wake`` (at ``wake_at``), ``busy`` and ``idle``;
@@ -94,6 +96,7 @@ class Policy:
     simulable = True
     uses_estimates = False
     supports_owners = False
+    pages_preempted = False
     fixed_mpl: int | None = None
     time_sliced = True
     spin: Spin | None = None

@@ -69,6 +69,7 @@ class T3d(Policy):
 
     name = "t3d"
     time_sliced = False
+    pages_preempted = True
 
     def __init__(self, config: PolicyConfig) -> None:
         if config.memory is not None:

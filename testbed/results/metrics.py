@@ -70,6 +70,9 @@ class JobRow:
     estimate: float | None = None
     restarts: int = 0
     lost_s: float = 0.0
+    job_class: str = ""
+    stops: int = 0
+    paging_s: float = 0.0
 
     def finalize(self, compress: float) -> None:
         """Derive wait, runtime, response, dedicated, the slowdowns and the short/long group."""
@@ -108,7 +111,8 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
             for job in ev["jobs"]:
                 rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"],
                                           limit=job.get("limit"), source_id=job.get("source_id"),
-                                          estimate=job.get("estimate"))
+                                          estimate=job.get("estimate"),
+                                          job_class=job.get("class") or "")
         elif kind == "arrival":
             rows[ev["job"]].status = "waiting"
             rows[ev["job"]].arrival = ev["due"]
@@ -117,6 +121,11 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
             if row.start is None:
                 row.start = ev["t"]
             row.status = "running"
+        elif kind == "suspend":
+            rows[ev["job"]].stops += 1
+        elif kind == "paging":
+            row = rows[ev["job"]]
+            row.paging_s = round(row.paging_s + ev["seconds"], 6)
         elif kind == "interrupt":
             row = rows[ev["job"]]
             row.restarts += 1
