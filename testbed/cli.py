@@ -62,6 +62,7 @@ from testbed.service.protocol import (
     Queue,
     Request,
     Resume,
+    SetClass,
     Shutdown,
     SubmitWorkload,
     Suspend,
@@ -508,6 +509,12 @@ def _job_command(kind: type[Cancel] | type[Suspend] | type[Resume], doc: str) ->
     return command
 
 
+def cmd_class(args: argparse.Namespace) -> int:
+    """Move a job of yours to another class (the t3d scheduler; gangster)."""
+    _client_request(args, SetClass(args.job, args.job_class))
+    return 0
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     """Stop the service: what still runs is killed, the run directory is completed."""
     _client_request(args, Shutdown())
@@ -808,6 +815,12 @@ def _setup_job(p: argparse.ArgumentParser) -> None:
     _setup_client(p)
 
 
+def _setup_class(p: argparse.ArgumentParser) -> None:
+    p.add_argument("job", help="a job id, as testbed queue shows it (j12)")
+    p.add_argument("job_class", metavar="CLASS", help="a class of the t3d class table")
+    _setup_client(p)
+
+
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 COMMANDS: dict[str, Command] = {
     "run": (_setup_run, cmd_run),
@@ -818,6 +831,7 @@ COMMANDS: dict[str, Command] = {
     "cancel": (_setup_job, _job_command(Cancel, "Cancel a job of yours (root: any)")),
     "suspend": (_setup_job, _job_command(Suspend, "Hold a job of yours stopped (gangster)")),
     "resume": (_setup_job, _job_command(Resume, "Let a suspended job run again")),
+    "class": (_setup_class, cmd_class),
     "stop": (_setup_client, cmd_stop),
     "compare": (_setup_compare, cmd_compare),
     "report": (_setup_report, cmd_report),

@@ -177,6 +177,7 @@ class Driver:
         self.owners = owners
         self.owner_ends: list[tuple[float, int]] = []
         self.owned: set[int] = set()
+        self.states: dict[str, str] = {}
         self.observer = observer
         self.serving = observer is not None
         self.stopping = False
@@ -353,8 +354,25 @@ class Driver:
         """Suspend (``held``) or resume a started job; False if it is not running."""
         if job not in self.started_at or job in self.ended_jobs:
             return False
+        assert self.log is not None
+        self.log.emit("hold", self.executor.now(), job=job, held=held)
         self._apply(self.policy.hold(job) if held else self.policy.release(job))
         return True
+
+    def set_class(self, job: str, name: str) -> str | None:
+        """Move ``job`` to class ``name`` (logged as ``job_class``); None when done, else why
+        not (the policy has no classes, no such class, the job has ended)."""
+        assert self.log is not None
+        if job in self.ended_jobs:
+            return f"{job} has ended"
+        now = self.executor.now()
+        try:
+            old, actions = self.policy.set_class(job, name, now)
+        except ValueError as err:
+            return str(err)
+        self.log.emit("job_class", now, job=job, old=old, new=name)
+        self._apply(actions)
+        return None
 
     def stop(self) -> None:
         """End a serving run at the next round: what is left is killed."""
@@ -433,6 +451,13 @@ class Driver:
                 self.log.emit("interrupt", self.executor.now(), job=action.job, pe=action.pe,
                               lost_s=round(lost, 6), cpu_s=cpu)
                 self.limits.pop(action.job, None)
+        states = self.policy.states()
+        if states is not None:
+            assert self.log is not None
+            changed = {job: s for job, s in states.items() if self.states.get(job) != s}
+            if changed:
+                self.log.emit("states", self.executor.now(), changed=changed)
+            self.states = states
 
     def _launch(self, action: Launch) -> None:
         assert self.log is not None

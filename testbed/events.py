@@ -18,6 +18,10 @@ write the same kinds; events marked *emulation* below come only from real proces
   (sent to last signal delivered; the modeled switch cost when simulated), lag_us (sent minus
   due).  ``suspend`` / ``resume``: job.
 * ``limit``: job, limit (s): the job reached its runtime limit and is being killed.
+* ``hold``: job, held: an operator suspended (true) or resumed (false) the job.
+* ``job_class``: job, old, new: the job was moved to another class (t3d).
+* ``states``: changed (job -> letter): the jobs whose T3D state changed (t3d only; ``N`` new,
+  ``W`` waiting with PEs reserved, ``R`` running, ``O`` preempted, ``S`` suspended).
 * ``owner_start``: pe, duration (s): a workstation owner took the PE (COW); ``owner_end``: pe.
 * ``interrupt``: job, pe, lost_s, cpu_s: an owner's arrival on ``pe`` killed the job; the
   seconds it had run (and its ranks' CPU seconds) are lost and it waits to be launched again
@@ -54,6 +58,9 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "owner_end": "pe",
     "interrupt": "job pe lost_s cpu_s",
     "paging": "job direction seconds swap_kib_before swap_kib_after",
+    "hold": "job held",
+    "job_class": "job old new",
+    "states": "changed",
     "finish": "job status exit_code reason swap_in swap_out cpu_s",
     "pids": "job pids after_s",
     "node_memory": "used_kib",

@@ -278,3 +278,32 @@ def test_only_the_submitter_or_root_may_change_a_job(tmp_path):
         service._handle(stranger, protocol.Shutdown())
         assert "only the service's user" in protocol.recv(theirs)["message"]
     service.server.close()
+
+
+def test_gangster_class_changes_under_t3d(tmp_path):
+    from testbed.class_tables import DEFAULT_TABLE
+    from testbed.results.top import render
+    table = tmp_path / "fast.toml"
+    table.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0", "time_scale = 0.1"))
+    service = Serving(tmp_path, "--scheduler", "t3d", "--classes", str(table))
+    try:
+        workload = tmp_path / "w.txt"
+        workload.write_text("0 2 bsp --work 60\n0 1 class=standby bsp --work 60\n")
+        assert service.testbed("submit", str(workload)).returncode == 0
+        _wait_for(lambda: any(ev["event"] == "start" for ev in service.events()))
+        refused = service.testbed("class", "j2", "nosuch")
+        assert refused.returncode == 2 and b"unknown job class 'nosuch'" in refused.stderr
+        assert service.testbed("class", "j2", "interactive").returncode == 0
+        _wait_for(lambda: any(ev["event"] == "states" and ev["changed"].get("j2") == "R"
+                              for ev in service.events()))
+        events = service.events()
+        assert any(ev["event"] == "job_class" and ev["new"] == "interactive" for ev in events)
+        frame = render(events)
+        rows = {line.split()[1]: line.split() for line in frame.splitlines()
+                if line.split()[1:2] in (["j1"], ["j2"])}
+        assert rows["j2"][0] == "interactive" and rows["j2"][3] == "R"   # CLAS JOB #PE ST
+        assert rows["j1"][3] == "O"                                     # preempted
+        for job in ("j1", "j2"):
+            assert service.testbed("cancel", job).returncode == 0
+    finally:
+        service.stop()

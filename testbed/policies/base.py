@@ -188,6 +188,15 @@ class Policy:
         self.held.discard(job)
         return self._run_if_changed()
 
+    def set_class(self, job: str, name: str, now: float) -> tuple[str, list[Action]]:
+        """Move ``job`` to class ``name`` at ``now`` (s): its old class and the actions that
+        follow; raises ``ValueError`` saying why not."""
+        raise ValueError(f"the {self.name} scheduler has no job classes")
+
+    def states(self) -> dict[str, str] | None:
+        """Each known job's state letter for policies that keep T3D's states, else None."""
+        return None
+
     def owner_arrive(self, pe: int, now: float) -> list[Action]:
         """A workstation owner took ``pe`` at ``now`` (s); only COW policies have owners."""
         raise NotImplementedError(f"the {self.name} scheduler has no workstation owners")

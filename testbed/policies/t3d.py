@@ -33,6 +33,7 @@ T3D's user suspend; a released job waits for loading again.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -129,6 +130,22 @@ class T3d(Policy):
             else:
                 out[name] = "O" if job.launched else "N"
         return out
+
+    def set_class(self, job: str, name: str, now: float) -> tuple[str, list[Action]]:
+        """Move a job to class ``name`` (gangster): its old class and the actions that follow;
+        ``ValueError`` for an unknown job or class or a class it may not be in."""
+        state = self.jobs.get(job)
+        if state is None:
+            raise ValueError(f"no job {job} under the t3d scheduler")
+        if name not in self.table.classes:
+            raise ValueError(f"unknown job class {name!r} (known: "
+                             f"{', '.join(sorted(self.table.classes))})")
+        refusal = self.refuse(dataclasses.replace(state.request, job_class=name))
+        if refusal is not None:
+            raise ValueError(refusal)
+        old = state.cls.name
+        state.cls = self.table.classes[name]
+        return old, self._schedule(now)
 
     def arrive(self, job: JobRequest, now: float) -> list[Action]:
         """Register the job in its class (default by kind) and schedule."""

@@ -121,6 +121,8 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
             if row.start is None:
                 row.start = ev["t"]
             row.status = "running"
+        elif kind == "job_class":
+            rows[ev["job"]].job_class = ev["new"]
         elif kind == "suspend":
             rows[ev["job"]].stops += 1
         elif kind == "paging":

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from testbed.events import read_events
-from testbed.results.timeline import launched_stopped
+from testbed.results.timeline import intervals, launched_stopped
 
 FAILED = {"failed", "timeout", "killed"}
 BAR = 30
@@ -35,6 +35,38 @@ def job_states(events: list[dict[str, Any]]) -> dict[str, str]:
         elif kind == "finish":
             states[ev["job"]] = "failed" if ev["status"] in FAILED else "done"
     return states
+
+
+def gangster(events: list[dict[str, Any]]) -> list[str]:
+    """T3D's job summary (Fig 8) for a t3d run: class, job, PEs, state letter and execution
+    time (MM:SS) of every job not ended; [] for other schedulers."""
+    letters: dict[str, str] = {}
+    classes: dict[str, str] = {}
+    sizes: dict[str, int] = {}
+    for ev in events:
+        kind = ev["event"]
+        if kind == "states":
+            letters.update(ev["changed"])
+        elif kind == "workload":
+            for job in ev["jobs"]:
+                classes[job["job"]] = job.get("class") or "-"
+                sizes[job["job"]] = job["pes"]
+        elif kind == "job_class":
+            classes[ev["job"]] = ev["new"]
+        elif kind == "finish":
+            letters.pop(ev["job"], None)
+    if not any(ev["event"] == "states" for ev in events):
+        return []
+    ran: dict[str, float] = {}
+    for span in intervals(events):
+        if span.running:
+            ran[span.job] = ran.get(span.job, 0.0) + span.end - span.start
+    lines = ["CLAS         JOB    #PE  ST  MM:SS"]
+    for job, letter in letters.items():
+        seconds = int(ran.get(job, 0.0))
+        lines.append(f"{classes.get(job, '-')[:12]:<12} {job:<6} {sizes.get(job, 0):>3}  "
+                     f"{letter:>2}  {seconds // 60:02d}:{seconds % 60:02d}")
+    return lines
 
 
 def render(events: list[dict[str, Any]], now: float | None = None) -> str:
@@ -69,6 +101,7 @@ def render(events: list[dict[str, Any]], now: float | None = None) -> str:
     for state in ("running", "stopped", "waiting", "new", "done", "failed"):
         if by_state.get(state):
             lines.append(f"{state:>8}: {' '.join(by_state[state])}")
+    lines += gangster(events)
     return "\n".join(lines) + "\n"
 
 

@@ -26,6 +26,7 @@ Requests (client -> server)
     ``cancel``           ``Cancel(job)``
     ``suspend``          ``Suspend(job)``
     ``resume``           ``Resume(job)``
+    ``set_class``        ``SetClass(job, job_class)``
     ``shutdown``         ``Shutdown()``
 
     Every field is required and unknown fields are refused, so a client and a server from
@@ -332,17 +333,27 @@ class Resume(_Message):
 
 
 @dataclass(frozen=True)
+class SetClass(_Message):
+    """Move job ``job`` to class ``job_class`` (the t3d scheduler's classes; gangster)."""
+
+    TYPE: ClassVar[str] = "set_class"
+    job: str
+    job_class: str
+
+
+@dataclass(frozen=True)
 class Shutdown(_Message):
     """Stop the server."""
 
     TYPE: ClassVar[str] = "shutdown"
 
 
-Request = Submit | SubmitWorkload | Queue | Cancel | Suspend | Resume | Shutdown
+Request = Submit | SubmitWorkload | Queue | Cancel | Suspend | Resume | SetClass | Shutdown
 """Any request, as ``parse_request`` returns it."""
 
 REQUEST_TYPES: dict[str, type[_Message]] = {
-    cls.TYPE: cls for cls in (Submit, SubmitWorkload, Queue, Cancel, Suspend, Resume, Shutdown)
+    cls.TYPE: cls for cls in (Submit, SubmitWorkload, Queue, Cancel, Suspend, Resume, SetClass,
+                              Shutdown)
 }
 """Request classes by their wire ``"type"``."""
 
@@ -493,6 +504,13 @@ def _submit_workload(check: _Fields) -> SubmitWorkload:
     return SubmitWorkload(lines, path)
 
 
+def _class_name(check: _Fields) -> str:
+    name = check.string("job_class", MAX_NAME, empty=False)
+    if not valid_job_class(name):
+        raise check.fail("job_class", f"not a class name: {name!r}")
+    return name
+
+
 _PARSERS: dict[str, Any] = {
     "submit": _submit,
     "submit_workload": _submit_workload,
@@ -500,6 +518,7 @@ _PARSERS: dict[str, Any] = {
     "cancel": lambda check: Cancel(check.job()),
     "suspend": lambda check: Suspend(check.job()),
     "resume": lambda check: Resume(check.job()),
+    "set_class": lambda check: SetClass(check.job(), _class_name(check)),
     "shutdown": lambda check: Shutdown(),
 }
 
