@@ -233,7 +233,17 @@ def test_every_request_type_round_trips_through_the_wire(request_):
 def test_wire_type_names():
     assert {t: c.__name__ for t, c in protocol.REQUEST_TYPES.items()} == {
         "submit": "Submit", "submit_workload": "SubmitWorkload", "queue": "Queue",
-        "cancel": "Cancel", "suspend": "Suspend", "resume": "Resume", "shutdown": "Shutdown"}
+        "cancel": "Cancel", "suspend": "Suspend", "resume": "Resume", "set_class": "SetClass",
+        "shutdown": "Shutdown"}
+
+
+def test_set_class_checks_the_class_name():
+    ok = parse_request({"type": "set_class", "job": "j1", "job_class": "standby"})
+    assert ok == protocol.SetClass("j1", "standby")
+    for bad in ("", "no spaces", "x" * 500):
+        with pytest.raises(ProtocolError) as err:
+            parse_request({"type": "set_class", "job": "j1", "job_class": bad})
+        assert err.value.field == "job_class"
 
 
 def test_argv_that_is_not_utf8_survives_byte_for_byte():
