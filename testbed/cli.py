@@ -132,6 +132,9 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--classes", type=Path, default=None, metavar="FILE",
                    help="job classes of the t3d scheduler (TOML; default: T3D's daytime table "
                         "scaled to the machine)")
+    p.add_argument("--variation", type=float, default=0.0, metavar="V",
+                   help="T3E's adaptive slice: timeslice + switch time x V (default 0: fixed); "
+                        "with --node-mem a switch pages the incoming jobs in")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
@@ -162,6 +165,8 @@ def _check_policy_options(args: argparse.Namespace, schedulers: list[str]) -> No
         value = getattr(args, option)
         if value is not None and value <= 0:
             raise UsageError(f"--{option.replace('_', '-')} must be > 0, got {value}")
+    if args.variation < 0 or not math.isfinite(args.variation):
+        raise UsageError(f"--variation must be >= 0, got {args.variation}")
     for option in ("prime_large", "prime_free"):
         value = getattr(args, option)
         if value is not None and value < 0:
@@ -234,7 +239,7 @@ def _policy_config(args: argparse.Namespace, scheduler: str, pes: int,
         except ClassTableError as err:
             raise UsageError(str(err)) from None
     return PolicyConfig(pes, args.mpl, args.timeslice, args.allocator, getattr(args, "spin", None),
-                        memory, prime, args.overrun, classes)
+                        memory, prime, args.overrun, classes, args.variation)
 
 
 def _base_config(scheduler: str, policy: Policy, workload: Workload,

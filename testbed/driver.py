@@ -255,7 +255,6 @@ class Driver:
             else:
                 self.successors[spec.after].append(spec)
         heapq.heapify(self.arrivals)
-        timeslice = self.policy.timeslice
         next_tick = math.inf
         executor = self.executor
         owners = self.owners
@@ -290,12 +289,14 @@ class Driver:
             if wake is not None and wake <= now:
                 self._apply(self.policy.wake(now))
                 wake = self.policy.wake_at()
+            timeslice = self.policy.timeslice
             if timeslice is None or not self.policy.busy():
                 next_tick = math.inf
             elif next_tick == math.inf:
                 next_tick = now + timeslice
             elif now >= next_tick:
                 self._apply(self.policy.tick(now), due=next_tick)
+                timeslice = self.policy.timeslice or timeslice      # adapted by the switch
                 next_tick += timeslice * max(1, math.ceil((now - next_tick) / timeslice))
             self._expire(now)
             if (not self.serving and not self.arrivals and not self.successors_waiting()
@@ -494,10 +495,13 @@ class Driver:
         moved, self.slot_seen = action.slot != self.slot_seen, action.slot
         if not change.stopped and not change.continued and not moved:
             return
+        if change.stopped and change.continued:
+            self.policy.observe_switch(change.latency)
         self.log.emit("switch", sent, seq=self.seq, slot=action.slot, jobs=sorted(action.jobs),
                       stopped=sorted(change.stopped), continued=sorted(change.continued),
                       latency_us=round(change.latency * 1e6, 1),
-                      lag_us=None if due is None else round((sent - due) * 1e6, 1))
+                      lag_us=None if due is None else round((sent - due) * 1e6, 1),
+                      slice_s=self.policy.timeslice)
         for job in sorted(change.stopped):
             self.log.emit("suspend", sent, job=job)
         for job in sorted(change.continued):

@@ -16,7 +16,8 @@ write the same kinds; events marked *emulation* below come only from real proces
   simulated).
 * ``switch``: a heartbeat changed what runs: seq, slot, jobs, stopped, continued, latency_us
   (sent to last signal delivered; the modeled switch cost when simulated), lag_us (sent minus
-  due).  ``suspend`` / ``resume``: job.
+  due), slice_s (the timeslice from now on: T3E's adaptive slice with ``--variation``).
+  ``suspend`` / ``resume``: job.
 * ``limit``: job, limit (s): the job reached its runtime limit and is being killed.
 * ``hold``: job, held: an operator suspended (true) or resumed (false) the job.
 * ``job_class``: job, old, new: the job was moved to another class (t3d).
@@ -50,7 +51,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "workload": "path meta jobs",
     "arrival": "job due pes work limit estimate user argv mem_mb mem_source",
     "start": "job slot pes cpus",
-    "switch": "seq slot jobs stopped continued latency_us lag_us",
+    "switch": "seq slot jobs stopped continued latency_us lag_us slice_s",
     "suspend": "job",
     "resume": "job",
     "limit": "job limit",

@@ -246,3 +246,15 @@ def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
         assert r["events"] >= 4 and r["rt_emulated"] > 0 and r["rt_simulated"] > 0
     assert (tmp_path / "lgfs" / "gantt.png").exists()
     assert (tmp_path / "sim-afcfs" / "gantt.png").exists()
+
+
+def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_classes", "--span", "6",
+                           "--json", "--out", str(tmp_path)], capture_output=True, text=True,
+                          timeout=600, check=True)
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["scheduler"] for r in records] == ["t3d", "gang", "fcfs"]
+    for r in records:
+        assert r["makespan"] > 0 and 0 <= r["stopped_fraction"] <= 1
+        assert r["quantum_by_size"]
+    assert (tmp_path / "t3d-classes.png").exists()

@@ -76,10 +76,14 @@ class EmulationExecutor:
         self.node_memory = node_memory
         self.watchdog_args = [*(["--cgroup", str(node_memory.base)] if node_memory else []),
                               *(["--swap", str(swap.path)] if swap else [])]
-        self.pages_preempted = policy.pages_preempted and node_memory is not None
+        # T3D moves a preempted job out and back; T3E's adaptive slice counts the swapping a
+        # switch needs, so incoming jobs are paged in before they continue.
+        page_out = policy.pages_preempted and node_memory is not None
+        page_in = node_memory is not None and (policy.pages_preempted
+                                                or policy.config.variation > 0)
         self.nms = [NodeManager(node, machine, mpi.mpiexec, env, run_id, self.now,
-                                policy.node_policy(), shim_setup, node_memory,
-                                self.pages_preempted)
+                                policy.node_policy(), shim_setup, node_memory, page_out,
+                                page_in)
                     for node in machine.nodes]
         self.selector = selectors.DefaultSelector()
         for nm in self.nms:

@@ -130,7 +130,7 @@ class NodeManager:
     def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
                  run_id: str, clock: Callable[[], float], policy: GangNode,
                  shim: ShimSetup | None = None, memory: NodeCgroups | None = None,
-                 page_preempted: bool = False) -> None:
+                 page_out: bool = False, page_in: bool = False) -> None:
         self.node = node
         self.machine = machine
         self.mpiexec = mpiexec
@@ -140,7 +140,8 @@ class NodeManager:
         self.policy = policy
         self.shim = shim
         self.memory = memory
-        self.page_preempted = page_preempted
+        self.page_out = page_out
+        self.page_in = page_in
         self.paged: list[Paged] = []
         self.jobs: dict[str, LocalJob] = {}
         self.active: dict[ProcKey, bool] = {}
@@ -286,7 +287,7 @@ class NodeManager:
         incoming = [k for k in wanted if k not in self.active]
         for key in outgoing:
             self._signal(key, signal.SIGSTOP)
-        if self.page_preempted:
+        if self.page_out:
             self._page(outgoing, "out", paging.page_out)
         for key, coscheduled in wanted.items():
             record = self.records.get(key)
@@ -298,7 +299,7 @@ class NodeManager:
             if spin is not None and spin != self.spins.get(key):
                 record.set_spin(spin)
                 self.spins[key] = spin
-        if self.page_preempted:
+        if self.page_in:
             self._page(incoming, "in", paging.page_in)
         for key in incoming:
             self._signal(key, signal.SIGCONT)

@@ -3,7 +3,8 @@
 ``page_out`` asks the kernel to reclaim the process's private anonymous memory at once
 (``process_madvise(MADV_PAGEOUT)``, Linux 5.10+; with no swap there is nowhere to put it and
 little moves).  ``page_in`` brings it back before the process continues by reading it through
-``/proc/PID/mem``, which faults every page in.  Both are synchronous, so their durations are
+``/proc/PID/mem``, which faults every page in (only mappings with pages in swap are read, so
+it costs next to nothing when memory was not short).  Both are synchronous, so their durations are
 the swap-out and swap-in costs of a preemption.  Both need the right to trace the process
 (root, or the same user where ptrace is allowed); a process that has gone counts as 0 bytes.
 """
@@ -98,16 +99,39 @@ def page_out(pid: int) -> Moved:
     return Moved(time.monotonic() - t0, before, swap_kib(pid))
 
 
+def swapped_regions(pid: int) -> list[tuple[int, int]]:
+    """The process's mappings of which some part is in swap (``smaps``), as (start, end)
+    addresses; [] if none is or it has gone."""
+    regions = []
+    current: tuple[int, int] | None = None
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                head = line.split(None, 1)[0]
+                if "-" in head and not head.endswith(":"):
+                    start, end = (int(x, 16) for x in head.split("-"))
+                    current = (start, end)
+                elif head == "Swap:" and current is not None and int(line.split()[1]) > 0:
+                    regions.append(current)
+    except (FileNotFoundError, ProcessLookupError):
+        return []
+    return regions
+
+
 def page_in(pid: int) -> Moved:
-    """Fault the process's anonymous memory back in by reading all of it."""
+    """Fault back in every mapping of the process that has pages in swap, by reading it
+    whole; nothing to do (and almost no time) when none has."""
     before = swap_kib(pid)
     t0 = time.monotonic()
+    regions = swapped_regions(pid)
+    if not regions:
+        return Moved(time.monotonic() - t0, before, before)
     try:
         fd = os.open(f"/proc/{pid}/mem", os.O_RDONLY)
     except (FileNotFoundError, ProcessLookupError):
         return Moved(0.0, before, before)
     try:
-        for start, end in anonymous_regions(pid):
+        for start, end in regions:
             for at in range(start, end, _CHUNK):
                 try:
                     os.pread(fd, min(_CHUNK, end - at), at)

@@ -131,6 +131,13 @@ class Policy:
         """The number of rows the policy uses."""
         return self.matrix.mpl
 
+    def observe_switch(self, seconds: float) -> None:
+        """A heartbeat that stopped and continued jobs took ``seconds``: with a ``variation``
+        the next slice is ``timeslice + seconds x variation`` (T3E psched's adaptive slice:
+        long when switching meant swapping, back to the configured slice when it did not)."""
+        if self.timeslice is not None and self.config.variation > 0:
+            self.timeslice = self.config.timeslice + seconds * self.config.variation
+
     def refuse(self, request: JobRequest) -> str | None:
         """Why ``request`` could never run under this policy (it then fails at arrival); None
         if it could."""

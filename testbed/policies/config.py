@@ -51,7 +51,8 @@ class PolicyConfig:
     settings; ``overrun``: what happens to a job that outlives its runtime estimate under the
     batch policies, ``kill`` (killed at its estimate, as a batch system kills at the requested
     time) or ``run`` (it runs on and the reservations are recomputed around it);
-    ``classes``: the job classes of the ``t3d`` scheduler.
+    ``classes``: the job classes of the ``t3d`` scheduler; ``variation``: T3E psched's adaptive
+    slice, ``timeslice + switch time x variation`` (0: a fixed slice).
     """
 
     pes: int
@@ -63,6 +64,7 @@ class PolicyConfig:
     prime: PrimeTime = field(default_factory=PrimeTime)
     overrun: str = "kill"
     classes: ClassTable | None = None
+    variation: float = 0.0
 
     def describe(self) -> dict[str, Any]:
         """The settings as plain data (for ``config.json``)."""
