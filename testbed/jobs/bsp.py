@@ -233,7 +233,8 @@ def calibrate(comm: Any, exchange: Exchange, scratch: ScratchFile | None,
 
 def calibrate_walk(args: argparse.Namespace, seed: int, clock: Callable[[], float]) -> float:
     """One iteration's walk (seconds) on a small resident array, made before the real array
-    exists so that paging cannot inflate it."""
+    exists so that paging cannot inflate it (this rank's figure; ``run`` takes the max over
+    ranks)."""
     from testbed.jobs.walk import Walk
 
     probe = Walk(min(args.mem_mb, CALIBRATION_WALK_MB), args.theta, args.stride, seed)
@@ -285,6 +286,11 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
             from testbed.jobs.walk import Walk
 
             walk_cost = calibrate_walk(args, seed, clock.now)
+            if size > 1:
+                # Every rank must plan the same number of iterations, or the exchange of the
+                # one that plans more waits for ever on the others.
+                from mpi4py import MPI
+                walk_cost = comm.allreduce(walk_cost, op=MPI.MAX)
             walk = Walk(args.mem_mb, args.theta, args.stride, seed)
         cost = exchange_s + args.io_blocks * io_block_s + walk_cost
         iterations, per_iteration = plan(args.work, args.granularity * args.timeslice, cost)
