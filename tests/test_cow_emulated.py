@@ -21,7 +21,7 @@ def _order(evs) -> list[tuple[str, str | int]]:
 def test_an_interrupted_gang_restarts_in_the_simulators_order(tmp_path, workload):
     path = workload("0 2 bsp --work 1.5\n"
                     "0.3 1 bsp --work 0.8\n"
-                    "owner 0.7 1 1.6\n"
+                    "owner 0.7 1 3\n"
                     "1.0 2 bsp --work 0.5\n")
     for scheduler in ("afcfs", "lgfs"):
         real, sim = tmp_path / scheduler, tmp_path / f"sim-{scheduler}"
