@@ -40,19 +40,21 @@ TAU = 10 * TIME_SCALE
 PES = 2
 
 
-def mix(span: float, seed: int) -> str:
-    """The workload text: interactive, production and standby streams over ``span`` s."""
+def mix(span: float, seed: int, scale: float = 1.0) -> str:
+    """The workload text: interactive, production and standby streams over ``span`` s, every
+    time (arrivals and work) multiplied by ``scale``."""
     rng = random.Random(seed)
     lines = []
     for kind, gap in (("interactive", 6.0), ("production", 12.0), ("standby", 30.0)):
         t = rng.expovariate(1 / gap)
         while t < span:
             if kind == "interactive":
-                lines.append((t, f"1 class=interactive bsp --work {rng.uniform(0.5, 3):.2f}"))
+                line = f"1 class=interactive bsp --work {rng.uniform(0.5, 3) * scale:.2f}"
             elif kind == "production":
-                lines.append((t, f"{rng.choice((1, 2))} bsp --work {rng.uniform(6, 16):.2f}"))
+                line = f"{rng.choice((1, 2))} bsp --work {rng.uniform(6, 16) * scale:.2f}"
             else:
-                lines.append((t, "2 class=standby bsp --work 8"))
+                line = f"2 class=standby bsp --work {8 * scale:.2f}"
+            lines.append((t * scale, line))
             t += rng.expovariate(1 / gap)
     header = f"# testbed: seed={seed} benchmark=t3d_classes span={span}\n"
     return header + "".join(f"{t:.2f} {rest}\n" for t, rest in sorted(lines))
@@ -133,13 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="a 20 s mix: shows that it works")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--span", type=float, default=90.0, help="seconds of arrivals")
+    p.add_argument("--scale", type=float, default=1.0,
+                   help="multiply every arrival and work by this (a smaller mix)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     out = args.out or default_out("t3d-classes")
     out.mkdir(parents=True, exist_ok=True)
     workload = out / "workload.txt"
-    workload.write_text(mix(20.0 if args.quick else args.span, args.seed))
+    workload.write_text(mix(20.0 if args.quick else args.span, args.seed, args.scale))
     classes = out / "classes.toml"
     classes.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0",
                                                          f"time_scale = {TIME_SCALE}"))

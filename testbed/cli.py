@@ -51,7 +51,6 @@ from testbed.policies import (
 )
 from testbed.results.batsim import write_batsim
 from testbed.results.metrics import job_rows
-from testbed.results.plots import write_plots
 from testbed.results.report import format_table, run_dirs, write_results, write_swf
 from testbed.results.top import follow
 from testbed.results.trace import write_trace
@@ -59,6 +58,7 @@ from testbed.service.client import NoService, socket_path
 from testbed.service.client import request as client_request
 from testbed.service.protocol import (
     Cancel,
+    MigrateJob,
     Queue,
     Request,
     Resume,
@@ -135,6 +135,12 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--variation", type=float, default=0.0, metavar="V",
                    help="T3E's adaptive slice: timeslice + switch time x V (default 0: fixed); "
                         "with --node-mem a switch pages the incoming jobs in")
+    p.add_argument("--balance", type=float, default=0.0, metavar="S",
+                   help="T3E psched's load balancer: seconds between passes, each moving at "
+                        "most one job to free PEs of a lower row (default 0: off)")
+    p.add_argument("--migration-delay", type=float, default=10.0, metavar="S",
+                   help="how long a job whose migration failed or was made by hand is left "
+                        "alone by the balancer (default 10 s)")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
@@ -165,8 +171,10 @@ def _check_policy_options(args: argparse.Namespace, schedulers: list[str]) -> No
         value = getattr(args, option)
         if value is not None and value <= 0:
             raise UsageError(f"--{option.replace('_', '-')} must be > 0, got {value}")
-    if args.variation < 0 or not math.isfinite(args.variation):
-        raise UsageError(f"--variation must be >= 0, got {args.variation}")
+    for option in ("variation", "balance", "migration_delay"):
+        value = getattr(args, option)
+        if value < 0 or not math.isfinite(value):
+            raise UsageError(f"--{option.replace('_', '-')} must be >= 0, got {value}")
     for option in ("prime_large", "prime_free"):
         value = getattr(args, option)
         if value is not None and value < 0:
@@ -239,7 +247,8 @@ def _policy_config(args: argparse.Namespace, scheduler: str, pes: int,
         except ClassTableError as err:
             raise UsageError(str(err)) from None
     return PolicyConfig(pes, args.mpl, args.timeslice, args.allocator, getattr(args, "spin", None),
-                        memory, prime, args.overrun, classes, args.variation)
+                        memory, prime, args.overrun, classes, args.variation, args.balance,
+                        args.migration_delay)
 
 
 def _base_config(scheduler: str, policy: Policy, workload: Workload,
@@ -520,6 +529,12 @@ def cmd_class(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace) -> int:
+    """Move a job of yours to other PEs (T3E psched's migrate; gang-family schedulers)."""
+    _client_request(args, MigrateJob(args.job, tuple(args.pes)))
+    return 0
+
+
 def cmd_stop(args: argparse.Namespace) -> int:
     """Stop the service: what still runs is killed, the run directory is completed."""
     _client_request(args, Shutdown())
@@ -550,6 +565,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Re-derive results from the event logs of a run or compare directory and print them."""
+    from testbed.results.plots import write_plots  # matplotlib: only the report needs it
+
     try:
         dirs = run_dirs(args.dir)
     except (FileNotFoundError, NotADirectoryError) as err:
@@ -826,6 +843,12 @@ def _setup_class(p: argparse.ArgumentParser) -> None:
     _setup_client(p)
 
 
+def _setup_migrate(p: argparse.ArgumentParser) -> None:
+    p.add_argument("job", help="a job id, as testbed queue shows it (j12)")
+    p.add_argument("pes", metavar="PE", type=int, nargs="+", help="the PE of each rank, in order")
+    _setup_client(p)
+
+
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
 COMMANDS: dict[str, Command] = {
     "run": (_setup_run, cmd_run),
@@ -837,6 +860,7 @@ COMMANDS: dict[str, Command] = {
     "suspend": (_setup_job, _job_command(Suspend, "Hold a job of yours stopped (gangster)")),
     "resume": (_setup_job, _job_command(Resume, "Let a suspended job run again")),
     "class": (_setup_class, cmd_class),
+    "migrate": (_setup_migrate, cmd_migrate),
     "stop": (_setup_client, cmd_stop),
     "compare": (_setup_compare, cmd_compare),
     "report": (_setup_report, cmd_report),

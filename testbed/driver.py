@@ -32,7 +32,7 @@ from typing import Any, Protocol
 
 from testbed.events import EventLog
 from testbed.memory_history import MemoryHistory, program_of
-from testbed.policies import Action, JobRequest, Launch, Policy, Requeue, Run
+from testbed.policies import Action, JobRequest, Launch, Migrate, Policy, Requeue, Run
 from testbed.workloads.files import JobSpec, Workload
 
 
@@ -114,6 +114,11 @@ class Executor(Protocol):
 
     def owner_start(self, pe: int, duration: float) -> None:
         """A workstation owner takes ``pe`` for ``duration`` s (its job starts at once)."""
+        ...
+
+    def migrate(self, job: str, slot: int, pes: tuple[int, ...]) -> str | None:
+        """Move ``job``'s rank i to PE ``pes[i]``, its home row ``slot``; None when done, else
+        why not."""
         ...
 
     def owner_end(self, pe: int) -> None:
@@ -446,6 +451,8 @@ class Driver:
                 self._launch(action)
             elif isinstance(action, Run):
                 self._switch(action, due)
+            elif isinstance(action, Migrate):
+                self._migrate(action)
             elif isinstance(action, Requeue):
                 assert self.log is not None
                 lost, cpu = self.executor.requeue(action.job)
@@ -459,6 +466,28 @@ class Driver:
             if changed:
                 self.log.emit("states", self.executor.now(), changed=changed)
             self.states = states
+
+    def _migrate(self, move: Migrate) -> None:
+        assert self.log is not None
+        problem = self.executor.migrate(move.job, move.slot, move.pes)
+        now = self.executor.now()
+        self.log.emit("migrate", now, job=move.job, slot=move.slot, pes=list(move.pes),
+                      from_slot=move.from_slot, from_pes=list(move.from_pes),
+                      error=problem)
+        if problem is not None:
+            self._apply(self.policy.migration_failed(move, now))
+
+    def migrate(self, job: str, pes: tuple[int, ...]) -> str | None:
+        """Move ``job`` to ``pes`` by hand (an operator's ``testbed migrate``); None when
+        done, else why not."""
+        if job not in self.started_at or job in self.ended_jobs:
+            return f"{job} is not running"
+        try:
+            actions = self.policy.migrate(job, pes, self.executor.now())
+        except ValueError as err:
+            return str(err)
+        self._apply(actions)
+        return None
 
     def _launch(self, action: Launch) -> None:
         assert self.log is not None

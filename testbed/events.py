@@ -20,6 +20,8 @@ write the same kinds; events marked *emulation* below come only from real proces
   ``suspend`` / ``resume``: job.
 * ``limit``: job, limit (s): the job reached its runtime limit and is being killed.
 * ``hold``: job, held: an operator suspended (true) or resumed (false) the job.
+* ``migrate``: job, slot, pes, from_slot, from_pes, error: the job's ranks were moved (T3E
+  psched's load balancer or ``testbed migrate``); ``error`` says why a move failed (None).
 * ``job_class``: job, old, new: the job was moved to another class (t3d).
 * ``states``: changed (job -> letter): the jobs whose T3D state changed (t3d only; ``N`` new,
   ``W`` waiting with PEs reserved, ``R`` running, ``O`` preempted, ``S`` suspended).
@@ -60,6 +62,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "interrupt": "job pe lost_s cpu_s",
     "paging": "job direction seconds swap_kib_before swap_kib_after",
     "hold": "job held",
+    "migrate": "job slot pes from_slot from_pes error",
     "job_class": "job old new",
     "states": "changed",
     "finish": "job status exit_code reason swap_in swap_out cpu_s",

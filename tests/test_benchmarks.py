@@ -238,7 +238,8 @@ def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
 
 def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.cow_emulated", "--gangs", "2",
-                           "--owners", "1:0.3", "--json", "--out", str(tmp_path)],
+                           "--mean-work", "0.3", "--inv-lambda", "0.5", "--owners", "1:0.3",
+                           "--json", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, check=True)
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["policy"] for r in records] == ["afcfs", "lgfs"]
@@ -249,9 +250,9 @@ def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
 
 
 def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_classes", "--span", "6",
-                           "--json", "--out", str(tmp_path)], capture_output=True, text=True,
-                          timeout=600, check=True)
+    done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_classes", "--span", "12",
+                           "--scale", "0.15", "--json", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=600, check=True)
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [r["scheduler"] for r in records] == ["t3d", "gang", "fcfs"]
     for r in records:

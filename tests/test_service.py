@@ -288,7 +288,7 @@ def test_gangster_class_changes_under_t3d(tmp_path):
     service = Serving(tmp_path, "--scheduler", "t3d", "--classes", str(table))
     try:
         workload = tmp_path / "w.txt"
-        workload.write_text("0 2 bsp --work 60\n0 1 class=standby bsp --work 60\n")
+        workload.write_text("0 2 bsp --work 20\n0 1 class=standby bsp --work 20\n")
         assert service.testbed("submit", str(workload)).returncode == 0
         _wait_for(lambda: any(ev["event"] == "start" for ev in service.events()))
         refused = service.testbed("class", "j2", "nosuch")
@@ -303,6 +303,25 @@ def test_gangster_class_changes_under_t3d(tmp_path):
                 if line.split()[1:2] in (["j1"], ["j2"])}
         assert rows["j2"][0] == "interactive" and rows["j2"][3] == "R"   # CLAS JOB #PE ST
         assert rows["j1"][3] == "O"                                     # preempted
+        for job in ("j1", "j2"):
+            assert service.testbed("cancel", job).returncode == 0
+    finally:
+        service.stop()
+
+
+def test_an_operator_migrates_a_job_and_the_balancer_leaves_it(tmp_path):
+    service = Serving(tmp_path, "--balance", "0.3", "--migration-delay", "60")
+    try:
+        workload = tmp_path / "w.txt"
+        workload.write_text("0 1 bsp --work 20\n0 1 bsp --work 20\n")
+        assert service.testbed("submit", str(workload)).returncode == 0
+        _wait_for(lambda: sum(ev["event"] == "pids" for ev in service.events()) == 2)
+        refused = service.testbed("migrate", "j2", "0", "1")
+        assert refused.returncode == 2 and b"give as many distinct PEs" in refused.stderr
+        assert service.testbed("migrate", "j2", "0").returncode == 0   # onto j1's PE, row 1
+        time.sleep(1.5)                                                 # several balance passes
+        moves = [ev for ev in service.events() if ev["event"] == "migrate"]
+        assert [(m["job"], m["pes"], m["error"]) for m in moves] == [("j2", [0], None)]
         for job in ("j1", "j2"):
             assert service.testbed("cancel", job).returncode == 0
     finally:

@@ -234,7 +234,17 @@ def test_wire_type_names():
     assert {t: c.__name__ for t, c in protocol.REQUEST_TYPES.items()} == {
         "submit": "Submit", "submit_workload": "SubmitWorkload", "queue": "Queue",
         "cancel": "Cancel", "suspend": "Suspend", "resume": "Resume", "set_class": "SetClass",
-        "shutdown": "Shutdown"}
+        "migrate": "MigrateJob", "shutdown": "Shutdown"}
+
+
+def test_migrate_checks_its_pes():
+    message = protocol.MigrateJob("j1", (1, 0)).to_message()
+    assert message == {"type": "migrate", "job": "j1", "pes": [1, 0]}
+    assert parse_request(message) == protocol.MigrateJob("j1", (1, 0))
+    for bad in ([], [-1], [True], ["0"], "0"):
+        with pytest.raises(ProtocolError) as err:
+            parse_request({"type": "migrate", "job": "j1", "pes": bad})
+        assert err.value.field.startswith("pes")
 
 
 def test_set_class_checks_the_class_name():

@@ -35,6 +35,8 @@ from testbed.emulation.messages import (
     KillJob,
     LaunchFailure,
     LaunchJob,
+    MoveFailed,
+    MoveJob,
     Paged,
     PidInfo,
     Release,
@@ -250,6 +252,13 @@ class EmulationExecutor:
         """Seconds ``job`` has run so far (its stopped time excluded); forgets it."""
         since = self.running_since.pop(job, None)
         return self.ran.pop(job, 0.0) + (self.now() - since if since is not None else 0.0)
+
+    def migrate(self, job: str, slot: int, pes: tuple[int, ...]) -> str | None:
+        """Move ``job``'s rank i to PE ``pes[i]`` (each NM re-pins its ranks); None when done,
+        else why not (then nothing moved on a node that refused)."""
+        problems = [r.reason for r in self._broadcast(MoveJob(job, slot, pes))
+                    if isinstance(r, MoveFailed)]
+        return "; ".join(problems) or None
 
     def owner_start(self, pe: int, duration: float) -> None:
         """An owner's job (COW): a CPU-bound process pinned to ``pe``'s CPU, which stops by

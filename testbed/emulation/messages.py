@@ -93,6 +93,24 @@ class Shutdown:
 
 
 @dataclass(frozen=True)
+class MoveJob:
+    """MM -> NMs: move ``job``'s rank i to PE ``pes[i]`` (pin it to that PE's CPU) and make
+    ``slot`` its home row."""
+
+    job: str
+    slot: int
+    pes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class MoveFailed:
+    """NM -> MM: a move could not be made here, and why."""
+
+    job: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Paged:
     """NM -> MM: a stopped job's memory on this node was moved to swap (``out``) or back
     (``in``) during a heartbeat: seconds taken and KiB of swap its ranks used before/after."""

@@ -34,6 +34,8 @@ from testbed.emulation.messages import (
     KillJob,
     LaunchFailure,
     LaunchJob,
+    MoveFailed,
+    MoveJob,
     Paged,
     PidInfo,
     Release,
@@ -59,7 +61,7 @@ class ShimSetup:
     native_collectives: bool
 
 
-Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown
+Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown | MoveJob
 
 
 @dataclass
@@ -175,6 +177,8 @@ class NodeManager:
                 return []
             case Release():
                 return self._forget(msg.job)
+            case MoveJob():
+                return self._move(msg)
             case Shutdown():
                 for job in list(self.jobs):
                     self._kill(job, msg.reason)
@@ -306,6 +310,25 @@ class NodeManager:
         self.active = wanted
         return (tuple(sorted({k[0] for k in outgoing})),
                 tuple(sorted({k[0] for k in incoming})))
+
+    def _move(self, msg: MoveJob) -> list[object]:
+        """Pin the job's ranks on this node to their new PEs' CPUs (every thread), or say why
+        not: its ranks would change nodes, or they have not all been found yet."""
+        job = self.jobs.get(msg.job)
+        moved = {rank: pe for rank, pe in enumerate(msg.pes) if pe in self.node.pes}
+        if job is None:
+            return [MoveFailed(msg.job, f"ranks {sorted(moved)} would change nodes")] if moved \
+                else []
+        if set(moved) != set(job.local_pes):
+            return [MoveFailed(msg.job, "its ranks would change nodes")]
+        if len(job.ranks) < len(job.local_pes):
+            return [MoveFailed(msg.job, "its ranks have not all been found yet")]
+        for rank, pe in moved.items():
+            procs.pin(job.ranks[rank].pid, self.machine.cpus[pe])
+            job.ranks[rank].pe = pe
+            job.local_pes[rank] = pe
+            self.policy.add(Proc(msg.job, rank, pe, msg.slot))
+        return []
 
     def _page(self, keys: list[ProcKey], direction: str,
               move: Callable[[int], paging.Moved]) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from testbed.policies.base import Action, JobRequest, Launch, Policy, Requeue, Run
+from testbed.policies.base import Action, JobRequest, Launch, Migrate, Policy, Requeue, Run
 from testbed.policies.config import MemoryAdmission, PolicyConfig, PrimeTime
 from testbed.policies.conservative import Conservative
 from testbed.policies.cow import Afcfs, Lgfs
@@ -31,5 +31,5 @@ def make_policy(name: str, config: PolicyConfig) -> Policy:
     return cls(config)
 
 
-__all__ = ["POLICIES", "Action", "JobRequest", "Launch", "MemoryAdmission", "Policy",
+__all__ = ["POLICIES", "Action", "JobRequest", "Launch", "MemoryAdmission", "Migrate", "Policy",
            "PolicyConfig", "PrimeTime", "Requeue", "Run", "make_policy"]

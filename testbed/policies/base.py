@@ -71,7 +71,19 @@ class Requeue:
     pe: int
 
 
-Action = Launch | Run | Requeue
+@dataclass(frozen=True)
+class Migrate:
+    """Move ``job``'s ranks to ``pes`` (rank i to ``pes[i]``), its home row becoming
+    ``slot`` (T3E psched's load balancer, or an operator's ``testbed migrate``)."""
+
+    job: str
+    slot: int
+    pes: tuple[int, ...]
+    from_slot: int
+    from_pes: tuple[int, ...]
+
+
+Action = Launch | Run | Requeue | Migrate
 
 
 class Policy:
@@ -203,6 +215,14 @@ class Policy:
     def states(self) -> dict[str, str] | None:
         """Each known job's state letter for policies that keep T3D's states, else None."""
         return None
+
+    def migrate(self, job: str, pes: tuple[int, ...], now: float) -> list[Action]:
+        """Move placed ``job`` to ``pes`` by hand at ``now`` (s); ``ValueError`` saying why not."""
+        raise ValueError(f"the {self.name} scheduler does not migrate jobs")
+
+    def migration_failed(self, move: Migrate, now: float) -> list[Action]:
+        """The executor could not carry out ``move``: put the job back."""
+        raise ValueError(f"the {self.name} scheduler does not migrate jobs")
 
     def owner_arrive(self, pe: int, now: float) -> list[Action]:
         """A workstation owner took ``pe`` at ``now`` (s); only COW policies have owners."""

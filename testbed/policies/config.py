@@ -52,7 +52,9 @@ class PolicyConfig:
     batch policies, ``kill`` (killed at its estimate, as a batch system kills at the requested
     time) or ``run`` (it runs on and the reservations are recomputed around it);
     ``classes``: the job classes of the ``t3d`` scheduler; ``variation``: T3E psched's adaptive
-    slice, ``timeslice + switch time x variation`` (0: a fixed slice).
+    slice, ``timeslice + switch time x variation`` (0: a fixed slice); ``balance_s``: seconds
+    between the load balancer's passes (0: none) and ``migration_delay_s`` how long a job whose
+    migration failed or was made by hand is left alone (T3E psched).
     """
 
     pes: int
@@ -65,6 +67,8 @@ class PolicyConfig:
     overrun: str = "kill"
     classes: ClassTable | None = None
     variation: float = 0.0
+    balance_s: float = 0.0
+    migration_delay_s: float = 10.0
 
     def describe(self) -> dict[str, Any]:
         """The settings as plain data (for ``config.json``)."""

@@ -3,17 +3,27 @@
 On each heartbeat the next occupied row becomes current; its jobs run, and so do alternates:
 jobs of other rows whose PEs are all idle in the current row (T3D §3.1, THESIS Fig 2.2).  When
 the current row empties between heartbeats the next occupied row takes over at once.
+
+With ``balance_s`` a load balancer moves one job at a time to free PEs of a lower row (T3E
+psched, ``testbed.policies.balance``); jobs may also be moved by hand (``migrate``).
 """
 
 from __future__ import annotations
 
-from testbed.policies.base import Action, Policy, Run
+from testbed.policies.balance import Balancer, best_move
+from testbed.policies.base import Action, Migrate, Policy, Run
+from testbed.policies.config import PolicyConfig
 
 
 class Gang(Policy):
     """Coordinated time slicing over the Ousterhout matrix."""
 
     name = "gang"
+
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(config)
+        self.balancer = (Balancer(config.balance_s, config.migration_delay_s)
+                         if config.balance_s > 0 else None)
 
     def running(self) -> frozenset[str]:
         """The current row's jobs plus alternates, preferring those running now."""
@@ -32,6 +42,57 @@ class Gang(Policy):
         """Keep an occupied row current: an idle machine or an emptied row moves on at once."""
         if self.slot is None or not self.matrix.jobs_in(self.slot):
             self._advance()
+
+    def wake_at(self) -> float | None:
+        """The next load-balancer pass while jobs are placed (None without a balancer)."""
+        if self.balancer is None or not self.matrix.placed:
+            return None
+        return self.balancer.next_at
+
+    def wake(self, now: float) -> list[Action]:
+        """A balance pass: at most one migration, then admit what fits."""
+        actions: list[Action] = []
+        if self.balancer is not None and self.balancer.due(now):
+            move = best_move(self.matrix, self.balancer.blocked(now))
+            if move is not None:
+                actions += self._move(*move)
+        return actions + self._admit(now)
+
+    def migrate(self, job: str, pes: tuple[int, ...], now: float) -> list[Action]:
+        """Move placed ``job`` to ``pes`` by hand (the first row where they are free); the
+        balancer leaves it alone for ``migration_delay_s``."""
+        placed = self.matrix.placed.get(job)
+        if placed is None:
+            raise ValueError(f"{job} is not placed")
+        if len(pes) != len(placed[1]) or len(set(pes)) != len(pes):
+            raise ValueError(f"{job} has {len(placed[1])} ranks: give as many distinct PEs")
+        if any(not 0 <= pe < self.config.pes for pe in pes):
+            raise ValueError(f"PEs are 0..{self.config.pes - 1}")
+        self.matrix.remove(job)
+        mask = sum(1 << pe for pe in pes)
+        slot = next((s for s, busy in enumerate(self.matrix.busy) if not busy & mask), None)
+        self.matrix.assign(job, *placed)
+        if slot is None:
+            raise ValueError(f"PEs {list(pes)} are not free in any row")
+        if self.balancer is not None:
+            self.balancer.hold_off(job, now)
+        return self._move(job, slot, tuple(pes))
+
+    def migration_failed(self, move: Migrate, now: float) -> list[Action]:
+        """Put the job back where it was; the balancer leaves it alone for a while."""
+        self.matrix.remove(move.job)
+        self.matrix.assign(move.job, move.from_slot, move.from_pes)
+        if self.balancer is not None:
+            self.balancer.hold_off(move.job, now)
+        self.refresh()
+        return self._run_if_changed()
+
+    def _move(self, job: str, slot: int, pes: tuple[int, ...]) -> list[Action]:
+        from_slot, from_pes = self.matrix.placed[job]
+        self.matrix.remove(job)
+        self.matrix.assign(job, slot, pes)
+        self.refresh()
+        return [Migrate(job, slot, pes, from_slot, from_pes), *self._run_if_changed()]
 
     def _advance(self) -> None:
         occupied = self.matrix.occupied_slots()

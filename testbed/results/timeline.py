@@ -32,7 +32,8 @@ def launched_stopped(events: list[dict[str, Any]]) -> set[str]:
 
 def intervals(events: list[dict[str, Any]]) -> list[Interval]:
     """Every job's running and suspended intervals, in time order.  A job an owner interrupted
-    (COW) has one run per ``start``, each ended by its ``interrupt`` or the job's ``finish``."""
+    (COW) has one run per ``start``, each ended by its ``interrupt`` or the job's ``finish``;
+    a migrated job's intervals change PEs at its ``migrate``."""
     end_of_run = max((ev["t"] for ev in events), default=0.0)
     runs: dict[str, list[tuple[dict[str, Any], float | None]]] = {}
     changes: dict[str, list[tuple[float, bool]]] = {}
@@ -45,15 +46,23 @@ def intervals(events: list[dict[str, Any]]) -> list[Interval]:
             start, end = runs[ev["job"]][-1]
             if end is None:
                 runs[ev["job"]][-1] = (start, ev["t"])
+        elif kind == "migrate" and not ev["error"] and runs.get(ev["job"]):
+            start, end = runs[ev["job"]][-1]
+            if end is None:
+                runs[ev["job"]][-1] = (start, ev["t"])
+                runs[ev["job"]].append(({"t": ev["t"], "pes": ev["pes"], "slot": ev["slot"],
+                                         "moved": True}, None))
         elif kind in ("suspend", "resume") and ev["job"] in changes:
             changes[ev["job"]].append((ev["t"], kind == "resume"))
     stopped = launched_stopped(events)
     out = []
     for job, job_runs in runs.items():
+        running = True
         for start, end in job_runs:
             stop = end_of_run if end is None else end
             flips = [(t, r) for t, r in changes[job] if start["t"] <= t < stop]
-            running = job not in stopped or start is not job_runs[0][0]
+            if not start.get("moved"):          # a migrated job goes on as it was
+                running = job not in stopped or start is not job_runs[0][0]
             since = start["t"]
             for t, now_running in [*flips, (stop, None)]:
                 if t > since:
@@ -83,7 +92,7 @@ def interruptions(events: list[dict[str, Any]]) -> list[tuple[float, tuple[int, 
     pes: dict[str, tuple[int, ...]] = {}
     cuts = []
     for ev in events:
-        if ev["event"] == "start":
+        if ev["event"] == "start" or (ev["event"] == "migrate" and not ev["error"]):
             pes[ev["job"]] = tuple(ev["pes"])
         elif ev["event"] == "interrupt":
             cuts.append((ev["t"], pes.get(ev["job"], (ev["pe"],))))

@@ -85,10 +85,14 @@ def render(events: list[dict[str, Any]], now: float | None = None) -> str:
              f"[{'#' * filled}{'-' * (BAR - filled)}] {finished}/{len(states)} jobs  "
              f"{elapsed:.1f} s" + (f"  ({ended['status']})" if ended else "")]
     rows = [["."] * pes for _ in range(mpl)]
+    cells: dict[str, tuple[int, list[int]]] = {}
     for ev in events:
-        if ev["event"] == "start" and states.get(ev["job"]) in ("running", "stopped"):
-            for pe in ev["pes"]:
-                rows[ev["slot"]][pe] = ev["job"]
+        if ev["event"] == "start" or (ev["event"] == "migrate" and not ev["error"]):
+            cells[ev["job"]] = (ev["slot"], ev["pes"])
+    for job, (slot, job_pes) in cells.items():
+        if states.get(job) in ("running", "stopped"):
+            for pe in job_pes:
+                rows[slot][pe] = job
     current = next((ev["slot"] for ev in reversed(events) if ev["event"] == "switch"), None)
     width = max([len(c) for row in rows for c in row] + [4])
     lines.append("row  " + " ".join(f"PE{pe}".rjust(width) for pe in range(pes)))

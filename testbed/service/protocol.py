@@ -27,6 +27,7 @@ Requests (client -> server)
     ``suspend``          ``Suspend(job)``
     ``resume``           ``Resume(job)``
     ``set_class``        ``SetClass(job, job_class)``
+    ``migrate``          ``MigrateJob(job, pes)``
     ``shutdown``         ``Shutdown()``
 
     Every field is required and unknown fields are refused, so a client and a server from
@@ -342,18 +343,28 @@ class SetClass(_Message):
 
 
 @dataclass(frozen=True)
+class MigrateJob(_Message):
+    """Move job ``job``'s rank i to PE ``pes[i]`` (T3E's ``migrate``)."""
+
+    TYPE: ClassVar[str] = "migrate"
+    job: str
+    pes: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class Shutdown(_Message):
     """Stop the server."""
 
     TYPE: ClassVar[str] = "shutdown"
 
 
-Request = Submit | SubmitWorkload | Queue | Cancel | Suspend | Resume | SetClass | Shutdown
+Request = (Submit | SubmitWorkload | Queue | Cancel | Suspend | Resume | SetClass | MigrateJob
+           | Shutdown)
 """Any request, as ``parse_request`` returns it."""
 
 REQUEST_TYPES: dict[str, type[_Message]] = {
     cls.TYPE: cls for cls in (Submit, SubmitWorkload, Queue, Cancel, Suspend, Resume, SetClass,
-                              Shutdown)
+                              MigrateJob, Shutdown)
 }
 """Request classes by their wire ``"type"``."""
 
@@ -504,6 +515,18 @@ def _submit_workload(check: _Fields) -> SubmitWorkload:
     return SubmitWorkload(lines, path)
 
 
+def _pes(check: _Fields) -> tuple[int, ...]:
+    value = check.obj["pes"]
+    if not isinstance(value, list) or not value or len(value) > MAX_RANKS:
+        raise check.fail("pes", f"must be a list of 1 to {MAX_RANKS} PE numbers")
+    pes = []
+    for i, pe in enumerate(value):
+        if isinstance(pe, bool) or not isinstance(pe, int) or not 0 <= pe < MAX_RANKS:
+            raise check.fail(f"pes[{i}]", f"must be a PE number, got {pe!r}")
+        pes.append(pe)
+    return tuple(pes)
+
+
 def _class_name(check: _Fields) -> str:
     name = check.string("job_class", MAX_NAME, empty=False)
     if not valid_job_class(name):
@@ -519,6 +542,7 @@ _PARSERS: dict[str, Any] = {
     "suspend": lambda check: Suspend(check.job()),
     "resume": lambda check: Resume(check.job()),
     "set_class": lambda check: SetClass(check.job(), _class_name(check)),
+    "migrate": lambda check: MigrateJob(check.job(), _pes(check)),
     "shutdown": lambda check: Shutdown(),
 }
 

@@ -240,13 +240,17 @@ class Service:
             case protocol.Queue():
                 self._send(client, protocol.queue_reply(self.queue_rows()))
             case (protocol.Cancel(job=job) | protocol.Suspend(job=job) | protocol.Resume(job=job)
-                  | protocol.SetClass(job=job)):
+                  | protocol.SetClass(job=job) | protocol.MigrateJob(job=job)):
                 if job not in self.submitter:
                     self._send(client, protocol.error(f"no job {job}"))
                 elif not self._allowed(client, job):
                     self._send(client, protocol.error(
                         f"{job} belongs to {user_name(self.submitter[job])}; "
                         f"{user_name(client.uid)} may not change it"))
+                elif isinstance(request, protocol.MigrateJob):
+                    problem = driver.migrate(job, request.pes)
+                    self._send(client, protocol.ok() if problem is None
+                               else protocol.error(problem))
                 elif isinstance(request, protocol.SetClass):
                     problem = driver.set_class(job, request.job_class)
                     self._send(client, protocol.ok() if problem is None

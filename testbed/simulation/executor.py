@@ -131,6 +131,10 @@ class SimulationExecutor:
     def owner_start(self, pe: int, duration: float) -> None:
         """Owners cost nothing here: the policy keeps gangs off their PEs."""
 
+    def migrate(self, job: str, slot: int, pes: tuple[int, ...]) -> str | None:
+        """A modeled job moves at no cost."""
+        return None
+
     def owner_end(self, pe: int) -> None:
         """Nothing to stop (owners are not modelled as work)."""
 
