@@ -17,6 +17,7 @@ both; only ``advance`` (wait until a time, or until something happens) differs.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 import itertools
 import json
@@ -377,6 +378,7 @@ class Driver:
         except ValueError as err:
             return str(err)
         self.log.emit("job_class", now, job=job, old=old, new=name)
+        self.specs[job] = dataclasses.replace(self.specs[job], job_class=name)
         self._apply(actions)
         return None
 

@@ -298,6 +298,7 @@ def test_gangster_class_changes_under_t3d(tmp_path):
                               for ev in service.events()))
         events = service.events()
         assert any(ev["event"] == "job_class" and ev["new"] == "interactive" for ev in events)
+        assert "interactive" in service.testbed("queue").stdout.decode()
         frame = render(events)
         rows = {line.split()[1]: line.split() for line in frame.splitlines()
                 if line.split()[1:2] in (["j1"], ["j2"])}
