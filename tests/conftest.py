@@ -98,3 +98,13 @@ def _no_leftovers():
     while (leaked := leftovers(started)) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not leaked, f"shared memory left behind: {leaked}"
+
+
+def fast_classes(tmp_path: Path) -> Path:
+    """T3D's shipped class table with every time a tenth (a production job of n PEs may be
+    preempted after n seconds), written under ``tmp_path``."""
+    from testbed.class_tables import DEFAULT_TABLE
+
+    table = tmp_path / "fast.toml"
+    table.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0", "time_scale = 0.1"))
+    return table

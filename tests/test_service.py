@@ -281,11 +281,10 @@ def test_only_the_submitter_or_root_may_change_a_job(tmp_path):
 
 
 def test_gangster_class_changes_under_t3d(tmp_path):
-    from testbed.class_tables import DEFAULT_TABLE
+    from conftest import fast_classes
+
     from testbed.results.top import render
-    table = tmp_path / "fast.toml"
-    table.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0", "time_scale = 0.1"))
-    service = Serving(tmp_path, "--scheduler", "t3d", "--classes", str(table))
+    service = Serving(tmp_path, "--scheduler", "t3d", "--classes", str(fast_classes(tmp_path)))
     try:
         workload = tmp_path / "w.txt"
         workload.write_text("0 2 bsp --work 20\n0 1 class=standby bsp --work 20\n")

@@ -166,11 +166,9 @@ def test_classes_scale_in_time():
 
 
 def test_an_interactive_job_preempts_a_production_job_on_real_processes(tmp_path):
-    from conftest import events, jobs_csv, run_id, run_processes, run_testbed
+    from conftest import events, fast_classes, jobs_csv, run_id, run_processes, run_testbed
 
-    from testbed.class_tables import DEFAULT_TABLE
-    table = tmp_path / "fast.toml"
-    table.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0", "time_scale = 0.1"))
+    table = fast_classes(tmp_path)
     work = tmp_path / "w.txt"
     work.write_text("0 2 bsp --work 4\n"
                     "1 1 class=interactive bsp --work 1\n"
@@ -196,11 +194,9 @@ def test_an_interactive_job_preempts_a_production_job_on_real_processes(tmp_path
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="--node-mem and --swap need root")
 def test_a_preempted_job_is_moved_to_swap_and_back(tmp_path):
-    from conftest import events, jobs_csv, run_id, run_processes, run_testbed
+    from conftest import events, fast_classes, jobs_csv, run_id, run_processes, run_testbed
 
-    from testbed.class_tables import DEFAULT_TABLE
-    table = tmp_path / "fast.toml"
-    table.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0", "time_scale = 0.1"))
+    table = fast_classes(tmp_path)
     work = tmp_path / "w.txt"
     work.write_text("0 2 bsp --work 3 --mem-mb 100\n"
                     "1 1 class=interactive bsp --work 1\n")

@@ -234,19 +234,23 @@ class EmulationExecutor:
         deadline = time.monotonic() + SHUTDOWN_GRACE
         for nm in self.nms:
             fd = nm.launcher_fd(job)
-            if fd is None:
-                continue
-            self.selector.unregister(fd)
-            with selectors.DefaultSelector() as ready:
-                ready.register(fd, selectors.EVENT_READ)
-                ready.select(max(0.0, deadline - time.monotonic()))
-            nm.reap(job)
+            if fd is not None:
+                self._reap_killed(nm, fd, job, deadline)
         ranks = [values for reply in self._broadcast(Release(job))
                  if isinstance(reply, JobCounters) for values in reply.ranks.values()]
         self.swap_at_start.pop(job, None)
         (self.run_dir / "jobs" / f"{job}.stats.jsonl").unlink(missing_ok=True)
         cpu = [r["cpu_s"] for r in ranks if r.get("cpu_s") is not None]
         return lost, round(sum(cpu), 6) if cpu else None
+
+    def _reap_killed(self, nm: NodeManager, fd: int, job: str, deadline: float) -> Termination:
+        """Stop watching the launcher of a job being killed, wait for it to exit (until
+        ``deadline``, monotonic s) and reap it."""
+        self.selector.unregister(fd)
+        with selectors.DefaultSelector() as ready:
+            ready.register(fd, selectors.EVENT_READ)
+            ready.select(max(0.0, deadline - time.monotonic()))
+        return nm.reap(job)
 
     def _ran(self, job: str) -> float:
         """Seconds ``job`` has run so far (its stopped time excluded); forgets it."""
@@ -361,12 +365,8 @@ class EmulationExecutor:
             ended = []
             for nm in self.nms:
                 for fd, job in list(nm.launcher_fds().items()):
-                    self.selector.unregister(fd)
-                    ready = selectors.DefaultSelector()
-                    ready.register(fd, selectors.EVENT_READ)
-                    ready.select(max(0.0, deadline - time.monotonic()))
-                    ready.close()
-                    ended.append(self._end(nm.reap(job), "killed"))
+                    term = self._reap_killed(nm, fd, job, deadline)
+                    ended.append(self._end(term, "killed"))
             swept = procs.kill_marked(self.run_id)
             procs.reap_orphans(keep=set())
             for nm in self.nms:

@@ -316,10 +316,9 @@ class NodeManager:
         not: its ranks would change nodes, or they have not all been found yet."""
         job = self.jobs.get(msg.job)
         moved = {rank: pe for rank, pe in enumerate(msg.pes) if pe in self.node.pes}
-        if job is None:
-            return [MoveFailed(msg.job, f"ranks {sorted(moved)} would change nodes")] if moved \
-                else []
-        if set(moved) != set(job.local_pes):
+        if job is None and not moved:
+            return []
+        if job is None or set(moved) != set(job.local_pes):
             return [MoveFailed(msg.job, "its ranks would change nodes")]
         if len(job.ranks) < len(job.local_pes):
             return [MoveFailed(msg.job, "its ranks have not all been found yet")]
