@@ -141,6 +141,10 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--migration-delay", type=float, default=10.0, metavar="S",
                    help="how long a job whose migration failed or was made by hand is left "
                         "alone by the balancer (default 10 s)")
+    p.add_argument("--app-max", type=int, default=1, metavar="N",
+                   help="psched: normal (not prime) applications per PE (default 1, NERSC's)")
+    p.add_argument("--abs-app-max", type=int, default=2, metavar="N",
+                   help="psched: applications per PE in all, the matrix's rows (default 2)")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
@@ -175,6 +179,9 @@ def _check_policy_options(args: argparse.Namespace, schedulers: list[str]) -> No
         value = getattr(args, option)
         if value < 0 or not math.isfinite(value):
             raise UsageError(f"--{option.replace('_', '-')} must be >= 0, got {value}")
+    if not 1 <= args.app_max <= args.abs_app_max:
+        raise UsageError(f"need 1 <= --app-max <= --abs-app-max, got {args.app_max} and "
+                         f"{args.abs_app_max}")
     for option in ("prime_large", "prime_free"):
         value = getattr(args, option)
         if value is not None and value < 0:
@@ -248,7 +255,7 @@ def _policy_config(args: argparse.Namespace, scheduler: str, pes: int,
             raise UsageError(str(err)) from None
     return PolicyConfig(pes, args.mpl, args.timeslice, args.allocator, getattr(args, "spin", None),
                         memory, prime, args.overrun, classes, args.variation, args.balance,
-                        args.migration_delay)
+                        args.migration_delay, args.app_max, args.abs_app_max)
 
 
 def _base_config(scheduler: str, policy: Policy, workload: Workload,

@@ -251,7 +251,7 @@ class Driver:
                       jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
                              "work": j.work, "limit": j.limit, "estimate": j.estimate,
                              "after": j.after, "source_id": j.source_id,
-                             "class": j.job_class or None}
+                             "class": j.job_class or None, "prime": j.prime}
                             for j in workload.jobs])
 
     def _loop(self) -> None:
@@ -440,7 +440,7 @@ class Driver:
                       mem_source=source)
         self.arrived_at[spec.id] = due
         request = JobRequest(spec.id, spec.pes, due, mem_mb, spec.estimate, spec.job_class,
-                             spec.interactive)
+                             spec.interactive, spec.prime)
         refusal = self.policy.refuse(request)
         if refusal is not None:
             self._ended(Ended(spec.id, "failed", None, refusal), started=False)

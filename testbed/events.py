@@ -7,8 +7,8 @@ write the same kinds; events marked *emulation* below come only from real proces
 
 * ``run_start``: run_id, wall_time (Unix time), config (``config.json``'s content).
 * ``workload``: path, meta, jobs (the workload's jobs: job, line, arrival, pes, work, limit,
-  estimate, after, source_id, class).  A service run (``testbed serve``) writes one more for every
-  submission, its arrivals relative to its ``t``.
+  estimate, after, source_id, class, prime).  A service run (``testbed serve``) writes one
+  more for every submission, its arrivals relative to its ``t``.
 * ``arrival``: job, due (its workload arrival; a successor's is its predecessor's end plus its
   think time), pes, work, limit, estimate, user, argv, mem_mb (the estimate memory admission
   uses, MiB), mem_source (declared, history or none).

@@ -11,12 +11,18 @@ delay and its delay after a manual migration).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from testbed.policies.matrix import Matrix, Placement
 
+Allowed = Callable[[str, Placement], bool]
 
-def best_move(matrix: Matrix, blocked: set[str]) -> tuple[str, int, Placement] | None:
+
+def best_move(matrix: Matrix, blocked: set[str],
+              allowed: Allowed | None = None) -> tuple[str, int, Placement] | None:
     """The one migration to make now, as (job, new row, new PEs), or None: the job in the
-    highest occupied row (latest placed first) that fits in a lower row."""
+    highest occupied row (latest placed first) that fits in a lower row, on PEs that
+    ``allowed(job, pes)`` accepts (any, without it; psched's per-PE application limits)."""
     for slot in reversed(matrix.occupied_slots()):
         for job in reversed(matrix.jobs_in(slot)):
             if job in blocked:
@@ -25,7 +31,8 @@ def best_move(matrix: Matrix, blocked: set[str]) -> tuple[str, int, Placement] |
             for to_slot, pes in matrix.candidates(size):
                 if to_slot >= slot:
                     break
-                return job, to_slot, pes
+                if allowed is None or allowed(job, pes):
+                    return job, to_slot, pes
     return None
 
 

@@ -31,8 +31,9 @@ from testbed.policies.spin import Spin
 class JobRequest:
     """A job as a policy sees it: id, number of ranks, arrival time (s), the memory each
     process is estimated to need (MiB; None when there is no estimate), its runtime estimate
-    (s; None when unknown), its class (``class=``; empty for the default) and whether it was
-    submitted interactively (through the service)."""
+    (s; None when unknown), its class (``class=``; empty for the default), whether it was
+    submitted interactively (through the service) and whether it is a prime job (``prime``,
+    T3E psched)."""
 
     id: str
     size: int
@@ -41,6 +42,7 @@ class JobRequest:
     estimate: float | None = None
     job_class: str = ""
     interactive: bool = False
+    prime: bool = False
 
 
 @dataclass(frozen=True)

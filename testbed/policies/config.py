@@ -54,7 +54,8 @@ class PolicyConfig:
     ``classes``: the job classes of the ``t3d`` scheduler; ``variation``: T3E psched's adaptive
     slice, ``timeslice + switch time x variation`` (0: a fixed slice); ``balance_s``: seconds
     between the load balancer's passes (0: none) and ``migration_delay_s`` how long a job whose
-    migration failed or was made by hand is left alone (T3E psched).
+    migration failed or was made by hand is left alone (T3E psched); ``app_max`` and
+    ``abs_app_max``: the ``psched`` scheduler's GRM limits, normal and all applications per PE.
     """
 
     pes: int
@@ -69,6 +70,8 @@ class PolicyConfig:
     variation: float = 0.0
     balance_s: float = 0.0
     migration_delay_s: float = 10.0
+    app_max: int = 1
+    abs_app_max: int = 2
 
     def describe(self) -> dict[str, Any]:
         """The settings as plain data (for ``config.json``)."""

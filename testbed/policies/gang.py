@@ -53,7 +53,7 @@ class Gang(Policy):
         """A balance pass: at most one migration, then admit what fits."""
         actions: list[Action] = []
         if self.balancer is not None and self.balancer.due(now):
-            move = best_move(self.matrix, self.balancer.blocked(now))
+            move = best_move(self.matrix, self.balancer.blocked(now), self._may_move)
             if move is not None:
                 actions += self._move(*move)
         return actions + self._admit(now)
@@ -74,6 +74,8 @@ class Gang(Policy):
         self.matrix.assign(job, *placed)
         if slot is None:
             raise ValueError(f"PEs {list(pes)} are not free in any row")
+        if not self._may_move(job, pes):
+            raise ValueError(f"PEs {list(pes)} have no room for {job} within the limits")
         if self.balancer is not None:
             self.balancer.hold_off(job, now)
         return self._move(job, slot, tuple(pes))
@@ -86,6 +88,10 @@ class Gang(Policy):
             self.balancer.hold_off(move.job, now)
         self.refresh()
         return self._run_if_changed()
+
+    def _may_move(self, job: str, pes: tuple[int, ...]) -> bool:
+        """Whether ``job`` may be moved to ``pes`` (always, for plain gang)."""
+        return True
 
     def _move(self, job: str, slot: int, pes: tuple[int, ...]) -> list[Action]:
         from_slot, from_pes = self.matrix.placed[job]

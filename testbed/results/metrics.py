@@ -73,6 +73,7 @@ class JobRow:
     job_class: str = ""
     stops: int = 0
     paging_s: float = 0.0
+    prime: bool = False
 
     def finalize(self, compress: float) -> None:
         """Derive wait, runtime, response, dedicated, the slowdowns and the short/long group."""
@@ -112,7 +113,8 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
                 rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"],
                                           limit=job.get("limit"), source_id=job.get("source_id"),
                                           estimate=job.get("estimate"),
-                                          job_class=job.get("class") or "")
+                                          job_class=job.get("class") or "",
+                                          prime=bool(job.get("prime")))
         elif kind == "arrival":
             rows[ev["job"]].status = "waiting"
             rows[ev["job"]].arrival = ev["due"]

@@ -17,7 +17,7 @@ CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "respo
               "dedicated", "slowdown", "response_slowdown", "bounded_slowdown", "group", "status",
               "exit_code", "reason", "cpu_s", "comm_wait_s", "minor_faults", "major_faults",
               "peak_rss_kib", "swap_in", "swap_out", "restarts", "lost_s",
-              "job_class", "stops", "paging_s")
+              "job_class", "stops", "paging_s", "prime")
 
 
 def _write_atomic(path: Path, text: str) -> None:

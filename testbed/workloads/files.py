@@ -8,7 +8,10 @@
   runtime the user expects (the batch policies plan with it; SWF's requested time);
   ``after=N`` makes the job a successor of the earlier job with ``id=N``: it arrives ARRIVAL
   seconds after that job ends (a re-run or a dependent job; SWF's preceding job and think time);
-  ``class=NAME`` is the job's class under the ``t3d`` scheduler (default: its batch class).
+  ``class=NAME`` is the job's class under the ``t3d`` scheduler (default: its batch class);
+  the bare word ``prime`` makes it a prime job under the ``psched`` scheduler (T3E: launched
+  first and run without competition from normal work), so a command called ``prime`` needs a
+  path (``./prime``).
 * ``COMMAND``: split like a shell would split words (quotes work) but never run by a shell.
   ``bsp ARGS...`` is short for the synthetic benchmark, ``python -m testbed.jobs.bsp ARGS...``,
   which inherits the run's timeslice unless ARGS set ``--timeslice``.
@@ -63,6 +66,7 @@ class JobSpec:
     cwd: str | None = None
     job_class: str = ""
     interactive: bool = False
+    prime: bool = False
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,13 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         raise WorkloadError(path, line, "pes", f"must be >= 1, got {pes}")
     rest = words[2:]
     options: dict[str, str] = {}
-    while rest and "=" in rest[0] and rest[0].split("=", 1)[0].isidentifier():
+    prime = False
+    while rest and (rest[0] == "prime"
+                    or "=" in rest[0] and rest[0].split("=", 1)[0].isidentifier()):
+        if rest[0] == "prime":
+            del rest[0]
+            prime = True
+            continue
         key, value = rest.pop(0).split("=", 1)
         if key not in OPTION_KEYS:
             known = ", ".join(OPTION_KEYS)
@@ -189,7 +199,7 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         raise WorkloadError(path, line, "class", f"not a class name: {job_class!r}")
     if rest[0] != "bsp":
         return JobSpec(job_id, line, arrival, pes, tuple(rest), None, limit, user, False, mem_mb,
-                       source_id, estimate, after, job_class=job_class)
+                       source_id, estimate, after, job_class=job_class, prime=prime)
     args = rest[1:]
     try:
         parsed = _bsp_options().parse_args(args)
@@ -201,7 +211,7 @@ def parse_line(path: str, line: int, text: str, job_id: str, timeslice: float) -
         args = [*args, "--timeslice", repr(timeslice)]
     argv = (sys.executable, "-m", "testbed.jobs.bsp", *args)
     return JobSpec(job_id, line, arrival, pes, argv, parsed.work, limit, user, True, mem_mb,
-                   source_id, estimate, after, job_class=job_class)
+                   source_id, estimate, after, job_class=job_class, prime=prime)
 
 
 def _job_number(path: str, line: int, key: str, options: dict[str, str]) -> int | None:
