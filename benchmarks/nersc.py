@@ -1,0 +1,194 @@
+"""The NERSC T3E configuration in miniature (Blakeborough and Welcome 1999) against plain gang.
+
+``python -m benchmarks.nersc [--quick] [--seed N] [--span S] [--simulate] [--pes N]
+[--seeds K] [--json] [--out DIR]``
+
+A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
+(half the machine or all of it, work 4-10 s), Poisson arrivals over ``--span`` seconds offering
+about 0.55 and 0.45 of the machine.  Three configurations run the same jobs:
+
+* ``gang``: plain gang scheduling, MPL 2, 0.2 s slices, no load balancer;
+* ``nersc``: psched as NERSC ran it: app_max=1, abs_app_max=2, the large jobs ``prime``, the
+  load balancer every 2 s;
+* ``no-prime``: the same limits and balancer without prime jobs (what prime status changes).
+
+By default each runs once on real processes on 2 PEs (no matrix row holds more processes than
+the machine has CPUs); ``--simulate`` runs them in the simulator instead, on ``--pes`` PEs (128
+by default), for ``--seeds`` seeds.  Reported per configuration: utilization (CPU seconds over
+PEs x makespan; simulated: work done), turnaround (response time) of the large and the small
+jobs, mean and median, the migrations the balancer made, and the makespan; with several seeds,
+the median over seeds and the range.  Writes ``nersc.json`` and ``nersc.png`` under ``--out``;
+``--json`` prints one record per configuration and seed: ``{"config", "seed", "utilization",
+"large_mean", "large_median", "small_mean", "small_median", "migrations", "makespan"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks.harness import default_out, events, table
+from testbed.results.metrics import job_rows
+
+SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
+SMALL_WORK, LARGE_WORK = (1.0, 6.0), (4.0, 10.0)
+CONFIGS: dict[str, tuple[str, ...]] = {
+    "gang": ("--scheduler", "gang", "--mpl", "2"),
+    "nersc": ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2"),
+    "no-prime": ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance",
+                 "2"),
+}
+METRICS = ("utilization", "large_mean", "large_median", "small_mean", "small_median",
+           "migrations", "makespan")
+
+
+def sizes(pes: int) -> tuple[list[int], list[int]]:
+    """The small sizes (powers of two up to a quarter of the machine) and the large ones
+    (half the machine and all of it)."""
+    small = [1]
+    while small[-1] * 2 <= pes // 4:
+        small.append(small[-1] * 2)
+    return small, sorted({max(2, pes // 2), pes})
+
+
+def mix(pes: int, span: float, seed: int, prime: bool) -> str:
+    """The workload text over ``span`` s on ``pes`` PEs; large jobs carry ``prime`` if asked."""
+    rng = random.Random(seed)
+    small, large = sizes(pes)
+    lines = []
+    for choices, work, load, word in ((small, SMALL_WORK, SMALL_LOAD, ""),
+                                      (large, LARGE_WORK, LARGE_LOAD, "prime " if prime else "")):
+        gap = statistics.fmean(choices) * statistics.fmean(work) / (load * pes)
+        t = rng.expovariate(1 / gap)
+        while t < span:
+            lines.append((t, f"{rng.choice(choices)} {word}bsp --work {rng.uniform(*work):.2f}"))
+            t += rng.expovariate(1 / gap)
+    header = f"# testbed: seed={seed} benchmark=nersc span={span} pes={pes}\n"
+    return header + "".join(f"{t:.2f} {rest}\n" for t, rest in sorted(lines))
+
+
+def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dict[str, Any]:
+    """The figures of one run from its events and ``summary.json``."""
+    rows = job_rows(evs)
+    _, large = sizes(pes)
+    large_r = [r.response for r in rows if r.size in large and r.response is not None]
+    small_r = [r.response for r in rows if r.size not in large and r.response is not None]
+    migrations = sum(1 for e in evs if e["event"] == "migrate" and e["error"] is None)
+    utilization = summary["utilization"] or summary["useful_utilization"]
+    return {"utilization": round(utilization, 3),
+            "large_mean": _stat(statistics.fmean, large_r),
+            "large_median": _stat(statistics.median, large_r),
+            "small_mean": _stat(statistics.fmean, small_r),
+            "small_median": _stat(statistics.median, small_r),
+            "migrations": migrations, "makespan": round(summary["makespan"], 3),
+            "large": len(large_r), "small": len(small_r)}
+
+
+def _stat(stat: Any, values: list[float]) -> float | None:
+    return round(stat(values), 3) if values else None
+
+
+def run(out: Path, pes: int, span: float, seed: int, simulate: bool) -> list[dict[str, Any]]:
+    """Run every configuration on one seeded mix; one record each."""
+    records = []
+    for config, options in CONFIGS.items():
+        path = out / f"workload-{seed}-{'prime' if config == 'nersc' else 'plain'}.txt"
+        path.write_text(mix(pes, span, seed, prime=config == "nersc"))
+        run_dir = out / f"{config}-{seed}"
+        command = "simulate" if simulate else "run"
+        subprocess.run([sys.executable, "-m", "testbed.cli", command, str(path), "--pes",
+                        str(pes), *options, "--out", str(run_dir)], check=True,
+                       stdout=subprocess.DEVNULL)
+        summary = json.loads((run_dir / "summary.json").read_text())
+        records.append({"config": config, "seed": seed,
+                        **measure(events(run_dir), summary, pes)})
+    return records
+
+
+def summarize(records: list[dict[str, Any]]) -> list[list[Any]]:
+    """One table row per configuration: each metric's median over seeds (and its range when
+    there are several)."""
+    rows = []
+    for config in CONFIGS:
+        mine = [r for r in records if r["config"] == config]
+        cells: list[Any] = [config]
+        for key in METRICS:
+            values = [r[key] for r in mine if r[key] is not None]
+            if not values:
+                cells.append("-")
+            elif len(values) == 1:
+                cells.append(values[0])
+            else:
+                cells.append(f"{statistics.median(values):.3g} "
+                             f"({min(values):.3g}-{max(values):.3g})")
+        rows.append(cells)
+    return rows
+
+
+def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
+    """Utilization, large-job and small-job turnaround per configuration (one dot per seed)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    keys = (("utilization", "utilization"), ("large_mean", "large-job turnaround (s)"),
+            ("small_mean", "small-job turnaround (s)"))
+    fig, axes = plt.subplots(1, len(keys), figsize=(12, 3.8))
+    for ax, (key, label) in zip(axes, keys, strict=True):
+        for x, config in enumerate(CONFIGS):
+            values = [r[key] for r in records if r["config"] == config and r[key] is not None]
+            ax.scatter([x] * len(values), values, alpha=0.7)
+            if values:
+                ax.hlines(statistics.median(values), x - 0.3, x + 0.3)
+        ax.set_xticks(range(len(CONFIGS)), list(CONFIGS))
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the configurations, print the table and save the JSON and the figure."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.nersc", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="a 15 s mix: shows that it works")
+    p.add_argument("--seed", type=int, default=1, help="first seed")
+    p.add_argument("--seeds", type=int, default=None,
+                   help="seeds to run (default: 1 on real processes, 5 simulated)")
+    p.add_argument("--span", type=float, default=None,
+                   help="seconds of arrivals (default: 60 on real processes, 2000 simulated)")
+    p.add_argument("--simulate", action="store_true", help="run in the simulator")
+    p.add_argument("--pes", type=int, default=None,
+                   help="PEs (default: 2 on real processes, 128 simulated)")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--out", type=Path, default=None)
+    args = p.parse_args(argv)
+    pes = args.pes or (128 if args.simulate else 2)
+    span = 15.0 if args.quick else args.span or (2000.0 if args.simulate else 60.0)
+    seeds = args.seeds or (5 if args.simulate else 1)
+    out = args.out or default_out("nersc")
+    out.mkdir(parents=True, exist_ok=True)
+    records = [r for seed in range(args.seed, args.seed + seeds)
+               for r in run(out, pes, span, seed, args.simulate)]
+    (out / "nersc.json").write_text(json.dumps(records, indent=1))
+    where = "simulated" if args.simulate else "real processes"
+    plot(records, out / "nersc.png",
+         f"NERSC's psched configuration against gang: {pes} PEs, {where}, {seeds} seed(s)")
+    if args.json:
+        for r in records:
+            print(json.dumps(r))
+        return 0
+    print(table(["config", *METRICS], summarize(records)))
+    print(f"\n{pes} PEs, {where}, {seeds} seed(s) of {span:g} s; figure: {out / 'nersc.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
