@@ -38,7 +38,8 @@ from testbed.emulation.memory import (
 )
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.events import read_events
-from testbed.machine import Machine, build_machine
+from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
+from testbed.machine import Machine, build_cluster, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.memory_history import MemoryHistory
 from testbed.policies import (
@@ -151,6 +152,12 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
 def _scheduler_options(p: argparse.ArgumentParser) -> None:
     _policy_options(p)
     p.add_argument("--nodes", type=int, default=1, help="emulated nodes the PEs are split into")
+    p.add_argument("--hosts", type=Path, default=None, metavar="HOSTFILE",
+                   help="hosts in hydra's NAME[:SLOTS] format, a node manager on each (default "
+                        "inside a Slurm allocation: its hosts, unless --pes or --nodes is given)")
+    p.add_argument("--launcher", default=None, metavar="NAME",
+                   help="hydra's launcher for the hosts: fork (all hosts emulated on this "
+                        "machine), ssh, slurm, ... (default: hydra's choice; slurm in Slurm)")
     p.add_argument("--spin", type=float, default=None,
                    help="shim spin time, seconds: fixed for ics, MAX_spin for fcs (0.0005)")
     p.add_argument("--node-mem", type=_size, default=None, metavar="SIZE",
@@ -208,10 +215,34 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
         memory_hierarchy()
     if args.swap is not None and os.geteuid() != 0:
         raise MemorySetupError("--swap needs root (swapon)")
+    hosts = _hosts(args)
+    if hosts is not None:
+        return build_cluster(*hosts)
     try:
         return build_machine(args.pes, args.nodes)
     except ValueError as err:
         raise UsageError(str(err)) from None
+
+
+def _hosts(args: argparse.Namespace) -> tuple[tuple[Host, ...], str | None] | None:
+    """The hosts and hydra launcher of a run across hosts (a hostfile, or the Slurm
+    allocation we are in when no machine size was given), or None for one host."""
+    try:
+        if args.hosts is not None:
+            hosts, launcher = read_hostfile(args.hosts), args.launcher
+        elif args.pes is None and args.nodes == 1 and (found := slurm_hosts()) is not None:
+            hosts, launcher = found, args.launcher or "slurm"
+        else:
+            return None
+    except HostsError as err:
+        raise UsageError(str(err)) from None
+    where = f"--hosts {args.hosts}" if args.hosts else "a Slurm allocation"
+    for given, what in ((args.pes is not None, "--pes"), (args.nodes != 1, "--nodes"),
+                        (args.node_mem is not None, "--node-mem")):
+        if given:
+            raise UsageError(f"{what} cannot be combined with {where} (the hosts' slots are the "
+                             "PEs; node memory is emulated on one host only)")
+    return hosts, launcher
 
 
 def _new_run_dir(out: Path | None, label: str) -> Path:
@@ -323,6 +354,8 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         "swap": swap.describe() if swap else None,
     }
     owners = _owner_stream(args)
+    if machine.hosts and (owners is not None or workload.owners):
+        raise UsageError("workstation owners run on one host only (no --hosts, no Slurm hosts)")
     if owners is not None:
         config["owners"] = dataclasses.asdict(owners)
     executor = EmulationExecutor(policy, machine, mpi, run_dir, run_id, library, node_memory,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.driver import Ended, Interrupted, Switch
-from testbed.emulation import procs, shim
+from testbed.emulation import procs, remote, shim
 from testbed.emulation.memory import NodeCgroups, SwapFile
 from testbed.emulation.messages import (
     Heartbeat,
@@ -46,6 +46,7 @@ from testbed.emulation.messages import (
 )
 from testbed.emulation.mpi_info import MpiInfo
 from testbed.emulation.node_manager import NodeManager, ShimSetup
+from testbed.emulation.remote import RemoteNode
 from testbed.events import EventLog
 from testbed.machine import Machine
 from testbed.policies import Launch, Policy
@@ -83,10 +84,19 @@ class EmulationExecutor:
         page_out = policy.pages_preempted and node_memory is not None
         page_in = node_memory is not None and (policy.pages_preempted
                                                 or policy.config.variation > 0)
-        self.nms = [NodeManager(node, machine, mpi.mpiexec, env, run_id, self.now,
-                                policy.node_policy(), shim_setup, node_memory, page_out,
-                                page_in)
-                    for node in machine.nodes]
+        self.remote = bool(machine.hosts)
+        self.nms: list[NodeManager | RemoteNode] = [] if self.remote else [
+            NodeManager(node, machine, mpi.mpiexec, env, run_id, self.now, policy.node_policy(),
+                        shim_setup, node_memory, page_out, page_in)
+            for node in machine.nodes]
+        self.policy = policy
+        self.mpiexec = mpi.mpiexec
+        self.shim_setup = shim_setup
+        self.control: subprocess.Popen[bytes] | None = None
+        self.job_nodes: dict[str, set[int]] = {}
+        self.found: dict[str, dict[int, int]] = {}
+        self.sizes: dict[str, int] = {}
+        self.lost_nodes: set[int] = set()
         self.selector = selectors.DefaultSelector()
         for nm in self.nms:
             if nm.events is not None:
@@ -126,6 +136,17 @@ class EmulationExecutor:
         self.old_handlers = {sig: signal.signal(sig, self._on_signal)
                              for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         self.t0 = time.monotonic()
+        if self.remote:
+            nodes, self.control = remote.start_nodes(
+                self.machine, self.mpiexec, self.env, self.run_id,
+                [self.policy.node_policy() for _ in self.machine.nodes], self.shim_setup,
+                self.now)
+            self.nms = list(nodes)
+            for nm in nodes:
+                self.selector.register(nm, selectors.EVENT_READ,
+                                       functools.partial(self._remote_events, nm))
+            config["node_managers"] = [{"host": nm.hostname, "pid": nm.pid,
+                                        "priority": nm.priority} for nm in nodes]
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.interrupted = signum
@@ -144,6 +165,8 @@ class EmulationExecutor:
         awaiting = False
         memory: dict[str, dict[str, int]] = {}
         for nm in self.nms:
+            if isinstance(nm, RemoteNode):
+                self._remote_events(nm)
             for info in nm.discover():
                 self._pids(info)
             for job, values in nm.sample().items():
@@ -181,6 +204,8 @@ class EmulationExecutor:
         if spec.is_bsp:
             argv = (*argv, "--stats", str(jobs_dir / f"{spec.id}.stats.jsonl"))
         self.swap_at_start[spec.id] = procs.swap_pages()
+        self.job_nodes[spec.id] = {self.machine.node_of(pe).index for pe in action.pes}
+        self.sizes[spec.id] = len(action.pes)
         msg = LaunchJob(spec.id, action.slot, action.pes, argv, action.running,
                         str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"),
                         spec.env, spec.cwd)
@@ -233,9 +258,14 @@ class EmulationExecutor:
         self._broadcast(KillJob(job, "interrupted by an owner"))
         deadline = time.monotonic() + SHUTDOWN_GRACE
         for nm in self.nms:
+            if isinstance(nm, RemoteNode):
+                nm.await_end(job, deadline)
+                continue
             fd = nm.launcher_fd(job)
             if fd is not None:
                 self._reap_killed(nm, fd, job, deadline)
+        self.job_nodes.pop(job, None)
+        self.found.pop(job, None)
         ranks = [values for reply in self._broadcast(Release(job))
                  if isinstance(reply, JobCounters) for values in reply.ranks.values()]
         self.swap_at_start.pop(job, None)
@@ -310,10 +340,51 @@ class EmulationExecutor:
 
     def _pids(self, info: PidInfo) -> None:
         assert self.log is not None
+        if self.remote:
+            merged = self.found.setdefault(info.job, {})
+            merged.update(info.pids)
+            if len(merged) < self.sizes.get(info.job, 0):
+                return
+            info = PidInfo(info.job, dict(merged), info.seconds_after_launch)
         self.log.emit("pids", self.now(), job=info.job, pids={str(k): v for k, v in
                                                              sorted(info.pids.items())},
                       after_s=round(info.seconds_after_launch, 6))
-        self._broadcast(info)
+        if not self.remote:
+            self._broadcast(info)
+
+    def _remote_events(self, nm: RemoteNode) -> None:
+        """Take in what a node manager process pushed: its launchers' ends, class changes and
+        paging records; a lost node fails its jobs."""
+        nm.pump()
+        for term in nm.take_ended():
+            if term.job in self.job_nodes:
+                self.ended.append(self._end(term))
+        self._log_changes(nm.take_changes())
+        self._check_lost()
+
+    def _check_lost(self) -> None:
+        for nm in self.nms:
+            if isinstance(nm, RemoteNode) and nm.lost and nm.node.index not in self.lost_nodes:
+                self._node_lost(nm)
+
+    def _node_lost(self, nm: RemoteNode) -> None:
+        """``nm`` stopped answering or died: every job with ranks on its node is killed on the
+        other nodes and fails with the reason; the others go on."""
+        assert self.log is not None and nm.lost is not None
+        self.lost_nodes.add(nm.node.index)
+        self.selector.unregister(nm)
+        nm.disconnect()
+        self.log.emit("node_lost", self.now(), node=nm.node.index, host=nm.hostname,
+                      reason=nm.lost)
+        for job in [j for j, nodes in self.job_nodes.items() if nm.node.index in nodes]:
+            self._broadcast(KillJob(job, nm.lost))
+            if self.machine.emulated_hosts:     # real hosts: the lost host's watchdog sweeps
+                procs.kill_marked(self.run_id, job)
+            deadline = time.monotonic() + SHUTDOWN_GRACE
+            for other in self.nms:
+                if isinstance(other, RemoteNode) and job in other.launched:
+                    other.await_end(job, deadline)
+            self.ended.append(self._end(Termination(job, "failed", None, nm.lost)))
 
     def _reaped(self, nm: NodeManager, job: str) -> None:
         self.selector.unregister(nm.launcher_fd(job))
@@ -323,6 +394,8 @@ class EmulationExecutor:
         """The job's end: swap during its life, the benchmark's records and the ranks'
         counters (logged), its peak RSS."""
         assert self.log is not None
+        for known in (self.job_nodes, self.found, self.sizes):
+            known.pop(term.job, None)
         now = self.now()
         swap_in, swap_out = procs.swap_pages()
         start_in, start_out = self.swap_at_start.pop(term.job, (swap_in, swap_out))
@@ -348,7 +421,16 @@ class EmulationExecutor:
         return counters
 
     def _broadcast(self, msg: object) -> list[object]:
-        return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore[arg-type]
+        """Every NM's replies to ``msg``; node manager processes get it all at once, then
+        answer."""
+        if not self.remote:
+            return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore
+        nodes = [nm for nm in self.nms if isinstance(nm, RemoteNode)]
+        for nm in nodes:
+            nm.send(msg)
+        replies = [reply for nm in nodes for reply in nm.reply()]
+        self._check_lost()
+        return replies
 
     def end(self, status: str) -> tuple[list[Ended], int]:
         """Kill every job left, wait for their launchers, sweep the run's processes, restore
@@ -364,15 +446,31 @@ class EmulationExecutor:
             deadline = time.monotonic() + SHUTDOWN_GRACE
             ended = []
             for nm in self.nms:
+                if isinstance(nm, RemoteNode):
+                    for job in sorted(nm.launched):
+                        term = nm.await_end(job, deadline) or Termination(
+                            job, "killed", None, nm.lost or "its launcher did not end")
+                        ended.append(self._end(term, "killed"))
+                    continue
                 for fd, job in list(nm.launcher_fds().items()):
                     term = self._reap_killed(nm, fd, job, deadline)
                     ended.append(self._end(term, "killed"))
+            for job in list(self.job_nodes):
+                ended.append(self._end(Termination(job, "killed", None, "run over"), "killed"))
+            for nm in self.nms:
+                if isinstance(nm, RemoteNode):
+                    if nm.node.index not in self.lost_nodes:
+                        self.selector.unregister(nm)
+                    nm.close()
+            if self.control is not None:
+                remote.stop_control(self.control)
             swept = procs.kill_marked(self.run_id)
             procs.reap_orphans(keep=set())
             for nm in self.nms:
-                if nm.events is not None:
-                    self.selector.unregister(nm.events)
-                nm.close()
+                if isinstance(nm, NodeManager):
+                    if nm.events is not None:
+                        self.selector.unregister(nm.events)
+                    nm.close()
             shim.remove_run_records(self.run_id)
             return ended, swept
         finally:

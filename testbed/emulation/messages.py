@@ -1,12 +1,16 @@
 """Messages between the machine manager (MM) and the node managers (NM), THESIS §4.3.6.
 
-On one host they are passed as objects; the kinds are kept so that node managers can later live
-on other hosts and receive the same messages over MPI.
+On one host they are passed as objects.  With hosts, every node manager is a process of its
+own (``testbed.emulation.nm_daemon``) and the same messages travel as pickles over one
+authenticated connection per NM (``multiprocessing.connection``); the last ones below exist
+only there: the NM's greeting and set-up, a request's ``Reply`` and the NM's own ``Push``es
+(rank pids found, memory samples, terminations, class changes), and ``Close``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -134,3 +138,58 @@ class SwitchDone:
     stopped: tuple[str, ...]
     continued: tuple[str, ...]
     latency: float
+
+
+@dataclass(frozen=True)
+class Hello:
+    """NM -> MM on connecting: its node index, host name, pid, the CPUs it may use and its
+    scheduling policy (real-time when permitted, like the MM's)."""
+
+    index: int
+    hostname: str
+    pid: int
+    cpus: tuple[int, ...]
+    priority: str
+
+
+@dataclass(frozen=True)
+class NodeSetup:
+    """MM -> NM after ``Hello``: what a node manager is built from, the MM's clock (s since the
+    run started) when it was sent and the MM's ``time.monotonic()`` at the run's start, which
+    the NM's clock starts from."""
+
+    machine: Any
+    mpiexec: str
+    env: dict[str, str]
+    run_id: str
+    policy: Any
+    shim: Any
+    now: float
+    t0: float
+
+
+@dataclass(frozen=True)
+class Reply:
+    """NM -> MM: the replies to the one request just handled."""
+
+    items: list[object]
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """NM -> MM (pushed every sample): per job with ranks there, summed RSS (KiB) and faults."""
+
+    memory: dict[str, dict[str, int]]
+
+
+@dataclass(frozen=True)
+class Push:
+    """NM -> MM, unasked: pids found (``PidInfo``, this host's ranks), a ``MemorySample``, a
+    job's ``Termination`` (its launcher ran here) and ``ClassChange``/``Paged`` records."""
+
+    items: list[object]
+
+
+@dataclass(frozen=True)
+class Close:
+    """MM -> NM: the run is over and everything was released; sweep and exit."""

@@ -18,6 +18,7 @@ block/unblock datagrams on its socket, and sets each rank's spin as its node pol
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -132,7 +133,7 @@ class NodeManager:
     def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
                  run_id: str, clock: Callable[[], float], policy: GangNode,
                  shim: ShimSetup | None = None, memory: NodeCgroups | None = None,
-                 page_out: bool = False, page_in: bool = False) -> None:
+                 page_out: bool = False, page_in: bool = False, scan: bool = False) -> None:
         self.node = node
         self.machine = machine
         self.mpiexec = mpiexec
@@ -153,6 +154,7 @@ class NodeManager:
         self.spins: dict[ProcKey, Spin] = {}
         self.events = EventSocket(f"testbed-{run_id}-nm{node.index}") if shim else None
         self.last_sample = 0.0
+        self.scan = scan
 
     def handle(self, msg: Message) -> list[object]:
         """Carry out one message from the MM; return the replies."""
@@ -195,8 +197,10 @@ class NodeManager:
         return {j.pidfd: j.job for j in self.jobs.values() if j.pidfd is not None}
 
     def awaiting_pids(self) -> bool:
-        """True while a job launched here has ranks not found yet."""
-        return any(j.popen is not None and not j.reported for j in self.jobs.values())
+        """True while a job launched here (any job with ranks here, with ``scan``) has ranks not
+        found yet."""
+        return any((self.scan or j.popen is not None) and not j.reported
+                   for j in self.jobs.values())
 
     def _launch(self, msg: LaunchJob) -> list[object]:
         local = {r: pe for r, pe in enumerate(msg.pes) if pe in self.node.pes}
@@ -223,10 +227,8 @@ class NodeManager:
                "TESTBED_JOB": msg.job}
         if resolve_command(msg.argv[0], env, msg.cwd) is None:
             return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
-        cpus = ",".join(str(self.machine.cpus[pe]) for pe in msg.pes)
         preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
-        argv = [self.mpiexec, "-n", str(len(msg.pes)), "-bind-to", f"user:{cpus}", *preload,
-                *msg.argv]
+        argv = [self.mpiexec, *self._placement(msg.pes), *preload, *msg.argv]
         try:
             with open(msg.stdout, "ab") as out, open(msg.stderr, "ab") as err:
                 job.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -239,25 +241,42 @@ class NodeManager:
         job.stderr_path = msg.stderr
         return []
 
+    def _placement(self, pes: tuple[int, ...]) -> list[str]:
+        """mpiexec's options placing rank i on ``pes[i]``: on one host, bound to the PEs'
+        CPUs; across hosts, ``-hosts`` in rank order (each host's NM pins its own ranks)."""
+        if not self.machine.hosts:
+            cpus = ",".join(str(self.machine.cpus[pe]) for pe in pes)
+            return ["-n", str(len(pes)), "-bind-to", f"user:{cpus}"]
+        names = [self.machine.hosts[self.machine.node_of(pe).index].name for pe in pes]
+        runs = [(name, len(list(group))) for name, group in itertools.groupby(names)]
+        launcher = ["-launcher", self.machine.launcher] if self.machine.launcher else []
+        return [*launcher, "-hosts", ",".join(f"{name}:{count}" for name, count in runs),
+                "-n", str(len(pes))]
+
     def discover(self) -> list[PidInfo]:
         """Find the rank processes of jobs launched here; report jobs whose ranks are all found.
 
         Ranks on this node are adopted as soon as they are seen, so that a rank of a job whose
-        slot is not current is stopped at once.
+        slot is not current is stopped at once.  With ``scan`` (a node manager of its own on
+        each host) every NM finds its own ranks among the run's processes on its host and
+        reports those.
         """
         found = []
         for job in self.jobs.values():
-            if job.popen is None or job.reported:
+            if job.reported or (job.popen is None and not self.scan):
                 continue
             known = set(job.found.values())
-            for pid in procs.descendants(job.popen.pid):
+            candidates = (procs.marked(self.run_id, job.job) if self.scan
+                          else procs.descendants(job.popen.pid))
+            for pid in candidates:
                 if pid in known:
                     continue
                 rank = procs.read_environ(pid).get("PMI_RANK")
-                if rank is not None and rank.isdigit():
+                if rank is not None and rank.isdigit() and (
+                        not self.scan or int(rank) in job.local_pes):
                     job.found[int(rank)] = pid
             self._adopt(job.job, job.found)
-            if len(job.found) == job.size:
+            if len(job.found) == (len(job.local_pes) if self.scan else job.size):
                 job.reported = True
                 found.append(PidInfo(job.job, dict(job.found), self.clock() - job.launched_at))
         return found
@@ -415,6 +434,7 @@ class NodeManager:
         if job.popen is not None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(job.popen.pid, signal.SIGKILL)
+        if job.popen is not None or self.scan:
             procs.kill_marked(self.run_id, name)
 
     def reap(self, name: str) -> Termination:
