@@ -37,7 +37,8 @@ write the same kinds; events marked *emulation* below come only from real proces
   ``stats`` (job, ranks: the benchmark's per-rank records), ``counters`` (job, ranks: CPU,
   faults, peak RSS and shim counters per rank), ``paging`` (job, direction ``out`` or ``in``,
   seconds, swap_kib_before, swap_kib_after: a preempted job's memory moved to swap or back,
-  t3d with ``--node-mem``), ``interrupted`` (signal).
+  t3d with ``--node-mem``), ``interrupted`` (signal), ``node_lost`` (node, host, reason: a
+  node manager process on another host died or stopped answering; its jobs fail).
 * ``run_end``: status (complete, interrupted, or error when an exception ended the run), swept
   (processes killed at the end).
 """
@@ -72,6 +73,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "stats": "job ranks",
     "counters": "job ranks",
     "interrupted": "signal",
+    "node_lost": "node host reason",
     "run_end": "status swept",
 }.items()}
 OPEN_FIELDS = {"memory": frozenset({"job"})}

@@ -145,7 +145,7 @@ class EmulationExecutor:
             for nm in nodes:
                 self.selector.register(nm, selectors.EVENT_READ,
                                        functools.partial(self._remote_events, nm))
-            config["node_managers"] = [{"host": nm.hostname, "pid": nm.pid,
+            config["node_managers"] = [{"host": nm.name, "hostname": nm.hostname, "pid": nm.pid,
                                         "priority": nm.priority} for nm in nodes]
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
@@ -374,7 +374,7 @@ class EmulationExecutor:
         self.lost_nodes.add(nm.node.index)
         self.selector.unregister(nm)
         nm.disconnect()
-        self.log.emit("node_lost", self.now(), node=nm.node.index, host=nm.hostname,
+        self.log.emit("node_lost", self.now(), node=nm.node.index, host=nm.name,
                       reason=nm.lost)
         for job in [j for j, nodes in self.job_nodes.items() if nm.node.index in nodes]:
             self._broadcast(KillJob(job, nm.lost))

@@ -61,8 +61,9 @@ class RemoteNode:
 
     events = None
 
-    def __init__(self, node: Node, conn: Connection, hello: Hello) -> None:
+    def __init__(self, node: Node, name: str, conn: Connection, hello: Hello) -> None:
         self.node = node
+        self.name = name
         self.conn = conn
         self.fd = conn.fileno()
         self.hostname = hello.hostname
@@ -134,7 +135,8 @@ class RemoteNode:
         return msg
 
     def _lose(self, why: str) -> None:
-        self.lost = f"node manager of {self.hostname} lost: {why}"
+        self.lost = f"node manager of {self.name} lost: {why}"
+        self.launched.clear()
 
     def disconnect(self) -> None:
         """Close the connection (after the executor stopped watching it)."""
@@ -233,7 +235,8 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
                     or hello.index in nodes):
                 conn.close()
                 continue
-            nodes[hello.index] = RemoteNode(machine.nodes[hello.index], conn, hello)
+            nodes[hello.index] = RemoteNode(machine.nodes[hello.index],
+                                            machine.hosts[hello.index].name, conn, hello)
         for index, node in nodes.items():
             node.send(NodeSetup(machine, mpiexec, env, run_id, policies[index], shim, clock(),
                                 time.monotonic() - clock()))

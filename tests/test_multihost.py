@@ -1,0 +1,110 @@
+"""Node managers on every host: emulated hosts on this machine through hydra's fork launcher."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+from conftest import PROGRAMS, TESTBED, events, jobs_csv, live_events, run_id, run_processes
+
+from testbed.machine import build_machine
+
+
+def _hostfile(tmp_path: Path) -> Path:
+    path = tmp_path / "hosts"
+    path.write_text("hostA:1\nhostB:1\n")
+    return path
+
+
+def _daemons() -> list[int]:
+    """Node manager processes alive on this machine."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        cmd = proc.info["cmdline"] or []
+        if "testbed.emulation.nm_daemon" in cmd and proc.info["status"] != "zombie":
+            found.append(proc.pid)
+    return found
+
+
+def _gone(rid: str, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while (run_processes(rid) or _daemons()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not run_processes(rid) and not _daemons()
+
+
+def test_a_job_spans_two_hosts_each_nm_pins_its_own_rank(tmp_path, workload):
+    cpus = build_machine(2).cpus
+    path = workload(f"0 2 {sys.executable} {PROGRAMS / 'affinity_at_end.py'} 0.3\n"
+                    "0 1 bsp --work 0.3\n")
+    out = tmp_path / "run"
+    done = subprocess.run([*TESTBED, "run", str(path), "--hosts", str(_hostfile(tmp_path)),
+                           "--launcher", "fork", "--out", str(out)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    rows = jobs_csv(out)
+    assert {r["status"] for r in rows.values()} == {"done"}
+    config = json.loads((out / "config.json").read_text())
+    assert [h["name"] for h in config["machine"]["hosts"]] == ["hostA", "hostB"]
+    managers = config["node_managers"]
+    assert len(managers) == 2 and managers[0]["pid"] != managers[1]["pid"]
+    pids = next(e for e in events(out) if e["event"] == "pids" and e["job"] == "j1")["pids"]
+    assert sorted(pids) == ["0", "1"]
+    assert sorted((out / "jobs" / "j1.out").read_text().split()) == sorted(map(str, cpus))
+    assert _gone(run_id(out))
+
+
+def test_a_lost_node_manager_fails_only_its_jobs(tmp_path, workload):
+    path = workload("0 1 bsp --work 3\n0 1 bsp --work 60\n")
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*TESTBED, "run", str(path), "--hosts", str(_hostfile(tmp_path)),
+                             "--launcher", "fork", "--out", str(out)], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while sum(e["event"] == "pids" for e in live_events(out)) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None, "the jobs never started"
+        time.sleep(0.05)
+    host_b = json.loads((out / "config.json").read_text())["node_managers"][1]["pid"]
+    os.kill(host_b, signal.SIGKILL)                       # j2 runs on hostB
+    assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
+    rows = jobs_csv(out)
+    assert rows["j1"]["status"] == "done"
+    assert rows["j2"]["status"] == "failed"
+    assert rows["j2"]["reason"].startswith("node manager of hostB lost: connection closed")
+    assert [e["node"] for e in events(out) if e["event"] == "node_lost"] == [1]
+    assert float(rows["j2"]["end"]) < 30                  # failed at once, not at its end
+    assert _gone(run_id(out))
+
+
+def test_a_lost_machine_manager_makes_every_nm_kill_its_ranks(tmp_path, workload):
+    path = workload("0 2 bsp --work 60\n")
+    out = tmp_path / "run"
+    proc = subprocess.Popen([*TESTBED, "run", str(path), "--hosts", str(_hostfile(tmp_path)),
+                             "--launcher", "fork", "--out", str(out)], cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not any(e["event"] == "pids" for e in live_events(out)):
+        assert time.monotonic() < deadline and proc.poll() is None, "the job never started"
+        time.sleep(0.05)
+    rid = run_id(out)
+    proc.kill()
+    proc.wait()
+    assert _gone(rid)
+
+
+def test_hosts_refuse_a_machine_size(tmp_path, workload):
+    path = workload("0 1 bsp --work 1\n")
+    done = subprocess.run([*TESTBED, "run", str(path), "--hosts", str(_hostfile(tmp_path)),
+                           "--pes", "2"], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 2 and "--pes cannot be combined with --hosts" in done.stderr
+    bad = tmp_path / "bad"
+    bad.write_text("hostA:two\n")
+    done = subprocess.run([*TESTBED, "run", str(path), "--hosts", str(bad)], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and f"{bad}:1: field 'slots'" in done.stderr
