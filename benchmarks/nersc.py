@@ -30,6 +30,7 @@ import random
 import statistics
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +39,11 @@ from testbed.results.metrics import job_rows
 
 SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
 SMALL_WORK, LARGE_WORK = (1.0, 6.0), (4.0, 10.0)
-CONFIGS: dict[str, tuple[str, ...]] = {
-    "gang": ("--scheduler", "gang", "--mpl", "2"),
-    "nersc": ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2"),
-    "no-prime": ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance",
-                 "2"),
+PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2")
+CONFIGS: dict[str, tuple[bool, tuple[str, ...]]] = {       # name: (large jobs prime, options)
+    "gang": (False, ("--scheduler", "gang", "--mpl", "2")),
+    "nersc": (True, PSCHED),
+    "no-prime": (False, PSCHED),
 }
 METRICS = ("utilization", "large_mean", "large_median", "small_mean", "small_median",
            "migrations", "makespan")
@@ -90,16 +91,16 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
             "large": len(large_r), "small": len(small_r)}
 
 
-def _stat(stat: Any, values: list[float]) -> float | None:
+def _stat(stat: Callable[[list[float]], float], values: list[float]) -> float | None:
     return round(stat(values), 3) if values else None
 
 
 def run(out: Path, pes: int, span: float, seed: int, simulate: bool) -> list[dict[str, Any]]:
     """Run every configuration on one seeded mix; one record each."""
     records = []
-    for config, options in CONFIGS.items():
-        path = out / f"workload-{seed}-{'prime' if config == 'nersc' else 'plain'}.txt"
-        path.write_text(mix(pes, span, seed, prime=config == "nersc"))
+    for config, (prime, options) in CONFIGS.items():
+        path = out / f"workload-{seed}-{'prime' if prime else 'plain'}.txt"
+        path.write_text(mix(pes, span, seed, prime))
         run_dir = out / f"{config}-{seed}"
         command = "simulate" if simulate else "run"
         subprocess.run([sys.executable, "-m", "testbed.cli", command, str(path), "--pes",
@@ -167,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulate", action="store_true", help="run in the simulator")
     p.add_argument("--pes", type=int, default=None,
                    help="PEs (default: 2 on real processes, 128 simulated)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="one JSON record per run")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     pes = args.pes or (128 if args.simulate else 2)

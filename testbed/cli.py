@@ -145,7 +145,8 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--app-max", type=int, default=1, metavar="N",
                    help="psched: normal (not prime) applications per PE (default 1, NERSC's)")
     p.add_argument("--abs-app-max", type=int, default=2, metavar="N",
-                   help="psched: applications per PE in all, the matrix's rows (default 2)")
+                   help="psched: applications per PE in all: the matrix's rows, in place of "
+                        "--mpl (default 2)")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 

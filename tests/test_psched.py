@@ -80,6 +80,47 @@ def test_prime_jobs_launch_first_then_fifo_unless_a_later_job_fits_unoccupied_pe
     assert [j.id for j in policy.queue] == ["big", "p"]
 
 
+def test_once_the_head_is_blocked_later_jobs_only_take_unoccupied_pes():
+    policy = _psched(pes=4)
+    policy.arrive(JobRequest("pp", 2, 0, prime=True), 0)             # PEs 0-1
+    policy.arrive(JobRequest("a", 2, 0), 0)                          # PEs 2-3
+    assert policy.arrive(JobRequest("big", 4, 0), 0) == []           # a holds PEs 2-3
+    assert policy.arrive(JobRequest("d", 2, 0), 0) == []             # would fit over pp
+    assert [j.id for j in policy.queue] == ["big", "d"]
+    assert policy.cancel("zz", 1) is None
+    assert _launched(policy.cancel("big", 1) or []) == {"d": (1, (0, 1))}   # d heads the line
+
+
+def test_a_job_goes_where_it_competes_least_with_prime_jobs_first():
+    policy = _psched(pes=4, app_max=2)
+    policy.matrix.assign("a", 0, (0,))
+    policy.matrix.assign("b", 1, (1,))
+    assert _launched(policy.arrive(JobRequest("p", 1, 0, prime=True), 0)) == {"p": (0, (2,))}
+    other = _psched(pes=4)
+    other.arrive(JobRequest("p", 2, 0, prime=True), 0)               # row 0, PEs 0-1
+    other.arrive(JobRequest("a", 2, 0), 0)                           # row 0, PEs 2-3
+    assert _launched(other.arrive(JobRequest("q", 2, 0, prime=True), 0)) == {
+        "q": (1, (2, 3))}                                            # over a, not over p
+
+
+def test_a_held_prime_job_leaves_its_pes_to_the_normal_job_under_it():
+    policy = _psched(pes=2)
+    policy.arrive(JobRequest("a", 2, 0), 0)
+    policy.arrive(JobRequest("p", 2, 0, prime=True), 0)
+    assert _run_set(policy.hold("p")) == {"a"}
+    assert _run_set(policy.tick(1)) == {"a"}
+    assert _run_set(policy.release("p")) == {"p"}
+
+
+def test_three_prime_jobs_on_the_same_pes_get_equal_turns():
+    policy = _psched(pes=2, abs_app_max=3)
+    policy.arrive(JobRequest("a", 2, 0), 0)
+    for job in ("p", "q"):
+        policy.arrive(JobRequest(job, 2, 0, prime=True), 0)
+    turns = [next(iter(_run_set(policy.tick(t)))) for t in range(1, 13)]
+    assert turns.count("p") == turns.count("q") == 6
+
+
 def test_migrations_keep_to_the_limits():
     policy = _psched(pes=2, abs_app_max=3)
     policy.arrive(JobRequest("a", 1, 0), 0)                          # row 0, PE 0

@@ -8,16 +8,21 @@ application limits, with prime jobs.
   (FIFO).  The first one that does not fit blocks those behind it, except that a later one is
   still launched if it fits on PEs no application occupies (the GRM launches "in FIFO order
   unless an application lower on the list will fit into unoccupied PEs").  A job goes where it
-  shares the fewest PEs with other applications: of the placements in every row that keep to
-  the limits, the one with the fewest occupied PEs, then the earlier row, then the allocator's
+  competes least: of the placements in every row that keep to the limits, the one sharing the
+  fewest PEs with prime jobs, then with any job, then the earlier row and the allocator's
   order.
-* **No competition from normal work.** Every slice runs prime jobs first (those of the current
-  row, then those running now, then the others, while their PEs are free) and only then the
-  current row's other jobs and alternates on the PEs left.  Prime jobs that share a PE take
-  turns as the rows rotate; a normal job that shares a PE with a prime job is stopped while the
-  prime job runs (prime jobs "preempt non-prime work").
+* **No competition from normal work.** Every slice runs prime jobs first (those that ran least
+  recently first, while their PEs are free) and only then the current row's other jobs and
+  alternates on the PEs left.  Prime jobs that share a PE take turns slice by slice; a normal
+  job that shares a PE with a prime job is stopped
+  while the prime job runs (prime jobs "preempt non-prime work").
 * The adaptive slice (``variation``) and the load balancer (``balance_s``) are gang's; a
   migration, by the balancer or by hand, must keep to the limits too.
+
+Both rules can starve, as they did on the T3E: nothing here caps prime work (NERSC capped it
+in NQS, outside psched), so a stream of prime jobs keeps the normal jobs under them stopped,
+and small jobs that keep fitting on unoccupied PEs can hold back a large one at the head of
+the queue (the paper's "job size entropy", which NERSC countered by priming large jobs).
 """
 
 from __future__ import annotations
@@ -45,6 +50,8 @@ class Psched(Gang):
                              f"abs_app_max={config.abs_app_max}")
         super().__init__(dataclasses.replace(config, mpl=config.abs_app_max))
         self.prime: set[str] = set()
+        self.ticks = 0
+        self.last_ran: dict[str, int] = {}
 
     def arrive(self, job: JobRequest, now: float) -> list[Action]:
         """Queue ``job`` (noting whether it is prime) and launch what the GRM allows."""
@@ -54,9 +61,9 @@ class Psched(Gang):
 
     def finish(self, job: str, now: float) -> list[Action]:
         """Free ``job``'s cells and launch what the GRM allows."""
-        actions = super().finish(job, now)
         self.prime.discard(job)
-        return actions
+        self.last_ran.pop(job, None)
+        return super().finish(job, now)
 
     def cancel(self, job: str, now: float) -> list[Action] | None:
         """Take queued ``job`` out of the GRM queue; None if it is not queued."""
@@ -66,65 +73,101 @@ class Psched(Gang):
         return actions
 
     def running(self) -> frozenset[str]:
-        """Prime jobs first (current row, running now, the rest), then the current row's
-        other jobs and alternates, each while its PEs are free."""
+        """Prime jobs first (those that ran least recently first, then the current row's),
+        then the current row's other jobs and alternates (those running now first), each while
+        its PEs are free; held jobs take no PEs."""
         if self.slot is None:
             return frozenset()
         placed = self.matrix.placed
-        here = self.matrix.jobs_in(self.slot)
-        now = [job for job in self.current if job in placed]
-        every = [*here, *now, *placed]
-        order = [job for job in every if job in self.prime] + every
+        here = [job for job in self.matrix.jobs_in(self.slot) if job not in self.held]
+        running_now = [job for job in placed if job in self.current]
+        primes = sorted((job for job in placed if job in self.prime),
+                        key=lambda job: (self.last_ran.get(job, -1), job not in here))
+        order = [*primes, *here, *running_now, *placed]
         busy = 0
         chosen: set[str] = set()
         for job in order:
             mask = self.matrix.masks[job]
-            if job not in chosen and not busy & mask:
+            if job not in chosen and job not in self.held and not busy & mask:
                 chosen.add(job)
                 busy |= mask
         return frozenset(chosen)
 
+    def tick(self, now: float) -> list[Action]:
+        """Switch rows as gang does; remember which slice each job last ran in."""
+        actions = super().tick(now)
+        self.ticks += 1
+        for job in self.current:
+            self.last_ran[job] = self.ticks
+        return actions
+
     def _admit(self, now: float) -> list[Action]:
         launches: list[Launch] = []
+        occupied = functools.reduce(operator.or_, self.matrix.busy, 0)
         blocked = False
+        too_big = self.matrix.pes + 1           # the smallest size that found no free PEs
+        # a stable sort: prime jobs first, each kind in arrival order
         for job in sorted(self.queue, key=lambda request: not request.prime):
-            where = self._place(job, unoccupied_only=blocked)
-            if where is None:
-                blocked = True
-                continue
+            if blocked:
+                if job.size >= too_big:
+                    continue
+                where = self._unoccupied(job, occupied)
+                if where is None:
+                    too_big = job.size
+                    continue
+            else:
+                where = self._place(job, occupied)
+                if where is None:
+                    blocked = True
+                    continue
             self.queue.remove(job)
             self.matrix.assign(job.id, *where)
+            occupied |= self.matrix.masks[job.id]
             launches.append(Launch(job.id, *where))
         return self._launched(launches)
 
-    def _place(self, job: JobRequest, unoccupied_only: bool) -> tuple[int, Placement] | None:
-        """Where the GRM launches ``job``: the allowed placement sharing the fewest PEs with
-        other applications (only unshared ones when ``unoccupied_only``), earliest first."""
-        occupied = functools.reduce(operator.or_, self.matrix.busy, 0)
-        if unoccupied_only and self.matrix.pes - occupied.bit_count() < job.size:
-            return None
-        best: tuple[int, tuple[int, Placement]] | None = None
+    def _place(self, job: JobRequest, occupied: int) -> tuple[int, Placement] | None:
+        """Where the GRM launches the first job in line: of the placements within the limits,
+        the one sharing the fewest PEs with prime jobs, then with any job, then the earliest
+        row and the allocator's order."""
+        primes = functools.reduce(operator.or_, (self.matrix.masks[j] for j in self.prime
+                                                 if j in self.matrix.placed), 0)
+        full = None if job.prime else self._full_pes(job.id)
+        best: tuple[tuple[int, int], tuple[int, Placement]] | None = None
         for slot, pes in self.matrix.candidates(job.size):
-            shared = (mask_of(pes) & occupied).bit_count()
-            if (unoccupied_only and shared) or (best is not None and shared >= best[0]):
+            mask = mask_of(pes)
+            if full is not None and mask & full:
                 continue
-            if job.prime or self._room_for_normal(job.id, pes):
-                best = (shared, (slot, pes))
-                if not shared:
+            cost = ((mask & primes).bit_count(), (mask & occupied).bit_count())
+            if best is None or cost < best[0]:
+                best = (cost, (slot, pes))
+                if cost == (0, 0):
                     break
         return None if best is None else best[1]
 
-    def _room_for_normal(self, job: str, pes: Placement) -> bool:
-        """Whether each of ``pes`` holds fewer than ``app_max`` normal applications besides
-        ``job``."""
-        for pe in pes:
-            normal = sum(1 for row in self.matrix.rows
-                         if (other := row[pe]) is not None and other != job
-                         and other not in self.prime)
-            if normal >= self.config.app_max:
-                return False
-        return True
+    def _unoccupied(self, job: JobRequest, occupied: int) -> tuple[int, Placement] | None:
+        """The allocator's placement for ``job`` on PEs no application occupies (free in every
+        row, so row 0), or None."""
+        free = [pe for pe in range(self.matrix.pes) if not occupied >> pe & 1]
+        if len(free) < job.size:
+            return None
+        pes = next(self.matrix.fit(occupied, free, self.matrix.pes, job.size), None)
+        return None if pes is None else (0, pes)
+
+    def _full_pes(self, job: str) -> int:
+        """The PEs that already hold ``app_max`` normal applications besides ``job``, as a
+        mask (0 when ``app_max`` equals ``abs_app_max``: the rows are the limit then)."""
+        if self.config.app_max >= self.matrix.mpl:
+            return 0
+        at_least = [0] * (self.config.app_max + 1)     # at_least[i]: PEs with >= i normal jobs
+        for slot in range(self.matrix.mpl):
+            row = functools.reduce(operator.or_, (self.matrix.masks[j]
+                                                  for j in self.matrix.slots[slot]
+                                                  if j != job and j not in self.prime), 0)
+            for i in range(self.config.app_max, 0, -1):
+                at_least[i] |= at_least[i - 1] & row if i > 1 else row
+        return at_least[self.config.app_max]
 
     def _may_move(self, job: str, pes: Placement) -> bool:
         """A migration keeps to the limits: a normal job only to PEs with room for it."""
-        return job in self.prime or self._room_for_normal(job, pes)
+        return job in self.prime or not mask_of(pes) & self._full_pes(job)
