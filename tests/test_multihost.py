@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 from conftest import PROGRAMS, TESTBED, events, jobs_csv, live_events, run_id, run_processes
 
 from testbed.machine import build_machine
@@ -108,3 +110,26 @@ def test_hosts_refuse_a_machine_size(tmp_path, workload):
     done = subprocess.run([*TESTBED, "run", str(path), "--hosts", str(bad)], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 2 and f"{bad}:1: field 'slots'" in done.stderr
+
+
+def _slurm_ready() -> str | None:
+    """Why the Slurm test cannot run here (None when it can)."""
+    if not shutil.which("salloc") or not shutil.which("sinfo"):
+        return "no Slurm here (scripts/slurm-local installs a one-host Slurm, as root)"
+    state = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True)
+    if state.returncode != 0 or "idle" not in state.stdout:
+        return f"Slurm is installed but no node is idle: {state.stderr.strip() or state.stdout}"
+    return None
+
+
+@pytest.mark.skipif(_slurm_ready() is not None, reason=str(_slurm_ready()))
+def test_inside_a_slurm_allocation_the_nms_start_by_srun(tmp_path, workload):
+    path = workload("0 1 bsp --work 0.5\n0 2 bsp --work 0.5\n")
+    out = tmp_path / "run"
+    done = subprocess.run(["salloc", "-N1", "--exclusive", *TESTBED, "run", str(path), "--out",
+                           str(out)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert {r["status"] for r in jobs_csv(out).values()} == {"done"}
+    machine = json.loads((out / "config.json").read_text())["machine"]
+    assert machine["launcher"] == "slurm" and len(machine["hosts"]) == 1
+    assert _gone(run_id(out))

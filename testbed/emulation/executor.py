@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import pickle
 import selectors
 import signal
 import socket
@@ -74,6 +75,8 @@ class EmulationExecutor:
         self.run_id = run_id
         self.t0 = time.monotonic()
         env = dict(os.environ, **{procs.MARKER: run_id})
+        if machine.launcher == "slurm":     # job steps share the CPUs with the NMs' step
+            env["HYDRA_LAUNCHER_EXTRA_ARGS"] = "--overlap"
         shim_setup = (ShimSetup(str(shim_library), policy.spin, policy.native_collectives)
                       if shim_library and policy.spin else None)
         self.node_memory = node_memory
@@ -426,8 +429,9 @@ class EmulationExecutor:
         if not self.remote:
             return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore
         nodes = [nm for nm in self.nms if isinstance(nm, RemoteNode)]
+        payload = pickle.dumps(msg)
         for nm in nodes:
-            nm.send(msg)
+            nm.send_pickled(payload)
         replies = [reply for nm in nodes for reply in nm.reply()]
         self._check_lost()
         return replies

@@ -155,6 +155,7 @@ class NodeManager:
         self.events = EventSocket(f"testbed-{run_id}-nm{node.index}") if shim else None
         self.last_sample = 0.0
         self.scan = scan
+        self.unmarked: set[int] = set()
 
     def handle(self, msg: Message) -> list[object]:
         """Carry out one message from the MM; return the replies."""
@@ -208,6 +209,7 @@ class NodeManager:
             return []
         job = LocalJob(msg.job, local, len(msg.pes), self.clock())
         self.jobs[msg.job] = job
+        self.unmarked.clear()           # a pid freed and reused since must not hide a rank
         for rank, pe in local.items():
             self.policy.add(Proc(msg.job, rank, pe, msg.slot))
             key = (msg.job, rank)
@@ -265,16 +267,17 @@ class NodeManager:
         for job in self.jobs.values():
             if job.reported or (job.popen is None and not self.scan):
                 continue
-            known = set(job.found.values())
-            candidates = (procs.marked(self.run_id, job.job) if self.scan
-                          else procs.descendants(job.popen.pid))
-            for pid in candidates:
-                if pid in known:
-                    continue
-                rank = procs.read_environ(pid).get("PMI_RANK")
-                if rank is not None and rank.isdigit() and (
-                        not self.scan or int(rank) in job.local_pes):
-                    job.found[int(rank)] = pid
+            if self.scan:
+                ranks = procs.marked_ranks(self.run_id, job.job, self.unmarked)
+                job.found.update((r, pid) for r, pid in ranks.items() if r in job.local_pes)
+            else:
+                known = set(job.found.values())
+                for pid in procs.descendants(job.popen.pid):
+                    if pid in known:
+                        continue
+                    rank = procs.read_environ(pid).get("PMI_RANK")
+                    if rank is not None and rank.isdigit():
+                        job.found[int(rank)] = pid
             self._adopt(job.job, job.found)
             if len(job.found) == (len(job.local_pes) if self.scan else job.size):
                 job.reported = True

@@ -220,6 +220,25 @@ def marked(run_id: str, job: str | None = None) -> list[int]:
     return found
 
 
+def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> dict[int, int]:
+    """The rank processes (``PMI_RANK`` -> pid) of the run's ``job`` on this host.
+
+    Pids whose environment lacks the run's marker are added to ``unmarked`` and not read again,
+    so that polling while a job starts reads only new processes.  (A rank is forked by a
+    marked launcher process, so it never shows an unmarked environment.)
+    """
+    found = {}
+    for pid in psutil.pids():
+        if pid in unmarked:
+            continue
+        env = read_environ(pid)
+        if env.get(MARKER) != run_id:
+            unmarked.add(pid)
+        elif env.get("TESTBED_JOB") == job and env.get("PMI_RANK", "").isdigit():
+            found[int(env["PMI_RANK"])] = pid
+    return found
+
+
 def kill_marked(run_id: str, job: str | None = None, rounds: int = 50) -> int:
     """SIGKILL every live process of the run (or job) until none is left; return how many.
 

@@ -82,9 +82,13 @@ class RemoteNode:
 
     def send(self, msg: object) -> None:
         """Send ``msg`` (nothing once the node is lost)."""
+        self.send_pickled(pickle.dumps(msg))
+
+    def send_pickled(self, payload: bytes) -> None:
+        """Send a message pickled once for every NM (nothing once the node is lost)."""
         if self.lost is None:
             try:
-                self.conn.send(msg)
+                self.conn.send_bytes(payload)
             except OSError as err:
                 self._lose(f"connection failed: {err.strerror or err}")
 
@@ -188,12 +192,12 @@ class RemoteNode:
 
 
 def launcher_argv(mpiexec: str, machine: Machine, address: str) -> list[str]:
-    """The control job: one node manager per host, by srun inside Slurm (when Slurm's launcher
-    is chosen or hydra would choose it), else by hydra."""
+    """The control job: one node manager per host, by srun inside Slurm (``--overlap``: it
+    holds none of the allocation's CPUs), else by hydra."""
     daemon = [sys.executable, "-m", "testbed.emulation.nm_daemon", "--connect", address]
     hosts = ",".join(h.name for h in machine.hosts)
     if machine.launcher == "slurm" and shutil.which("srun"):
-        return ["srun", "--ntasks-per-node=1", f"--nodes={len(machine.hosts)}",
+        return ["srun", "--overlap", "--ntasks-per-node=1", f"--nodes={len(machine.hosts)}",
                 f"--ntasks={len(machine.hosts)}", f"--nodelist={hosts}", "--kill-on-bad-exit=0",
                 *daemon]
     launcher = ["-launcher", machine.launcher] if machine.launcher else []
