@@ -185,3 +185,24 @@ def test_shm_segments_of_a_mapping_process(spawn: Spawn) -> None:
     finally:
         procs.unlink_all({path})
     assert procs.shm_segments(proc.pid) == {path}
+
+
+def test_marked_ranks_skip_only_processes_seen_without_the_marker(monkeypatch):
+    envs = {1: {"PATH": "/bin"}, 2: {}, 3: {procs.MARKER: "r", "TESTBED_JOB": "j1"},
+            4: {procs.MARKER: "r", "TESTBED_JOB": "j1", "PMI_RANK": "1"},
+            5: {procs.MARKER: "r", "TESTBED_JOB": "j2", "PMI_RANK": "0"}}
+    reads: list[int] = []
+
+    def environ(pid: int) -> dict[str, str]:
+        reads.append(pid)
+        return envs[pid]
+
+    monkeypatch.setattr(procs.psutil, "pids", lambda: sorted(envs))
+    monkeypatch.setattr(procs, "read_environ", environ)
+    unmarked: set[int] = set()
+    assert procs.marked_ranks("r", "j1", unmarked) == {1: 4}
+    assert unmarked == {1}          # an empty environment (mid-exec, gone) is read again
+    envs[3]["PMI_RANK"] = "0"       # the launcher's child has exec'd into rank 0
+    reads.clear()
+    assert procs.marked_ranks("r", "j1", unmarked) == {0: 3, 1: 4}
+    assert 1 not in reads and 2 in reads

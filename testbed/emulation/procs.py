@@ -223,9 +223,10 @@ def marked(run_id: str, job: str | None = None) -> list[int]:
 def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> dict[int, int]:
     """The rank processes (``PMI_RANK`` -> pid) of the run's ``job`` on this host.
 
-    Pids whose environment lacks the run's marker are added to ``unmarked`` and not read again,
-    so that polling while a job starts reads only new processes.  (A rank is forked by a
-    marked launcher process, so it never shows an unmarked environment.)
+    Pids whose environment was read and lacks the run's marker are added to ``unmarked`` and
+    not read again, so that polling while a job starts reads only new processes.  (A rank is
+    forked by a marked launcher process, so it never shows an unmarked environment; one read
+    in the middle of an exec shows none at all, and is read again.)
     """
     found = {}
     for pid in psutil.pids():
@@ -233,7 +234,8 @@ def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> dict[int, int]:
             continue
         env = read_environ(pid)
         if env.get(MARKER) != run_id:
-            unmarked.add(pid)
+            if env:
+                unmarked.add(pid)
         elif env.get("TESTBED_JOB") == job and env.get("PMI_RANK", "").isdigit():
             found[int(env["PMI_RANK"])] = pid
     return found
