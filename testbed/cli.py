@@ -37,6 +37,7 @@ from testbed.emulation.memory import (
     remove_swap,
 )
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
+from testbed.emulation.procs import RankPriority
 from testbed.events import read_events
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
@@ -150,9 +151,22 @@ def _policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 
+def _rank_priority(text: str) -> str:
+    if text != "auto":
+        try:
+            RankPriority.parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
 def _scheduler_options(p: argparse.ArgumentParser) -> None:
     _policy_options(p)
     p.add_argument("--nodes", type=int, default=1, help="emulated nodes the PEs are split into")
+    p.add_argument("--rank-priority", type=_rank_priority, default="auto",
+                   metavar="auto|normal|batch|idle|POLICY:NICE",
+                   help="how ranks are scheduled beside the coordinator (default auto: as they "
+                        "are beside a real-time coordinator, else idle)")
     p.add_argument("--hosts", type=Path, default=None, metavar="HOSTFILE",
                    help="hosts in hydra's NAME[:SLOTS] format, a node manager on each (default "
                         "inside a Slurm allocation: its hosts, unless --pes or --nodes is given)")
@@ -360,7 +374,7 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
     if owners is not None:
         config["owners"] = dataclasses.asdict(owners)
     executor = EmulationExecutor(policy, machine, mpi, run_dir, run_id, library, node_memory,
-                                 swap)
+                                 swap, args.rank_priority)
     service = None
     if listening is not None:
         service = Service(*listening, run_dir, executor, args.timeslice)

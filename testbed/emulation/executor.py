@@ -68,7 +68,8 @@ class EmulationExecutor:
 
     def __init__(self, policy: Policy, machine: Machine, mpi: MpiInfo, run_dir: Path,
                  run_id: str, shim_library: Path | None = None,
-                 node_memory: NodeCgroups | None = None, swap: SwapFile | None = None) -> None:
+                 node_memory: NodeCgroups | None = None, swap: SwapFile | None = None,
+                 rank_priority: str = "auto") -> None:
         self.machine = machine
         self.cpus = machine.cpus
         self.run_dir = run_dir
@@ -96,6 +97,7 @@ class EmulationExecutor:
         self.mpiexec = mpi.mpiexec
         self.shim_setup = shim_setup
         self.control: subprocess.Popen[bytes] | None = None
+        self.rank_setting = rank_priority
         self.job_nodes: dict[str, set[int]] = {}
         self.found: dict[str, dict[int, int]] = {}
         self.sizes: dict[str, int] = {}
@@ -129,6 +131,11 @@ class EmulationExecutor:
         self.log = log
         procs.become_subreaper()
         config["coordinator_priority"] = procs.raise_priority()
+        ranks = procs.rank_priority(self.rank_setting, config["coordinator_priority"])
+        config["rank_priority"] = {"setting": self.rank_setting, "applied": ranks.describe()}
+        for nm in self.nms:
+            if isinstance(nm, NodeManager):
+                nm.rank_priority = ranks
         self.watchdog = subprocess.Popen([sys.executable, "-m", "testbed.emulation.watchdog",
                                           self.run_id, *self.watchdog_args],
                                          stdin=subprocess.PIPE, start_new_session=True)
@@ -143,13 +150,14 @@ class EmulationExecutor:
             nodes, self.control = remote.start_nodes(
                 self.machine, self.mpiexec, self.env, self.run_id,
                 [self.policy.node_policy() for _ in self.machine.nodes], self.shim_setup,
-                self.now)
+                self.now, self.rank_setting)
             self.nms = list(nodes)
             for nm in nodes:
                 self.selector.register(nm, selectors.EVENT_READ,
                                        functools.partial(self._remote_events, nm))
             config["node_managers"] = [{"host": nm.name, "hostname": nm.hostname, "pid": nm.pid,
-                                        "priority": nm.priority} for nm in nodes]
+                                        "priority": nm.priority,
+                                        "rank_priority": nm.rank_priority} for nm in nodes]
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.interrupted = signum

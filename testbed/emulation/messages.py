@@ -155,8 +155,8 @@ class Hello:
 @dataclass(frozen=True)
 class NodeSetup:
     """MM -> NM after ``Hello``: what a node manager is built from, the MM's clock (s since the
-    run started) when it was sent and the MM's ``time.monotonic()`` at the run's start, which
-    the NM's clock starts from."""
+    run started) when it was sent, the MM's ``time.monotonic()`` at the run's start, which
+    the NM's clock starts from, and the ``--rank-priority`` setting."""
 
     machine: Any
     mpiexec: str
@@ -166,6 +166,7 @@ class NodeSetup:
     shim: Any
     now: float
     t0: float
+    rank_priority: str
 
 
 @dataclass(frozen=True)

@@ -147,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                     tuple(sorted(os.sched_getaffinity(0))), priority))
     setup: NodeSetup = conn.recv()
     nm = build(setup, index)
+    nm.rank_priority = procs.rank_priority(setup.rank_priority, priority)
     watchdog = None
     if not setup.machine.emulated_hosts:
         watchdog = subprocess.Popen([sys.executable, "-m", "testbed.emulation.watchdog",

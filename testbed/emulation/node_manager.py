@@ -106,6 +106,7 @@ class LocalJob:
     kill_reason: str | None = None
     reported: bool = False
     found: dict[int, int] = field(default_factory=dict)
+    prioritised: set[int] = field(default_factory=set)
 
 
 def resolve_command(argv0: str, env: dict[str, str], cwd: str | None = None) -> str | None:
@@ -156,6 +157,7 @@ class NodeManager:
         self.last_sample = 0.0
         self.scan = scan
         self.unmarked: set[int] = set()
+        self.rank_priority = procs.RankPriority()
 
     def handle(self, msg: Message) -> list[object]:
         """Carry out one message from the MM; return the replies."""
@@ -239,6 +241,7 @@ class NodeManager:
             return [LaunchFailure(msg.job, f"cannot run {self.mpiexec} in {msg.cwd or '.'}: "
                                            f"{exc.strerror}")]
         job.launched_epoch = time.time()
+        self.rank_priority.apply(job.popen.pid)     # inherited by what it starts from now on
         job.pidfd = procs.open_pidfd(job.popen.pid)
         job.stderr_path = msg.stderr
         return []
@@ -268,11 +271,14 @@ class NodeManager:
             if job.reported or (job.popen is None and not self.scan):
                 continue
             if self.scan:
-                ranks = procs.marked_ranks(self.run_id, job.job, self.unmarked)
+                ranks, others = procs.marked_ranks(self.run_id, job.job, self.unmarked)
                 job.found.update((r, pid) for r, pid in ranks.items() if r in job.local_pes)
+                self._prioritise(job, others)
             else:
                 known = set(job.found.values())
-                for pid in procs.descendants(job.popen.pid):
+                tree = procs.descendants(job.popen.pid)
+                self._prioritise(job, tree)
+                for pid in tree:
                     if pid in known:
                         continue
                     rank = procs.read_environ(pid).get("PMI_RANK")
@@ -283,6 +289,14 @@ class NodeManager:
                 job.reported = True
                 found.append(PidInfo(job.job, dict(job.found), self.clock() - job.launched_at))
         return found
+
+    def _prioritise(self, job: LocalJob, pids: list[int]) -> None:
+        """Give the job's launcher processes (hydra's proxies, which wake whenever a rank
+        stops or continues) the ranks' priority, once each."""
+        for pid in pids:
+            if pid not in job.prioritised:
+                job.prioritised.add(pid)
+                self.rank_priority.apply(pid)
 
     def _adopt(self, name: str, pids: dict[int, int]) -> None:
         job = self.jobs.get(name)
@@ -300,6 +314,7 @@ class NodeManager:
             if (name, rank) not in self.active:
                 self._signal((name, rank), signal.SIGSTOP)
             procs.pin(pid, self.machine.cpus[pe])
+            self.rank_priority.apply(pid)
             if self.memory is not None:
                 self.memory.add(self.node.index, pid)
 

@@ -178,6 +178,64 @@ def pin(pid: int, cpu: int) -> None:
             os.sched_setaffinity(thread.id, {cpu})
 
 
+RANK_POLICIES = {"other": os.SCHED_OTHER, "batch": os.SCHED_BATCH, "idle": os.SCHED_IDLE}
+
+
+@dataclass(frozen=True)
+class RankPriority:
+    """How every rank is scheduled beside the coordinator: a Linux policy (``other``,
+    ``batch`` or ``idle``) and a niceness (0-19).  Any user may set these on their own
+    processes.  ``batch`` tasks do not preempt others on waking and ``idle`` ones never run
+    while a normal task wants the CPU, so the ranks continued in a switch cannot preempt an
+    unprivileged coordinator in the middle of it (nor can their launchers, which wake as
+    ranks stop and continue)."""
+
+    policy: str = "other"
+    nice: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> RankPriority:
+        """``POLICY[:NICE]`` (``normal`` means ``other:0``); ``ValueError`` saying why not."""
+        name, _, nice = text.partition(":")
+        name = "other" if name == "normal" else name
+        if name not in RANK_POLICIES:
+            raise ValueError(f"not a rank policy: {name!r} (normal, other, batch or idle)")
+        if nice and not (nice.isdigit() and int(nice) <= 19):
+            raise ValueError(f"not a niceness 0-19: {nice!r}")
+        return cls(name, int(nice or 0))
+
+    def describe(self) -> str:
+        """Policy and niceness, e.g. ``batch, nice 0``."""
+        return f"{self.policy}, nice {self.nice}"
+
+    def apply(self, pid: int) -> None:
+        """Set every thread of ``pid`` to this policy and niceness (vanished ones skipped)."""
+        if self == RankPriority():
+            return
+        try:
+            threads = psutil.Process(pid).threads()
+        except _GONE:
+            return
+        for thread in threads:
+            with contextlib.suppress(OSError):
+                os.sched_setscheduler(thread.id, RANK_POLICIES[self.policy], os.sched_param(0))
+                os.setpriority(os.PRIO_PROCESS, thread.id, self.nice)
+
+
+AUTO_UNPRIVILEGED = RankPriority("idle", 0)
+
+
+def rank_priority(setting: str, coordinator: str) -> RankPriority:
+    """The ranks' priority for ``--rank-priority`` ``setting`` when the coordinator runs at
+    ``coordinator`` (``raise_priority``'s answer): ``auto`` keeps them as they are beside a
+    real-time coordinator and makes them ``idle`` otherwise (measured best; see README)."""
+    if setting != "auto":
+        return RankPriority.parse(setting)
+    if coordinator.startswith("SCHED_FIFO"):
+        return RankPriority()
+    return AUTO_UNPRIVILEGED
+
+
 def shm_segments(pid: int) -> set[str]:
     """Files under /dev/shm that ``pid`` has mapped (MPICH's shared-memory segments).
 
@@ -220,15 +278,16 @@ def marked(run_id: str, job: str | None = None) -> list[int]:
     return found
 
 
-def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> dict[int, int]:
-    """The rank processes (``PMI_RANK`` -> pid) of the run's ``job`` on this host.
+def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> tuple[dict[int, int], list[int]]:
+    """The rank processes (``PMI_RANK`` -> pid) of the run's ``job`` on this host, and its
+    other processes here (its launcher's).
 
     Pids whose environment was read and lacks the run's marker are added to ``unmarked`` and
     not read again, so that polling while a job starts reads only new processes.  (A rank is
     forked by a marked launcher process, so it never shows an unmarked environment; one read
     in the middle of an exec shows none at all, and is read again.)
     """
-    found = {}
+    found, others = {}, []
     for pid in psutil.pids():
         if pid in unmarked:
             continue
@@ -236,9 +295,13 @@ def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> dict[int, int]:
         if env.get(MARKER) != run_id:
             if env:
                 unmarked.add(pid)
-        elif env.get("TESTBED_JOB") == job and env.get("PMI_RANK", "").isdigit():
+        elif env.get("TESTBED_JOB") != job:
+            continue
+        elif env.get("PMI_RANK", "").isdigit():
             found[int(env["PMI_RANK"])] = pid
-    return found
+        else:
+            others.append(pid)
+    return found, others
 
 
 def kill_marked(run_id: str, job: str | None = None, rounds: int = 50) -> int:

@@ -32,6 +32,7 @@ from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from typing import Any
 
+from testbed.emulation import procs
 from testbed.emulation.messages import (
     Close,
     Hello,
@@ -61,7 +62,8 @@ class RemoteNode:
 
     events = None
 
-    def __init__(self, node: Node, name: str, conn: Connection, hello: Hello) -> None:
+    def __init__(self, node: Node, name: str, conn: Connection, hello: Hello,
+                 setting: str = "auto") -> None:
         self.node = node
         self.name = name
         self.conn = conn
@@ -69,6 +71,7 @@ class RemoteNode:
         self.hostname = hello.hostname
         self.pid = hello.pid
         self.priority = hello.priority
+        self.rank_priority = procs.rank_priority(setting, hello.priority).describe()
         self.lost: str | None = None
         self.launched: set[str] = set()
         self.pids: list[PidInfo] = []
@@ -206,7 +209,8 @@ def launcher_argv(mpiexec: str, machine: Machine, address: str) -> list[str]:
 
 
 def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str,
-                policies: list[Any], shim: Any, clock: Callable[[], float]
+                policies: list[Any], shim: Any, clock: Callable[[], float],
+                rank_priority: str = "auto"
                 ) -> tuple[list[RemoteNode], subprocess.Popen[bytes]]:
     """Start a node manager on every host of ``machine`` and set each up; returns them in
     node order and the control job.  Raises ``NodesError`` if they do not all connect."""
@@ -240,10 +244,11 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
                 conn.close()
                 continue
             nodes[hello.index] = RemoteNode(machine.nodes[hello.index],
-                                            machine.hosts[hello.index].name, conn, hello)
+                                            machine.hosts[hello.index].name, conn, hello,
+                                            rank_priority)
         for index, node in nodes.items():
             node.send(NodeSetup(machine, mpiexec, env, run_id, policies[index], shim, clock(),
-                                time.monotonic() - clock()))
+                                time.monotonic() - clock(), rank_priority))
     except BaseException:
         for node in nodes.values():
             node.disconnect()
