@@ -40,7 +40,9 @@ from testbed.emulation.messages import (
 from testbed.emulation.node_manager import NodeManager
 
 KEY_ENV = "TESTBED_NM_KEY"
-DISCOVERY_POLL = 0.002
+# Finding ranks means listing the host's processes; at real-time priority, polling faster
+# than this starves the launchers the NMs wait for (several NMs on few CPUs most of all).
+DISCOVERY_POLL = 0.01
 IDLE_POLL = 0.5
 GRACE = 5.0
 
