@@ -34,6 +34,7 @@ from testbed.emulation.messages import (
     MemorySample,
     NodeSetup,
     Push,
+    Release,
     Reply,
     Shutdown,
 )
@@ -103,6 +104,8 @@ def serve(conn: Connection, nm: NodeManager) -> int:
                     fd = nm.launcher_fd(msg.job)
                     if fd is not None:
                         selector.register(fd, selectors.EVENT_READ, msg.job)
+                elif isinstance(msg, Release):
+                    _forget_released(selector, nm)
             elif key.data == "shim":
                 pushes += nm.shim_events()
             else:
@@ -114,6 +117,14 @@ def serve(conn: Connection, nm: NodeManager) -> int:
             except OSError:
                 _sweep(nm, "machine manager lost")
                 return 1
+
+
+def _forget_released(selector: selectors.BaseSelector, nm: NodeManager) -> None:
+    """Stop watching the launchers of jobs released before their end was seen here (the MM
+    gave up waiting; ``NodeManager`` reaped them on release)."""
+    for key in list(selector.get_map().values()):
+        if key.data not in ("mm", "shim") and nm.launcher_fd(key.data) != key.fd:
+            selector.unregister(key.fileobj)
 
 
 def _sweep(nm: NodeManager, reason: str) -> None:

@@ -483,6 +483,12 @@ class NodeManager:
         job = self.jobs.pop(name, None)
         if job is None:
             return []
+        if job.popen is not None and job.pidfd is not None:     # released before it ended
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.popen.pid, signal.SIGKILL)
+            job.popen.wait()
+            os.close(job.pidfd)
+            job.pidfd = None
         for rank in job.ranks.values():
             os.close(rank.pidfd)
         self.policy.remove(name)
