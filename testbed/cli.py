@@ -31,9 +31,8 @@ from testbed.emulation.memory import (
     MemorySetupError,
     NodeCgroups,
     SwapFile,
-    memory_hierarchy,
+    cgroup_parent,
     parse_size,
-    remove_cgroup,
     remove_swap,
 )
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
@@ -225,11 +224,10 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
         except ValueError as err:
             raise UsageError(str(err)) from None
     if args.node_mem is not None:
-        if os.geteuid() != 0:
-            raise MemorySetupError("--node-mem needs root (memory cgroups)")
-        memory_hierarchy()
+        cgroup_parent()
     if args.swap is not None and os.geteuid() != 0:
-        raise MemorySetupError("--swap needs root (swapon)")
+        raise MemorySetupError("--swap needs root (swapon is never delegated to users; "
+                               "--node-mem works without it in a delegated cgroup)")
     hosts = _hosts(args)
     if hosts is not None:
         return build_cluster(*hosts)
@@ -284,7 +282,7 @@ def _run_one(workload: Workload, scheduler: str, machine: Machine, args: argpars
                                 node_memory, swap, listening)
     finally:
         if node_memory is not None:
-            remove_cgroup(str(node_memory.base))
+            node_memory.remove()
         if swap is not None:
             remove_swap(str(swap.path))
 

@@ -15,7 +15,8 @@ import pytest
 from conftest import TESTBED, events, jobs_csv, run_id, run_processes, run_testbed
 
 from testbed import cli
-from testbed.emulation.memory import memory_hierarchy, parse_size
+from testbed.emulation import memory
+from testbed.emulation.memory import cgroup_parent, parse_size
 from testbed.memory_history import MemoryHistory, program_of
 
 
@@ -23,7 +24,7 @@ def _can_page() -> str | None:
     if os.geteuid() != 0:
         return "needs root for memory cgroups and swapon"
     try:
-        memory_hierarchy()
+        cgroup_parent()
     except Exception as err:  # noqa: BLE001 - any reason is a reason to skip
         return str(err)
     return None
@@ -78,13 +79,71 @@ def test_python_programs_are_told_apart():
     assert program_of(["true"]) == os.path.realpath(shutil.which("true"))
 
 
-def test_without_root_node_memory_says_so(monkeypatch, tmp_path, workload, capsys):
+V1_MOUNT = "35 31 0:32 / {root}/memory rw,relatime - cgroup cgroup rw,memory\n"
+V2_MOUNT = "41 31 0:38 / {root}/unified rw,relatime - cgroup2 cgroup2 rw\n"
+
+
+def _machine(tmp_path, monkeypatch, mounts: str, own: str, writable=lambda path: True,
+             pid: int = 4242) -> Path:
+    """A cgroup file system laid out in ``tmp_path`` as ``mounts`` (mountinfo lines) and
+    ``own`` (/proc/self/cgroup) describe, seen by an unprivileged process ``pid``."""
+    (tmp_path / "mountinfo").write_text(mounts.format(root=tmp_path))
+    (tmp_path / "cgroup").write_text(own)
+    monkeypatch.setattr(memory, "MOUNTINFO", tmp_path / "mountinfo")
+    monkeypatch.setattr(memory, "OWN_CGROUPS", tmp_path / "cgroup")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    path = workload("0 1 bsp --work 0\n")
-    code = cli.main(["run", str(path), "--node-mem", "100M", "--out", str(tmp_path / "r")])
+    monkeypatch.setattr(os, "getpid", lambda: pid)
+    monkeypatch.setattr(os, "access", lambda path, mode: writable(Path(path)))
+    return tmp_path
+
+
+def test_unprivileged_node_memory_goes_in_the_delegated_cgroup(tmp_path, monkeypatch):
+    root = _machine(tmp_path, monkeypatch, V1_MOUNT + V2_MOUNT,
+                    "4:memory:/user/ann\n0::/user.slice\n")
+    mine = root / "memory" / "user" / "ann"
+    mine.mkdir(parents=True)
+    (mine / "cgroup.procs").write_text("4242\n")
+    assert memory.cgroup_parent() == memory.CgroupParent(1, mine, delegated=True)
+
+
+def test_v2_delegation_needs_the_memory_controller_and_a_cgroup_of_our_own(
+        tmp_path, monkeypatch):
+    root = _machine(tmp_path, monkeypatch, V2_MOUNT, "0::/user.slice/run-1.scope\n")
+    scope = root / "unified" / "user.slice" / "run-1.scope"
+    scope.mkdir(parents=True)
+    (scope / "cgroup.controllers").write_text("cpu pids\n")
+    (scope / "cgroup.procs").write_text("4242\n")
+    with pytest.raises(memory.MemorySetupError, match="has cpu, pids; start the testbed in a "
+                       "cgroup delegated to you"):
+        memory.cgroup_parent()
+    (scope / "cgroup.controllers").write_text("cpu memory pids\n")
+    assert memory.cgroup_parent() == memory.CgroupParent(2, scope, delegated=True)
+    (scope / "cgroup.procs").write_text("4242\n77\n")
+    with pytest.raises(memory.MemorySetupError, match="also holds processes 77"):
+        memory.cgroup_parent()
+
+
+def test_without_a_delegated_cgroup_node_memory_says_what_is_missing(
+        tmp_path, monkeypatch, workload, capsys):
+    root = _machine(tmp_path, monkeypatch, V1_MOUNT, "4:memory:/system/sshd\n",
+                    writable=lambda path: "sshd" not in str(path))
+    (root / "memory" / "system" / "sshd").mkdir(parents=True)
+    code = cli.main(["run", str(workload("0 1 bsp --work 0\n")), "--node-mem", "100M",
+                     "--out", str(tmp_path / "r")])
     assert code == cli.EXIT_UNAVAILABLE
-    assert "--node-mem needs root" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "--node-mem without root needs a memory cgroup delegated to you" in err
+    assert "systemd-run --user --scope -p Delegate=yes" in err
     assert not (tmp_path / "r").exists()
+    code = cli.main(["run", str(workload("0 1 bsp --work 0\n")), "--swap", "100M",
+                     "--out", str(tmp_path / "r")])
+    assert code == cli.EXIT_UNAVAILABLE and "--swap needs root" in capsys.readouterr().err
+
+
+def test_no_memory_hierarchy_is_reported(tmp_path, monkeypatch):
+    _machine(tmp_path, monkeypatch, "", "0::/\n")
+    with pytest.raises(memory.MemorySetupError, match="no memory cgroup hierarchy is mounted"):
+        memory.cgroup_parent()
 
 
 def test_history_learns_from_finished_jobs(tmp_path, workload):

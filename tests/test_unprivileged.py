@@ -1,12 +1,14 @@
-"""Precision without root: the ranks' priority beside the coordinator (issue: the common user
-is not root)."""
+"""Without root: the ranks' priority beside the coordinator, and node memory in a delegated
+cgroup (issue: the common user is not root)."""
 
 from __future__ import annotations
 
 import json
 import os
 import pwd
+import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -14,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import jobs_csv
+from conftest import events, jobs_csv
 
+from testbed.emulation import memory
 from testbed.emulation.procs import RankPriority, rank_priority
 
 USER = "testbed-user"
@@ -42,6 +45,49 @@ def test_a_bad_rank_priority_is_refused(tmp_path, workload):
     assert done.returncode == 2 and "not a rank policy: 'fifo'" in done.stderr
 
 
+def _hidden_dirs() -> dict[Path, set[str]]:
+    """Directories closed to other users on the way to this checkout and its Python, each with
+    the entries below it that must be seen (as /root hides a pyenv interpreter)."""
+    hidden: dict[Path, set[str]] = {}
+    repo = Path(__file__).resolve().parent.parent
+    for needed in {Path(os.path.realpath(p)) for p in (sys.base_prefix, sys.prefix, repo)}:
+        for above in reversed(needed.parents):
+            if not above.stat().st_mode & stat.S_IXOTH:
+                hidden.setdefault(above, set()).add(needed.relative_to(above).parts[0])
+                break
+    return hidden
+
+
+def as_user(argv: list[str], cwd: Path, cgroup: Path | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` as the unprivileged user in ``cwd`` (and in ``cgroup`` if given).  Where a
+    directory closed to other users hides the interpreter or the checkout, the user runs in a
+    mount namespace of its own in which that directory is an empty tmpfs with only the needed
+    entries bound back in; nothing outside the namespace changes."""
+    script = ["set -e"]
+    if cgroup is not None:
+        script.append(f"echo $$ > {shlex.quote(str(cgroup / 'cgroup.procs'))}")
+    stash = Path(tempfile.mkdtemp(prefix="testbed-unprivileged-mounts-"))
+    for n, (hidden, entries) in enumerate(sorted(_hidden_dirs().items())):
+        for entry in sorted(entries):
+            keep = stash / f"{n}-{entry}"
+            keep.mkdir()
+            script.append(f"mount --bind {shlex.quote(str(hidden / entry))} "
+                          f"{shlex.quote(str(keep))}")
+        script.append(f"mount -t tmpfs -o mode=755 testbed {shlex.quote(str(hidden))}")
+        for entry in sorted(entries):
+            inside = shlex.quote(str(hidden / entry))
+            script.append(f"mkdir {inside} && mount --bind "
+                          f"{shlex.quote(str(stash / f'{n}-{entry}'))} {inside}")
+    script.append(shlex.join(["exec", "runuser", "-u", USER, "--", *argv]))
+    try:
+        return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
+                               "\n".join(script)], cwd=cwd, capture_output=True, text=True,
+                              timeout=timeout)
+    finally:
+        shutil.rmtree(stash)
+
+
 def _unprivileged_user() -> str | None:
     """A user without privileges who can run this checkout's Python, made when we are root;
     None (with the reason in ``_WHY``) when there is none."""
@@ -49,18 +95,18 @@ def _unprivileged_user() -> str | None:
     if os.geteuid() != 0:
         _WHY = "already unprivileged: the other tests run this path"
         return None
-    if shutil.which("useradd") is None or shutil.which("runuser") is None:
-        _WHY = "no useradd or runuser to make an unprivileged user"
+    missing = [tool for tool in ("useradd", "runuser", "unshare") if shutil.which(tool) is None]
+    if missing:
+        _WHY = f"no {', '.join(missing)} to run as an unprivileged user made for the test"
         return None
     try:
         pwd.getpwnam(USER)
     except KeyError:
         subprocess.run(["useradd", "--no-create-home", USER], check=True)
-    probe = subprocess.run(["runuser", "-u", USER, "--", sys.executable, "-c", "import testbed"],
-                           capture_output=True, text=True)
+    probe = as_user([sys.executable, "-c", "import testbed"], Path("/"))
     if probe.returncode != 0:
-        _WHY = (f"{USER} cannot run {sys.executable} with this checkout "
-                f"(make it readable to other users): {probe.stderr.strip()[-200:]}")
+        _WHY = (f"{USER} cannot run {sys.executable} with this checkout: "
+                f"{probe.stderr.strip()[-200:]}")
         return None
     return USER
 
@@ -84,9 +130,8 @@ def test_an_unprivileged_run_makes_its_ranks_idle(user_dir: Path):
     program.write_text("import os\nprint(os.sched_getscheduler(0), os.getpriority("
                        "os.PRIO_PROCESS, 0))\n")
     (user_dir / "w.txt").write_text(f"0 1 {sys.executable} {program}\n0 1 bsp --work 0.2\n")
-    done = subprocess.run(["runuser", "-u", USER, "--", sys.executable, "-m", "testbed.cli",
-                           "run", "w.txt", "--pes", "2", "--out", "run"], cwd=user_dir,
-                          capture_output=True, text=True, timeout=120)
+    done = as_user([sys.executable, "-m", "testbed.cli", "run", "w.txt", "--pes", "2",
+                    "--out", "run"], cwd=user_dir)
     assert done.returncode == 0, done.stderr
     config = json.loads((user_dir / "run" / "config.json").read_text())
     assert config["coordinator_priority"].startswith("SCHED_OTHER")
@@ -94,3 +139,56 @@ def test_an_unprivileged_run_makes_its_ranks_idle(user_dir: Path):
     assert {r["status"] for r in jobs_csv(user_dir / "run").values()} == {"done"}
     policy, nice = (user_dir / "run" / "jobs" / "j1.out").read_text().split()
     assert (int(policy), int(nice)) == (os.SCHED_IDLE, 0)
+
+
+def _delegated_cgroup() -> Path | None:
+    """A memory cgroup made and handed to the unprivileged user as a site delegates one (the
+    directory and its interface files chowned); None if this machine has no writable one."""
+    try:
+        parent = memory.cgroup_parent()
+    except memory.MemorySetupError:
+        return None
+    cgroup = parent.path / f"testbed-delegated-{os.getpid()}"
+    cgroup.mkdir()
+    if parent.version == 2:
+        (parent.path / "cgroup.subtree_control").write_text("+memory")
+    for path in (cgroup, *cgroup.iterdir()):
+        shutil.chown(path, user=USER)
+    return cgroup
+
+
+@pytest.mark.skipif(_USER is None, reason=_WHY)
+def test_node_memory_without_root_in_a_delegated_cgroup(user_dir: Path):
+    cgroup = _delegated_cgroup()
+    if cgroup is None:
+        pytest.skip("no writable memory cgroup hierarchy to delegate from")
+    try:
+        (user_dir / "w.txt").write_text("0 1 bsp --work 0.3 --mem-mb 16\n"
+                                        "0 1 bsp --work 3 --mem-mb 400 --pattern none\n")
+        done = as_user([sys.executable, "-m", "testbed.cli", "run", "w.txt", "--pes", "2",
+                        "--nodes", "2", "--node-mem", "120M", "--out", "run"], cwd=user_dir,
+                       cgroup=cgroup)
+        assert done.returncode in (0, 1), done.stderr
+        config = json.loads((user_dir / "run" / "config.json").read_text())
+        node_memory = config["node_memory"]
+        assert node_memory["delegated"] is True, node_memory
+        assert Path(node_memory["path"]).parent == cgroup
+        status = {k: r["status"] for k, r in jobs_csv(user_dir / "run").items()}
+        # No swap without root: the job that overfills its node is killed by the kernel.
+        assert status == {"j1": "done", "j2": "failed"}, status
+        used = [e["used_kib"] for e in events(user_dir / "run") if e["event"] == "node_memory"]
+        assert used and max(max(u) for u in used) <= 120 * 1024
+        assert [p.name for p in cgroup.iterdir() if p.is_dir()] == []
+        assert (cgroup / "cgroup.procs").read_text() == ""
+    finally:
+        memory.remove_cgroup(str(cgroup))
+
+
+@pytest.mark.skipif(_USER is None, reason=_WHY)
+def test_node_memory_without_a_delegated_cgroup_says_so(user_dir: Path):
+    (user_dir / "w.txt").write_text("0 1 bsp --work 0.1\n")
+    done = as_user([sys.executable, "-m", "testbed.cli", "run", "w.txt", "--node-mem", "100M",
+                    "--out", "run"], cwd=user_dir)
+    assert done.returncode == 4, done.stderr
+    assert "--node-mem without root needs a memory cgroup delegated to you" in done.stderr
+    assert not (user_dir / "run").exists()

@@ -81,7 +81,7 @@ class EmulationExecutor:
         shim_setup = (ShimSetup(str(shim_library), policy.spin, policy.native_collectives)
                       if shim_library and policy.spin else None)
         self.node_memory = node_memory
-        self.watchdog_args = [*(["--cgroup", str(node_memory.base)] if node_memory else []),
+        self.watchdog_args = [*(node_memory.cleanup_args() if node_memory else []),
                               *(["--swap", str(swap.path)] if swap else [])]
         # T3D moves a preempted job out and back; T3E's adaptive slice counts the swapping a
         # switch needs, so incoming jobs are paged in before they continue.

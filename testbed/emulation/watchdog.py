@@ -5,9 +5,12 @@ Started by the coordinator in a session of its own with a pipe on stdin.  When t
 the run's marker, stopped ones too, and removes the run's shim records and the MPI
 shared-memory segments created during the run that no live process maps any more.
 
-It also removes the run's node memory cgroups and swap file when named.
+It also removes the run's node memory cgroups and swap file when named; with
+``--cgroup-home`` (v2 below a delegated cgroup) it moves itself and the coordinator's leaf back
+to that cgroup first.
 
-Usage: ``python -m testbed.emulation.watchdog RUN_ID [--cgroup DIR] [--swap FILE]``
+Usage: ``python -m testbed.emulation.watchdog RUN_ID [--cgroup DIR [--cgroup-home DIR]]
+[--swap FILE]``
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m testbed.emulation.watchdog")
     p.add_argument("run_id")
     p.add_argument("--cgroup", default=None)
+    p.add_argument("--cgroup-home", default=None)
     p.add_argument("--swap", default=None)
     args = p.parse_args(argv)
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -38,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     unlink_all(orphan_segments(since=started - 1.0))
     remove_run_records(args.run_id)
     if args.cgroup:
-        remove_cgroup(args.cgroup)
+        remove_cgroup(args.cgroup, args.cgroup_home)
     if args.swap:
         remove_swap(args.swap)
     return 0
