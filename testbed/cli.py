@@ -36,6 +36,7 @@ from testbed.emulation.memory import (
     remove_swap,
 )
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
+from testbed.emulation.paging import may_page_out
 from testbed.emulation.procs import RankPriority
 from testbed.events import read_events
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
@@ -225,6 +226,13 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
             raise UsageError(str(err)) from None
     if args.node_mem is not None:
         cgroup_parent()
+        paged = [name for name in schedulers if POLICIES[name].pages_preempted]
+        if paged and not may_page_out():
+            raise MemorySetupError(
+                f"--node-mem under {', '.join(paged)} moves each preempted job to swap with "
+                "process_madvise(MADV_PAGEOUT), which needs CAP_SYS_NICE (root); without it "
+                "run another scheduler, whose preempted jobs the kernel pages only as memory "
+                "runs short")
     if args.swap is not None and os.geteuid() != 0:
         raise MemorySetupError("--swap needs root (swapon is never delegated to users; "
                                "--node-mem works without it in a delegated cgroup)")

@@ -15,7 +15,7 @@ import pytest
 from conftest import TESTBED, events, jobs_csv, run_id, run_processes, run_testbed
 
 from testbed import cli
-from testbed.emulation import memory
+from testbed.emulation import memory, paging
 from testbed.emulation.memory import cgroup_parent, parse_size
 from testbed.memory_history import MemoryHistory, program_of
 
@@ -245,3 +245,16 @@ def test_fig7_experiment_writes_csv_plot_and_table(tmp_path):
     assert [r.split(",")[1] for r in rows[1:]] == ["unlimited", "C=1"]
     assert all(float(r.split(",")[2]) > 0 and float(r.split(",")[3]) >= 1 for r in rows[1:])
     assert (tmp_path / "f7" / "fig7.png").stat().st_size > 1000
+
+
+def test_t3d_paging_without_cap_sys_nice_is_refused(tmp_path, monkeypatch, workload, capsys):
+    assert paging.may_page_out("Name:\tx\nCapEff:\t0000000000800000\n")
+    assert not paging.may_page_out("Name:\tx\nCapEff:\t0000000000000000\n")
+    root = _machine(tmp_path, monkeypatch, V1_MOUNT, "4:memory:/ann\n")
+    (root / "memory" / "ann").mkdir(parents=True)
+    monkeypatch.setattr(cli, "may_page_out", lambda: False)
+    code = cli.main(["run", str(workload("0 1 bsp --work 0\n")), "--scheduler", "t3d",
+                     "--node-mem", "100M", "--out", str(tmp_path / "r")])
+    assert code == cli.EXIT_UNAVAILABLE
+    assert "--node-mem under t3d moves each preempted job to swap" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()

@@ -6,7 +6,8 @@ little moves).  ``page_in`` brings it back before the process continues by readi
 ``/proc/PID/mem``, which faults every page in (only mappings with pages in swap are read, so
 it costs next to nothing when memory was not short).  Both are synchronous, so their durations are
 the swap-out and swap-in costs of a preemption.  Both need the right to trace the process
-(root, or the same user where ptrace is allowed); a process that has gone counts as 0 bytes.
+(root, or the same user where ptrace is allowed), and ``page_out`` on another process also needs
+``CAP_SYS_NICE`` (``may_page_out``); a process that has gone counts as 0 bytes.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 
 import psutil
 
+_CAP_SYS_NICE = 23
 _SYS_PROCESS_MADVISE = 440          # the same number on x86-64 and arm64
 _MADV_PAGEOUT = 21
 _IOV_MAX = 1024
@@ -37,6 +39,18 @@ class Moved:
     seconds: float
     swap_kib_before: int
     swap_kib_after: int
+
+
+def may_page_out(status: str | None = None) -> bool:
+    """Whether this process has ``CAP_SYS_NICE``, which ``process_madvise`` asks of a caller
+    advising another process (``status``: the text of ``/proc/self/status``, read if None)."""
+    if status is None:
+        with open("/proc/self/status") as f:
+            status = f.read()
+    for line in status.splitlines():
+        if line.startswith("CapEff:"):
+            return bool(int(line.split()[1], 16) >> _CAP_SYS_NICE & 1)
+    return False
 
 
 def anonymous_regions(pid: int) -> list[tuple[int, int]]:
