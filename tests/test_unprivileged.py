@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
-import shlex
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -18,6 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import events, jobs_csv
 
+from benchmarks import unprivileged
 from testbed.emulation import memory
 from testbed.emulation.procs import RankPriority, rank_priority
 
@@ -45,47 +44,10 @@ def test_a_bad_rank_priority_is_refused(tmp_path, workload):
     assert done.returncode == 2 and "not a rank policy: 'fifo'" in done.stderr
 
 
-def _hidden_dirs() -> dict[Path, set[str]]:
-    """Directories closed to other users on the way to this checkout and its Python, each with
-    the entries below it that must be seen (as /root hides a pyenv interpreter)."""
-    hidden: dict[Path, set[str]] = {}
-    repo = Path(__file__).resolve().parent.parent
-    for needed in {Path(os.path.realpath(p)) for p in (sys.base_prefix, sys.prefix, repo)}:
-        for above in reversed(needed.parents):
-            if not above.stat().st_mode & stat.S_IXOTH:
-                hidden.setdefault(above, set()).add(needed.relative_to(above).parts[0])
-                break
-    return hidden
-
-
 def as_user(argv: list[str], cwd: Path, cgroup: Path | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` as the unprivileged user in ``cwd`` (and in ``cgroup`` if given).  Where a
-    directory closed to other users hides the interpreter or the checkout, the user runs in a
-    mount namespace of its own in which that directory is an empty tmpfs with only the needed
-    entries bound back in; nothing outside the namespace changes."""
-    script = ["set -e"]
-    if cgroup is not None:
-        script.append(f"echo $$ > {shlex.quote(str(cgroup / 'cgroup.procs'))}")
-    stash = Path(tempfile.mkdtemp(prefix="testbed-unprivileged-mounts-"))
-    for n, (hidden, entries) in enumerate(sorted(_hidden_dirs().items())):
-        for entry in sorted(entries):
-            keep = stash / f"{n}-{entry}"
-            keep.mkdir()
-            script.append(f"mount --bind {shlex.quote(str(hidden / entry))} "
-                          f"{shlex.quote(str(keep))}")
-        script.append(f"mount -t tmpfs -o mode=755 testbed {shlex.quote(str(hidden))}")
-        for entry in sorted(entries):
-            inside = shlex.quote(str(hidden / entry))
-            script.append(f"mkdir {inside} && mount --bind "
-                          f"{shlex.quote(str(stash / f'{n}-{entry}'))} {inside}")
-    script.append(shlex.join(["exec", "runuser", "-u", USER, "--", *argv]))
-    try:
-        return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
-                               "\n".join(script)], cwd=cwd, capture_output=True, text=True,
-                              timeout=timeout)
-    finally:
-        shutil.rmtree(stash)
+    """Run ``argv`` as the test's unprivileged user (see ``benchmarks.unprivileged``)."""
+    return unprivileged.as_user(USER, argv, cwd, cgroup, timeout)
 
 
 def _unprivileged_user() -> str | None:
@@ -95,7 +57,8 @@ def _unprivileged_user() -> str | None:
     if os.geteuid() != 0:
         _WHY = "already unprivileged: the other tests run this path"
         return None
-    missing = [tool for tool in ("useradd", "runuser", "unshare") if shutil.which(tool) is None]
+    missing = unprivileged.missing_tools() + (["useradd"] if shutil.which("useradd") is None
+                                              else [])
     if missing:
         _WHY = f"no {', '.join(missing)} to run as an unprivileged user made for the test"
         return None
@@ -163,7 +126,7 @@ def test_node_memory_without_root_in_a_delegated_cgroup(user_dir: Path):
     if cgroup is None:
         pytest.skip("no writable memory cgroup hierarchy to delegate from")
     try:
-        (user_dir / "w.txt").write_text("0 1 bsp --work 0.3 --mem-mb 16\n"
+        (user_dir / "w.txt").write_text("0 1 bsp --work 1.5 --mem-mb 16\n"
                                         "0 1 bsp --work 3 --mem-mb 400 --pattern none\n")
         done = as_user([sys.executable, "-m", "testbed.cli", "run", "w.txt", "--pes", "2",
                         "--nodes", "2", "--node-mem", "120M", "--out", "run"], cwd=user_dir,
