@@ -8,11 +8,15 @@
   50, 20 and 10 ms, and the smallest timeslice at which every ratio stays within 3 %;
 * the shim's ping-pong cost and spin-block wake-up latency.
 
-``--baseline FILE`` compares the ratio figures (MPL linearity, shim cost) with a stored run of
-this suite and exits 1 when one is worse by more than ``--tolerance`` (default 10 %, relative).
-``--quick`` runs a tiny version to show the suite works (CI); its figures mean nothing.
+``--as-user USER`` (as root) runs the suite twice, as root and then as that unprivileged user,
+and reports the two side by side: a table on stderr, and ``root`` and ``unprivileged`` halves in
+the JSON.  ``--baseline FILE`` compares the ratio figures (MPL linearity, shim cost) with a
+stored run of this suite of the same shape and exits 1 when one is worse by more than
+``--tolerance`` (default 10 %, relative).  ``--quick`` runs a tiny version to show the suite
+works (CI); its figures mean nothing.
 
-Usage: ``python -m benchmarks.overheads [--quick] [--baseline FILE] [--out FILE]``
+Usage: ``python -m benchmarks.overheads [--quick] [--as-user USER] [--baseline FILE]
+[--out FILE]``
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import launch_overhead, shim_cost, switch_latency
-from benchmarks.harness import events, host, run_workload
+from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
+from benchmarks.harness import events, host, run_workload, table
 
 LINEARITY_LIMIT = 0.03
 FULL = {"launch_repeats": 7, "switch_mpls": (2, 3, 4), "switch_work": 4.0,
@@ -84,11 +88,51 @@ def measure(plan: dict[str, Any]) -> dict[str, Any]:
 
 
 def ratio_figures(result: dict[str, Any]) -> dict[str, float]:
-    """The figures compared against a baseline (larger is worse for each)."""
+    """The figures compared against a baseline (larger is worse for each); those of a
+    side-by-side document are named ``root:...`` and ``unprivileged:...``."""
+    if "root" in result:
+        return {f"{side}:{name}": value for side in SIDES
+                for name, value in ratio_figures(result[side]).items()}
     figures = {f"mpl_linearity[{t}ms][k={k}]": r
                for t, row in result["mpl_linearity"]["ratios"].items() for k, r in row.items()}
     figures["shim_pingpong_ratio"] = result["shim"]["pingpong"]["ratio"]
     return figures
+
+
+SIDES = ("root", "unprivileged")
+
+
+def as_unprivileged(user: str, quick: bool) -> dict[str, Any]:
+    """The suite's document measured by ``user`` (we must be root); ``RuntimeError`` with its
+    error output if that run fails."""
+    done = unprivileged.as_user(user, [sys.executable, "-m", "benchmarks.overheads",
+                                       *(["--quick"] if quick else [])], Path("/"))
+    if done.returncode != 0:
+        raise RuntimeError(f"the suite failed as {user}: {done.stderr.strip()[-2000:]}")
+    result = json.loads(done.stdout)
+    result["user"] = user
+    return result
+
+
+def side_by_side(result: dict[str, Any]) -> str:
+    """A table of the headline figures of a side-by-side document, root against unprivileged
+    (launch overhead in s; switch latency in microseconds; linearity ratios)."""
+    root, user = (result[side] for side in SIDES)
+    rows: list[list[Any]] = []
+    for a, b in zip(root["launch_overhead"], user["launch_overhead"], strict=True):
+        rows.append([f"launch overhead, {a['ranks']} ranks (s)", a["median_s"], b["median_s"]])
+    for a, b in zip(root["switch_latency"], user["switch_latency"], strict=True):
+        for q in ("p50", "p99"):
+            rows.append([f"switch {q}, MPL {a['mpl']} (us)", a["latency_us"][q],
+                         b["latency_us"][q]])
+    for t, row in root["mpl_linearity"]["ratios"].items():
+        for k, r in row.items():
+            if k != "1":
+                rows.append([f"MPL linearity, {t} ms, k={k}", r,
+                             user["mpl_linearity"]["ratios"][t][k]])
+    rows.append(["shim ping-pong ratio", root["shim"]["pingpong"]["ratio"],
+                 user["shim"]["pingpong"]["ratio"]])
+    return table(["figure", "root", f"unprivileged ({user['user']})"], rows)
 
 
 def regressions(result: dict[str, Any], baseline: dict[str, Any],
@@ -131,7 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
     p.add_argument("--tolerance", type=float, default=0.10, help="relative, default 0.10")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    p.add_argument("--as-user", default=None, metavar="USER",
+                   help="as root: also measure as this unprivileged user, side by side")
     args = p.parse_args(argv)
+    if args.as_user is not None and (os.geteuid() != 0 or unprivileged.missing_tools()):
+        print("overheads: --as-user needs root, runuser and unshare", file=sys.stderr)
+        return 2
     baseline = None
     if args.baseline is not None:
         try:
@@ -141,6 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     result = measure(QUICK if args.quick else FULL)
     result["quick"] = args.quick
+    if args.as_user is not None:
+        result = {"benchmark": "overheads", "host": result["host"], "quick": args.quick,
+                  "root": result, "unprivileged": as_unprivileged(args.as_user, args.quick)}
+        print(side_by_side(result), file=sys.stderr)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out is not None:

@@ -282,3 +282,13 @@ def test_nersc_benchmark_simulated_primes_shorten_large_turnaround(tmp_path):
     assert records["nersc"]["large_mean"] < records["gang"]["large_mean"]
     assert records["gang"]["migrations"] == 0
     assert (tmp_path / "nersc.png").exists()
+
+
+def test_a_side_by_side_document_compares_each_side_with_its_own():
+    slow = _overheads({"200": {"1": 1.0, "2": 1.3}}, 1.5)
+    now = {"root": BASELINE, "unprivileged": slow}
+    then = {"root": BASELINE, "unprivileged": BASELINE}
+    assert overheads.regressions(now, then, 0.10) == [
+        "unprivileged:mpl_linearity[200ms][k=2]: 1.3000 > baseline 1.0000 * (1 + 0.1)"]
+    # A single-sided baseline shares no figure names with a side-by-side run.
+    assert overheads.regressions(now, BASELINE, 0.0) == []

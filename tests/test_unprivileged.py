@@ -155,3 +155,20 @@ def test_node_memory_without_a_delegated_cgroup_says_so(user_dir: Path):
     assert done.returncode == 4, done.stderr
     assert "--node-mem without root needs a memory cgroup delegated to you" in done.stderr
     assert not (user_dir / "run").exists()
+
+
+@pytest.mark.skipif(_USER is None, reason=_WHY)
+def test_the_overhead_suite_reports_root_and_unprivileged_side_by_side(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
+                           "--as-user", USER, "--out", str(tmp_path / "o.json")],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    root, user = result["root"], result["unprivileged"]
+    assert root["switch_latency"][0]["coordinator_priority"].startswith("SCHED_FIFO")
+    assert user["switch_latency"][0]["coordinator_priority"].startswith("SCHED_OTHER")
+    assert user["switch_latency"][0]["rank_priority"] == "idle, nice 0"
+    assert user["user"] == USER and root["quick"] and user["quick"]
+    header, *rows = done.stderr.splitlines()
+    assert header.split() == ["figure", "root", "unprivileged", f"({USER})"]
+    assert any(row.lstrip().startswith("switch p99, MPL 2 (us)") for row in rows)
