@@ -326,13 +326,21 @@ def kill_marked(run_id: str, job: str | None = None, rounds: int = 50) -> int:
     return len(killed)
 
 
+_LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def current_cpu() -> int:
+    """The CPU the calling thread runs on at this instant (``sched_getcpu``, from the vDSO:
+    well under a microsecond; neither ``os`` nor psutil offers it so cheaply)."""
+    return _LIBC.sched_getcpu()
+
+
 def become_subreaper() -> None:
     """Adopt orphaned descendants (an mpiexec's proxy) so that we can reap them.
 
     Through ``prctl`` by hand: neither psutil nor ``os`` offers it.
     """
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
 def reap_orphans(keep: set[int]) -> None:
