@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 from types import SimpleNamespace
 
 from testbed.emulation import procs
+from testbed.emulation.messages import Heartbeat
 from testbed.emulation.node_manager import LocalJob, NodeManager, Rank
+from testbed.machine import build_machine
+from testbed.policies.node import GangNode, Proc
 
 
 def _manager(pes_to_cpus: list[int]) -> SimpleNamespace:
@@ -37,3 +41,30 @@ def test_order_kept_when_no_rank_shares_our_cpu(monkeypatch):
 
 def test_current_cpu_is_one_we_may_run_on():
     assert procs.current_cpu() in os.sched_getaffinity(0)
+
+
+def test_switch_latency_ends_as_the_last_signal_is_issued(monkeypatch):
+    """A rank woken on the coordinator's CPU may preempt it inside the last signal's system
+    call; the switch is complete by then, so that time is not the switch's."""
+    now = [10.0]
+    machine = build_machine(2)
+    nm = NodeManager(machine.nodes[0], machine, "mpiexec", {}, "run", lambda: now[0], GangNode())
+    for name in ("a", "b"):
+        nm.policy.add(Proc(name, 0, 0, 0))
+        job = LocalJob(name, {0: 0}, 1, 0.0)
+        job.ranks = {0: Rank(0, 0, 1000, -1)}
+        nm.jobs[name] = job
+    sent: list[tuple[int, float]] = []
+
+    def send(pidfd: int, sig: int) -> None:
+        sent.append((sig, now[0]))
+        now[0] += 0.005
+    monkeypatch.setattr(procs, "send", send)
+    nm.handle(Heartbeat(1, 0, frozenset({"a"}), 10.0))
+    now[0] = 20.0
+    done = nm.handle(Heartbeat(2, 1, frozenset({"b"}), 19.999))[0]
+    assert [sig for sig, _ in sent[1:]] == [signal.SIGSTOP, signal.SIGCONT]
+    assert done.stopped == ("a",) and done.continued == ("b",)
+    assert abs(done.latency - 0.006) < 1e-9
+    now[0] = 30.0
+    assert abs(nm.handle(Heartbeat(3, 1, frozenset({"b"}), 29.998))[0].latency - 0.002) < 1e-9

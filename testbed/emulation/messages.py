@@ -130,7 +130,8 @@ class Paged:
 class SwitchDone:
     """NM -> MM: a heartbeat was carried out (a measurement, not in THESIS's protocol).
 
-    ``latency`` is from the heartbeat being sent to the last signal delivered, in seconds.
+    ``latency`` is from the heartbeat being sent to the last signal being issued (the time
+    stamp is taken as its system call starts), in seconds; with no signal, to the reply.
     """
 
     seq: int

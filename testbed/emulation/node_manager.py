@@ -158,14 +158,17 @@ class NodeManager:
         self.scan = scan
         self.unmarked: set[int] = set()
         self.rank_priority = procs.RankPriority()
+        self.signalled_at: float | None = None
 
     def handle(self, msg: Message) -> list[object]:
         """Carry out one message from the MM; return the replies."""
         match msg:
             case Heartbeat():
                 self.policy.heartbeat(msg.jobs, msg.slot)
+                self.signalled_at = None
                 stopped, continued = self._apply()
-                latency = self.clock() - msg.sent
+                done = self.clock() if self.signalled_at is None else self.signalled_at
+                latency = done - msg.sent
                 changes = self._classify()
                 if changes:
                     self._apply()
@@ -405,6 +408,9 @@ class NodeManager:
             self.stopped_at.setdefault(key, time.monotonic())
         elif key in self.stopped_at and key in self.records:
             self.records[key].add_stopped(time.monotonic() - self.stopped_at.pop(key))
+        # Taken as the signal is issued: a rank it wakes on our own CPU may preempt us on the
+        # way out of the system call, when the switch is already complete.
+        self.signalled_at = self.clock()
         procs.send(rank.pidfd, sig)
 
     def _classify(self, keys: list[ProcKey] | None = None) -> list[ClassChange]:
