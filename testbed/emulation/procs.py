@@ -185,10 +185,11 @@ RANK_POLICIES = {"other": os.SCHED_OTHER, "batch": os.SCHED_BATCH, "idle": os.SC
 class RankPriority:
     """How every rank is scheduled beside the coordinator: a Linux policy (``other``,
     ``batch`` or ``idle``) and a niceness (0-19).  Any user may set these on their own
-    processes.  ``batch`` tasks do not preempt others on waking and ``idle`` ones never run
-    while a normal task wants the CPU, so the ranks continued in a switch cannot preempt an
-    unprivileged coordinator in the middle of it (nor can their launchers, which wake as
-    ranks stop and continue)."""
+    processes.  ``batch`` tasks do not preempt others on waking and ``idle`` ones have the
+    lowest weight, so the ranks continued in a switch (and their launchers, which wake as
+    ranks stop and continue) seldom preempt an unprivileged coordinator in the middle of it.
+    Where autogroup puts each rank's session in a group of its own, a rank woken on the
+    coordinator's CPU still does; the node manager therefore continues those last."""
 
     policy: str = "other"
     nice: int = 0
