@@ -323,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         for name in args.programs:
             for scheduler in args.schedulers:
                 out = runs / f"{name}-{scheduler}-{repeat + 1}"
+                if args.source and not (out / "summary.json").is_file():
+                    p.error(f"{out}: no finished run there (read with --repeats, --schedulers "
+                            "and --programs as it was run)")
                 cases[(name, scheduler)].append(
                     read_case(out, PROGRAMS[name]) if args.source else
                     run_case(commands[name], PROGRAMS[name], scheduler, pes, options, out))

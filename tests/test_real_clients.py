@@ -95,3 +95,9 @@ def test_quick_run_reports_every_program_and_scheduler(tmp_path):
     checks = doc["targets"]
     assert len(checks) == 4 + 5  # a makespan per program, a small latency per test
     assert all(c["ratio"] > 0 and isinstance(c["met"], bool) for c in checks)
+    again = subprocess.run([sys.executable, "-m", "benchmarks.real_clients", "--quick",
+                            "--repeats", "2", "--schedulers", "gang,fcs", "--from",
+                            str(tmp_path / "runs"), "--out", "-"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 2 and "-2: no finished run there" in again.stderr
+    assert "Traceback" not in again.stderr
