@@ -15,7 +15,10 @@ import psutil
 import pytest
 from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_processes
 
-from testbed.machine import build_machine
+from testbed.emulation.messages import Hello
+from testbed.emulation.remote import node_of
+from testbed.hosts import Host
+from testbed.machine import build_cluster, build_machine
 
 
 def _hostfile(tmp_path: Path) -> Path:
@@ -147,3 +150,16 @@ def test_inside_a_slurm_allocation_the_nms_start_by_srun(tmp_path, workload):
     machine = json.loads((out / "config.json").read_text())["machine"]
     assert machine["launcher"] == "slurm" and len(machine["hosts"]) == 1
     assert _gone(run_id(out))
+
+
+def test_under_slurm_the_node_name_decides_which_node_an_nm_is():
+    """srun --nodelist=c3,a1 numbers its tasks a1 = 0, c3 = 1 (Slurm's order)."""
+    hosts = (Host("c3", 1), Host("a1", 1))
+    slurm = build_cluster(hosts, "slurm")
+    assert node_of(Hello(0, "a1", 1, (0,), ""), slurm) == 1
+    assert node_of(Hello(1, "c3", 1, (0,), ""), slurm) == 0
+    assert node_of(Hello(1, "elsewhere", 1, (0,), ""), slurm) == 1
+    assert node_of(Hello(2, "elsewhere", 1, (0,), ""), slurm) is None
+    emulated = build_cluster(hosts, "fork")
+    assert node_of(Hello(0, "a1", 1, (0,), ""), emulated) == 0
+    assert node_of(Hello(-1, "a1", 1, (0,), ""), emulated) is None

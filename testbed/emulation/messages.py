@@ -143,8 +143,9 @@ class SwitchDone:
 
 @dataclass(frozen=True)
 class Hello:
-    """NM -> MM on connecting: its node index, host name, pid, the CPUs it may use and its
-    scheduling policy (real-time when permitted, like the MM's)."""
+    """NM -> MM on connecting: its node index by its launcher's numbering, host name (Slurm's
+    node name inside a Slurm step), pid, the CPUs it may use and its scheduling policy
+    (real-time when permitted, like the MM's)."""
 
     index: int
     hostname: str
@@ -155,10 +156,12 @@ class Hello:
 
 @dataclass(frozen=True)
 class NodeSetup:
-    """MM -> NM after ``Hello``: what a node manager is built from, the MM's clock (s since the
-    run started) when it was sent, the MM's ``time.monotonic()`` at the run's start, which
-    the NM's clock starts from, and the ``--rank-priority`` setting."""
+    """MM -> NM after ``Hello``: what a node manager is built from (``index``: which of the
+    machine's nodes it is), the MM's clock (s since the run started) when it was sent, the
+    MM's ``time.monotonic()`` at the run's start, which the NM's clock starts from, and the
+    ``--rank-priority`` setting."""
 
+    index: int
     machine: Any
     mpiexec: str
     env: dict[str, str]

@@ -156,10 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     priority = procs.raise_priority()
     host, _, port = args.connect.rpartition(":")
     conn = Client((host, int(port)), authkey=bytes.fromhex(key))
-    conn.send(Hello(index, socket.gethostname(), os.getpid(),
+    conn.send(Hello(index, os.environ.get("SLURMD_NODENAME") or socket.gethostname(), os.getpid(),
                     tuple(sorted(os.sched_getaffinity(0))), priority))
     setup: NodeSetup = conn.recv()
-    nm = build(setup, index)
+    nm = build(setup, setup.index)
     nm.rank_priority = procs.rank_priority(setup.rank_priority, priority)
     watchdog = None
     if not setup.machine.emulated_hosts:

@@ -239,16 +239,15 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
                 raise NodesError(f"no node manager connected from {', '.join(missing)} "
                                  f"within {CONNECT_TIMEOUT:g} s") from None
             hello, conn = _authenticate(sock, key)
-            if (hello is None or not 0 <= hello.index < len(machine.hosts)
-                    or hello.index in nodes):
+            index = None if hello is None else node_of(hello, machine)
+            if index is None or index in nodes:
                 conn.close()
                 continue
-            nodes[hello.index] = RemoteNode(machine.nodes[hello.index],
-                                            machine.hosts[hello.index].name, conn, hello,
-                                            rank_priority)
+            nodes[index] = RemoteNode(machine.nodes[index], machine.hosts[index].name, conn,
+                                      hello, rank_priority)
         for index, node in nodes.items():
-            node.send(NodeSetup(machine, mpiexec, env, run_id, policies[index], shim, clock(),
-                                time.monotonic() - clock(), rank_priority))
+            node.send(NodeSetup(index, machine, mpiexec, env, run_id, policies[index], shim,
+                                clock(), time.monotonic() - clock(), rank_priority))
     except BaseException:
         for node in nodes.values():
             node.disconnect()
@@ -257,6 +256,18 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
     finally:
         server.close()
     return [nodes[i] for i in range(len(machine.hosts))], control
+
+
+def node_of(hello: Hello, machine: Machine) -> int | None:
+    """Which of ``machine``'s nodes the NM that said ``hello`` runs on, None if none.
+
+    srun numbers its tasks in Slurm's node order, not in the order of ``--nodelist``, so the
+    name of a Slurm node decides where the machine's hosts are Slurm's; elsewhere the
+    launcher's numbering does (hydra's follows ``-hosts``; emulated hosts share one name)."""
+    names = [h.name for h in machine.hosts]
+    if machine.launcher == "slurm" and hello.hostname in names:
+        return names.index(hello.hostname)
+    return hello.index if 0 <= hello.index < len(names) else None
 
 
 def _authenticate(sock: socket.socket, key: bytes) -> tuple[Hello | None, Connection]:
