@@ -38,6 +38,7 @@ from testbed.emulation.memory import (
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.emulation.paging import may_page_out
 from testbed.emulation.procs import RankPriority
+from testbed.emulation.remote import NodesError
 from testbed.events import read_events
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
@@ -972,6 +973,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_NO_MPI
     except MemorySetupError as err:
         print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+    except NodesError as err:
+        print(f"testbed: cannot start the node managers: {err}", file=sys.stderr)
         return EXIT_UNAVAILABLE
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import secrets
+import selectors
 import shutil
 import signal
 import socket
@@ -13,19 +15,37 @@ import subprocess
 import sys
 import threading
 import time
-from multiprocessing import AuthenticationError
+from multiprocessing import AuthenticationError, Pipe
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from pathlib import Path
+from types import SimpleNamespace
 
 import psutil
 import pytest
 from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_processes
 
-from testbed.emulation import remote
-from testbed.emulation.messages import Hello
-from testbed.emulation.remote import NodesError, node_of, start_nodes
+from testbed import cli
+from testbed.driver import Ended
+from testbed.emulation import nm_daemon, remote
+from testbed.emulation.executor import EmulationExecutor
+from testbed.emulation.messages import (
+    Close,
+    Heartbeat,
+    Hello,
+    KillJob,
+    LaunchJob,
+    Release,
+    Reply,
+    Shutdown,
+    Termination,
+)
+from testbed.emulation.mpi_info import MpiInfo
+from testbed.emulation.remote import NodesError, RemoteNode, node_of, start_nodes
+from testbed.events import EventLog
 from testbed.hosts import Host
-from testbed.machine import build_cluster, build_machine
+from testbed.machine import Node, build_cluster, build_machine
+from testbed.policies import Launch, PolicyConfig, make_policy
+from testbed.workloads.files import JobSpec
 
 
 def _hostfile(tmp_path: Path) -> Path:
@@ -248,3 +268,276 @@ def test_a_peer_without_the_runs_key_is_refused():
         thread.join(timeout=30)
         conn.close()
         assert (got == hello) is accepted and (got is None) is not accepted
+
+
+def test_peers_failing_to_authenticate_do_not_hold_the_start_open(tmp_path, monkeypatch):
+    """Four threads knock with a wrong key without pause, so that accept never times out:
+    the start still ends at its deadline (the alarm, 60 times later, only guards the test)."""
+    monkeypatch.setattr(remote, "CONNECT_TIMEOUT", 1.0)
+    knocker = tmp_path / "knock.py"
+    knocker.write_text(
+        "import sys, threading\n"
+        "from multiprocessing.connection import Client\n"
+        "host, _, port = sys.argv[-1].rpartition(':')\n"
+        "def knock():\n"
+        "    while True:\n"
+        "        try:\n"
+        "            Client((host, int(port)), authkey=b'not the key').close()\n"
+        "        except Exception:\n"
+        "            pass\n"
+        "for _ in range(4):\n"
+        "    threading.Thread(target=knock).start()\n")
+    script, pidfile = _launcher(tmp_path, f'exec {sys.executable} {knocker} "$@"')
+
+    def too_late(signum: int, frame: object) -> None:
+        raise TimeoutError("the start did not end at its deadline")
+    old = signal.signal(signal.SIGALRM, too_late)
+    signal.setitimer(signal.ITIMER_REAL, 60.0)
+    try:
+        with pytest.raises(NodesError, match="no node manager connected"):
+            _start(script)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert _reaped(pidfile)
+
+
+class _Node(RemoteNode):
+    """A node manager process stood in for: it answers every request at once with nothing, is
+    lost when sent a message of a type in ``lose_on``, and a launcher of its that ``KillJob`` or
+    ``Shutdown`` kills ends at once, its termination coming in with the reply."""
+
+    def __init__(self, node: Node, name: str, lose_on: tuple[type, ...] = ()) -> None:
+        ours, self.peer = socket.socketpair()
+        super().__init__(node, name, Connection(ours.detach()),
+                         Hello(node.index, name, 0, (0,), "SCHED_OTHER"))
+        self.lose_on = lose_on
+        self.sent: list[object] = []
+
+    def send_pickled(self, payload: bytes) -> None:
+        if self.lost is not None:
+            return
+        msg = pickle.loads(payload)
+        self.sent.append(msg)
+        if isinstance(msg, self.lose_on):
+            self._lose("stopped answering")
+        elif isinstance(msg, KillJob) and msg.job in self.launched:
+            self.push(Termination(msg.job, "killed", -9, f"killed: {msg.reason}"))
+        elif isinstance(msg, Shutdown):
+            for job in sorted(self.launched):
+                self.push(Termination(job, "killed", -9, f"killed: {msg.reason}"))
+
+    def reply(self) -> list[object]:
+        return []
+
+    def push(self, term: Termination) -> None:
+        """What receiving ``term`` in a ``Push`` does."""
+        self.launched.discard(term.job)
+        self.ended[term.job] = term
+
+
+@pytest.fixture
+def executor(tmp_path):
+    """``make(*lose_on)``: an executor of one node manager per ``lose_on`` (hostA, hostB...,
+    one PE each, stood in for by ``_Node``s) with its event log open, begun without starting
+    anything (no watchdog, no node manager processes, the signal handlers kept)."""
+    made: list[EmulationExecutor] = []
+
+    def make(*lose_on: tuple[type, ...]) -> tuple[EmulationExecutor, list[_Node]]:
+        hosts = tuple(Host(f"host{chr(ord('A') + i)}", 1) for i in range(len(lose_on)))
+        machine = build_cluster(hosts, None)
+        mpi = MpiInfo("MPICH", "", "", "", "", "mpiexec")
+        ex = EmulationExecutor(make_policy("gang", PolicyConfig(len(hosts))), machine, mpi,
+                               tmp_path, f"test-{secrets.token_hex(4)}")
+        (tmp_path / "jobs").mkdir()
+        ex.log = EventLog(tmp_path / "events.jsonl")
+        nodes = [_Node(node, host.name, lose) for node, host, lose in
+                 zip(machine.nodes, hosts, lose_on, strict=True)]
+        ex.nms = list(nodes)
+        for nm in nodes:
+            ex.selector.register(nm, selectors.EVENT_READ, lambda nm=nm: ex._remote_events(nm))
+        made.append(ex)
+        return ex, nodes
+
+    yield make
+    for ex in made:
+        assert ex.log is not None
+        ex.log.close()
+        ex.selector.close()
+        for nm in ex.nms:
+            assert isinstance(nm, _Node)
+            nm.conn.close()
+            nm.peer.close()
+
+
+def _launch(ex: EmulationExecutor, job: str, *pes: int) -> Ended | None:
+    return ex.launch(JobSpec(job, 1, 0.0, len(pes), ("true",)), Launch(job, 0, pes))
+
+
+def test_a_node_lost_while_another_nodes_jobs_are_failed_ends_each_job_once(executor):
+    ex, (_, node_b, node_c) = executor((), (Heartbeat,), (KillJob,))
+    assert _launch(ex, "j1", 0, 1, 2) is None and _launch(ex, "j2", 1, 2) is None
+    ex.switch(frozenset({"j1", "j2"}), 0)   # hostB is lost; killing j1 loses hostC
+    ended = ex.advance(0.0)
+    assert sorted(e.job for e in ended) == ["j1", "j2"]
+    assert {e.status for e in ended} == {"failed"}
+    assert node_b.lost and node_c.lost and ex.lost_nodes == {1, 2}
+
+
+def test_a_job_placed_on_a_node_already_lost_fails_at_launch(executor):
+    ex, (node_a, node_b) = executor((), (Heartbeat,))
+    ex.switch(frozenset(), None)
+    assert ex.lost_nodes == {1}
+    end = _launch(ex, "j1", 0, 1)
+    assert end is not None and end.status == "failed"
+    assert end.reason == "node manager of hostB lost: stopped answering"
+    assert not any(isinstance(msg, LaunchJob) for msg in node_a.sent)
+    assert _launch(ex, "j2", 0) is None                     # hostA alone still runs jobs
+    assert node_a.launched == {"j2"}
+
+
+def test_jobs_whose_ends_came_in_before_the_run_ended_keep_them(executor):
+    ex, (node_a, _) = executor((), ())
+    for job in ("j1", "j2", "j3"):
+        assert _launch(ex, job, 0, 1) is None
+    node_a.push(Termination("j1", "done", 0, ""))            # before the run ends
+    node_a.push(Termination("j3", "failed", 1, "exit code 1"))
+    ended, _ = ex.end("interrupted")
+    assert {e.job: (e.status, e.reason) for e in ended} == {
+        "j1": ("done", ""), "j2": ("killed", "killed: run interrupted"),
+        "j3": ("failed", "exit code 1")}
+
+
+def test_jobs_failed_by_a_node_lost_as_the_run_ends_are_returned(executor):
+    ex, _ = executor((), (Release,))
+    assert _launch(ex, "j1", 0) is None and _launch(ex, "j2", 0, 1) is None
+    ended, _ = ex.end("complete")           # releasing j1 loses hostB, which fails j2
+    assert {e.job: (e.status, e.reason) for e in ended} == {
+        "j1": ("killed", "killed: run complete"),
+        "j2": ("failed", "node manager of hostB lost: stopped answering")}
+
+
+class _Launchers:
+    """A node manager stood in for in ``nm_daemon.serve``: a job's launcher is a pipe that
+    is readable (it has exited) from the start; ``Release`` forgets it, as ``NodeManager``
+    reaps a launcher on release."""
+
+    events = None
+    machine = SimpleNamespace(emulated_hosts=True)
+
+    def __init__(self) -> None:
+        self.pipes: dict[str, tuple[int, int]] = {}
+        self.reaped: list[str] = []
+
+    def handle(self, msg: object) -> list[object]:
+        if isinstance(msg, LaunchJob):
+            self.pipes[msg.job] = os.pipe()
+            os.write(self.pipes[msg.job][1], b"x")
+        elif isinstance(msg, Release):
+            for fd in self.pipes.pop(msg.job):
+                os.close(fd)
+        return []
+
+    def launcher_fd(self, job: str) -> int | None:
+        return self.pipes[job][0] if job in self.pipes else None
+
+    def launcher_fds(self) -> dict[int, str]:
+        return {r: job for job, (r, _) in self.pipes.items()}
+
+    def reap(self, job: str) -> Termination:
+        r, w = self.pipes.pop(job)
+        os.close(r)
+        os.close(w)
+        self.reaped.append(job)
+        return Termination(job, "done", 0, "")
+
+    def discover(self) -> list[object]:
+        return []
+
+    def sample(self) -> dict[str, dict[str, int]]:
+        return {}
+
+    def awaiting_pids(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        for fds in self.pipes.values():
+            for fd in fds:
+                os.close(fd)
+
+
+class _RequestsFirst(selectors.DefaultSelector):
+    """Hands the MM's connection first in a batch (as epoll does when both were ready)."""
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        return sorted(super().select(timeout), key=lambda ready: ready[0].data != "mm")
+
+
+def test_a_release_and_its_launchers_exit_in_one_batch(monkeypatch):
+    monkeypatch.setattr(nm_daemon.selectors, "DefaultSelector", _RequestsFirst)
+    mm, nm_side = Pipe()
+    launch = LaunchJob("j1", 0, (0,), ("true",), True, "/dev/null", "/dev/null")
+    for msg in (launch, Release("j1"), Close()):
+        mm.send(msg)
+    nm = _Launchers()
+    try:
+        assert nm_daemon.serve(nm_side, nm) == 0
+        assert [mm.recv() for _ in range(3)] == [Reply([])] * 3
+        assert not mm.poll(0) and nm.reaped == []
+    finally:
+        nm.close()
+        nm_side.close()
+        mm.close()
+
+
+@pytest.fixture
+def control_job(tmp_path):
+    """``start(setup, rest)``: a control job stood in for, in a process group of its own: a
+    shell that runs ``setup`` then ``rest``, returned once ``setup`` is done.  One still there
+    after the test is killed."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(setup: str, rest: str) -> subprocess.Popen[bytes]:
+        ready = tmp_path / "ready"
+        script, _ = _launcher(tmp_path, f"{setup}\necho > {ready}\n{rest}")
+        control = subprocess.Popen([str(script)], start_new_session=True)
+        started.append(control)
+        while not ready.exists():
+            assert control.poll() is None, "the control job ended before it was ready"
+            time.sleep(0.01)
+        return control
+
+    yield start
+    for control in started:
+        if control.poll() is None:
+            os.killpg(control.pid, signal.SIGKILL)
+            control.wait()
+
+
+def test_the_control_job_is_asked_to_stop_before_it_is_killed(tmp_path, monkeypatch,
+                                                              control_job):
+    monkeypatch.setattr(remote, "TERM_GRACE", 600.0)
+    stopped = tmp_path / "stopped"
+    control = control_job(f"trap 'echo > {stopped}; exit 0' TERM", "sleep 600 & wait")
+    remote.stop_control(control, grace=0.0)
+    assert control.returncode == 0 and stopped.exists()
+
+
+def test_a_control_job_deaf_to_sigterm_is_killed(monkeypatch, control_job):
+    monkeypatch.setattr(remote, "TERM_GRACE", 0.5)
+    control = control_job("trap '' TERM", "exec sleep 600")
+    remote.stop_control(control, grace=0.0)
+    assert control.returncode == -signal.SIGKILL
+
+
+def test_node_managers_that_cannot_start_are_one_line_not_a_traceback(tmp_path, workload,
+                                                                       monkeypatch, capsys):
+    def cannot(*args: object) -> None:
+        raise NodesError("the node managers' launcher exited (3)")
+    monkeypatch.setattr(cli, "_run_one", cannot)
+    code = cli.main(["run", str(workload("0 1 bsp --work 1\n")), "--hosts",
+                     str(_hostfile(tmp_path)), "--launcher", "fork", "--out",
+                     str(tmp_path / "run")])
+    assert code == cli.EXIT_UNAVAILABLE
+    assert capsys.readouterr().err == ("testbed: cannot start the node managers: the node "
+                                       "managers' launcher exited (3)\n")

@@ -217,6 +217,9 @@ class EmulationExecutor:
         self.swap_at_start[spec.id] = procs.swap_pages()
         self.job_nodes[spec.id] = {self.machine.node_of(pe).index for pe in action.pes}
         self.sizes[spec.id] = len(action.pes)
+        lost = self._lost_reason(self.job_nodes[spec.id])
+        if lost is not None:        # _node_lost has passed: nothing would ever end it
+            return self._end(Termination(spec.id, "failed", None, lost))
         msg = LaunchJob(spec.id, action.slot, action.pes, argv, action.running,
                         str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"),
                         spec.env, spec.cwd)
@@ -368,10 +371,14 @@ class EmulationExecutor:
         paging records; a lost node fails its jobs."""
         nm.pump()
         for term in nm.take_ended():
-            if term.job in self.job_nodes:
-                self.ended.append(self._end(term))
+            self._finish(term)
         self._log_changes(nm.take_changes())
         self._check_lost()
+
+    def _lost_reason(self, nodes: set[int]) -> str | None:
+        """Why the first of ``nodes`` already lost was lost; None if none is."""
+        return next((nm.lost for nm in self.nms if isinstance(nm, RemoteNode)
+                     and nm.node.index in nodes & self.lost_nodes), None)
 
     def _check_lost(self) -> None:
         for nm in self.nms:
@@ -388,6 +395,8 @@ class EmulationExecutor:
         self.log.emit("node_lost", self.now(), node=nm.node.index, host=nm.name,
                       reason=nm.lost)
         for job in [j for j, nodes in self.job_nodes.items() if nm.node.index in nodes]:
+            if job not in self.job_nodes:   # failed meanwhile with another node found lost
+                continue
             self._broadcast(KillJob(job, nm.lost))
             if self.machine.emulated_hosts:     # real hosts: the lost host's watchdog sweeps
                 procs.kill_marked(self.run_id, job)
@@ -395,16 +404,26 @@ class EmulationExecutor:
             for other in self.nms:
                 if isinstance(other, RemoteNode) and job in other.launched:
                     other.await_end(job, deadline)
-            self.ended.append(self._end(Termination(job, "failed", None, nm.lost)))
+            self._finish(Termination(job, "failed", None, nm.lost))
 
     def _reaped(self, nm: NodeManager, job: str) -> None:
         self.selector.unregister(nm.launcher_fd(job))
-        self.ended.append(self._end(nm.reap(job)))
+        self._finish(nm.reap(job))
 
-    def _end(self, term: Termination, status: str | None = None) -> Ended:
+    def _finish(self, term: Termination, status: str | None = None) -> None:
+        """End the job (see ``_end``) and keep its end for ``advance`` or ``end`` to return;
+        nothing if it has ended already."""
+        ended = self._end(term, status)
+        if ended is not None:
+            self.ended.append(ended)
+
+    def _end(self, term: Termination, status: str | None = None) -> Ended | None:
         """The job's end: swap during its life, the benchmark's records and the ranks'
-        counters (logged), its peak RSS."""
+        counters (logged), its peak RSS; None if it has ended already (a job is ended once,
+        though a node found lost while it is being ended ends the jobs it had ranks on)."""
         assert self.log is not None
+        if term.job not in self.job_nodes:
+            return None
         for known in (self.job_nodes, self.found, self.sizes):
             known.pop(term.job, None)
         now = self.now()
@@ -452,23 +471,26 @@ class EmulationExecutor:
             if status == "interrupted":
                 name = signal.Signals(self.interrupted).name if self.interrupted else "unknown"
                 self.log.emit("interrupted", self.now(), signal=name)
+            for nm in self.nms:
+                if isinstance(nm, RemoteNode):      # jobs that ended before the run did
+                    self._remote_events(nm)
             self._broadcast(Shutdown(f"run {status}"))
             for pe in list(self.owners):
                 self.owner_end(pe)
             deadline = time.monotonic() + SHUTDOWN_GRACE
-            ended = []
             for nm in self.nms:
                 if isinstance(nm, RemoteNode):
-                    for job in sorted(nm.launched):
+                    # a termination that came in with a reply since is no longer launched
+                    for job in sorted({*nm.launched, *nm.ended}):
                         term = nm.await_end(job, deadline) or Termination(
                             job, "killed", None, nm.lost or "its launcher did not end")
-                        ended.append(self._end(term, "killed"))
+                        self._finish(term, "killed")
                     continue
                 for fd, job in list(nm.launcher_fds().items()):
-                    term = self._reap_killed(nm, fd, job, deadline)
-                    ended.append(self._end(term, "killed"))
+                    self._finish(self._reap_killed(nm, fd, job, deadline), "killed")
             for job in list(self.job_nodes):
-                ended.append(self._end(Termination(job, "killed", None, "run over"), "killed"))
+                self._finish(Termination(job, "killed", None, "run over"), "killed")
+            ended, self.ended = self.ended, []
             for nm in self.nms:
                 if isinstance(nm, RemoteNode):
                     if nm.node.index not in self.lost_nodes:

@@ -108,7 +108,7 @@ def serve(conn: Connection, nm: NodeManager) -> int:
                     _forget_released(selector, nm)
             elif key.data == "shim":
                 pushes += nm.shim_events()
-            else:
+            elif nm.launcher_fd(key.data) == key.fd:    # not released earlier in this batch
                 selector.unregister(key.fd)
                 pushes.append(nm.reap(key.data))
         if pushes:

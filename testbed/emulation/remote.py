@@ -51,6 +51,7 @@ from testbed.machine import Machine, Node
 ANSWER_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 60.0
 AUTH_TIMEOUT = 5.0
+TERM_GRACE = 3.0
 
 
 class NodesError(RuntimeError):
@@ -229,15 +230,16 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
         while len(nodes) < len(machine.hosts):
             if control.poll() is not None:
                 raise NodesError(f"the node managers' launcher exited ({control.returncode})")
-            server.settimeout(min(1.0, max(0.01, deadline - time.monotonic())))
+            left = deadline - time.monotonic()
+            if left <= 0:       # checked on every pass: peers failing to authenticate count
+                missing = [h.name for i, h in enumerate(machine.hosts) if i not in nodes]
+                raise NodesError(f"no node manager connected from {', '.join(missing)} "
+                                 f"within {CONNECT_TIMEOUT:g} s")
+            server.settimeout(min(1.0, max(0.01, left)))
             try:
                 sock, _ = server.accept()
             except TimeoutError:
-                if time.monotonic() < deadline:
-                    continue
-                missing = [h.name for i, h in enumerate(machine.hosts) if i not in nodes]
-                raise NodesError(f"no node manager connected from {', '.join(missing)} "
-                                 f"within {CONNECT_TIMEOUT:g} s") from None
+                continue
             hello, conn = _authenticate(sock, key)
             index = None if hello is None else node_of(hello, machine)
             if index is None or index in nodes:
@@ -293,11 +295,18 @@ def _timeval(seconds: float) -> bytes:
 
 
 def stop_control(control: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    """Wait up to ``grace`` s for the control job to end once its NMs have closed, then kill
-    its process group."""
+    """Wait up to ``grace`` s for the control job to end once its NMs have closed; then
+    SIGTERM its process group (hydra and srun pass it on to what they started on the other
+    hosts) and SIGKILL the group if the launcher has not ended ``TERM_GRACE`` s later.  The
+    launcher is reaped."""
     try:
         control.wait(grace)
     except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(control.pid, signal.SIGKILL)
-        control.wait()
+            os.killpg(control.pid, signal.SIGTERM)
+        try:
+            control.wait(TERM_GRACE)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(control.pid, signal.SIGKILL)
+            control.wait()
