@@ -34,6 +34,7 @@ from testbed.emulation.messages import (
     Hello,
     KillJob,
     LaunchJob,
+    PidInfo,
     Release,
     Reply,
     Shutdown,
@@ -313,6 +314,7 @@ class _Node(RemoteNode):
                          Hello(node.index, name, 0, (0,), "SCHED_OTHER"))
         self.lose_on = lose_on
         self.sent: list[object] = []
+        self.deadlines: list[float | None] = []
 
     def send_pickled(self, payload: bytes) -> None:
         if self.lost is not None:
@@ -327,7 +329,8 @@ class _Node(RemoteNode):
             for job in sorted(self.launched):
                 self.push(Termination(job, "killed", -9, f"killed: {msg.reason}"))
 
-    def reply(self) -> list[object]:
+    def reply(self, deadline: float | None = None) -> list[object]:
+        self.deadlines.append(deadline)
         return []
 
     def push(self, term: Termination) -> None:
@@ -541,3 +544,23 @@ def test_node_managers_that_cannot_start_are_one_line_not_a_traceback(tmp_path, 
     assert code == cli.EXIT_UNAVAILABLE
     assert capsys.readouterr().err == ("testbed: cannot start the node managers: the node "
                                        "managers' launcher exited (3)\n")
+
+
+def test_one_broadcast_waits_for_all_replies_until_one_deadline(executor):
+    """Several hung NMs cost one ANSWER_TIMEOUT together, not one each."""
+    ex, nodes = executor((), (), ())
+    ex.switch(frozenset(), None)
+    deadlines = [d for nm in nodes for d in nm.deadlines]
+    assert len(deadlines) == 3 and None not in deadlines and len(set(deadlines)) == 1
+
+
+def test_pids_and_memory_pushed_before_a_jobs_end_are_not_logged_after_it(executor, tmp_path):
+    ex, (node_a, node_b) = executor((), ())
+    assert _launch(ex, "j1", 0, 1) is None
+    node_a.push(Termination("j1", "done", 0, ""))
+    node_b.pids.append(PidInfo("j1", {1: 4242}, 0.1))
+    node_b.memory["j1"] = {"rss_kib": 1024}
+    assert [e.job for e in ex.advance(0.0)] == ["j1"]
+    logged = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in logged if e.get("job") == "j1"] == []    # the driver logs its end
+    assert "j1" not in ex.found

@@ -181,6 +181,8 @@ class EmulationExecutor:
             for info in nm.discover():
                 self._pids(info)
             for job, values in nm.sample().items():
+                if job not in self.job_nodes:       # pushed before its end came in
+                    continue
                 totals = memory.setdefault(job, dict.fromkeys(values, 0))
                 for key, value in values.items():
                     totals[key] += value
@@ -354,6 +356,8 @@ class EmulationExecutor:
 
     def _pids(self, info: PidInfo) -> None:
         assert self.log is not None
+        if info.job not in self.job_nodes:      # pushed before its end came in
+            return
         if self.remote:
             merged = self.found.setdefault(info.job, {})
             merged.update(info.pids)
@@ -459,7 +463,8 @@ class EmulationExecutor:
         payload = pickle.dumps(msg)
         for nm in nodes:
             nm.send_pickled(payload)
-        replies = [reply for nm in nodes for reply in nm.reply()]
+        deadline = time.monotonic() + remote.ANSWER_TIMEOUT   # hung NMs do not add up
+        replies = [reply for nm in nodes for reply in nm.reply(deadline)]
         self._check_lost()
         return replies
 

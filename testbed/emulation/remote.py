@@ -96,9 +96,12 @@ class RemoteNode:
             except OSError as err:
                 self._lose(f"connection failed: {err.strerror or err}")
 
-    def reply(self) -> list[object]:
-        """Wait for the reply to the request sent last, keeping what is pushed meanwhile."""
-        deadline = time.monotonic() + ANSWER_TIMEOUT
+    def reply(self, deadline: float | None = None) -> list[object]:
+        """Wait for the reply to the request sent last, keeping what is pushed meanwhile;
+        the NM is lost if none came by ``deadline`` (``time.monotonic()`` s; by default
+        ``ANSWER_TIMEOUT`` from now)."""
+        if deadline is None:
+            deadline = time.monotonic() + ANSWER_TIMEOUT
         while self.lost is None:
             if not self.conn.poll(max(0.0, deadline - time.monotonic())):
                 self._lose(f"no answer for {ANSWER_TIMEOUT:g} s")
