@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import math
 import os
 import platform
-import random
+import re
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from testbed import __version__
 from testbed.class_tables import ClassTableError, load_class_table
@@ -40,6 +41,23 @@ from testbed.emulation.paging import may_page_out
 from testbed.emulation.procs import RankPriority
 from testbed.emulation.remote import NodesError
 from testbed.events import read_events
+from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
+from testbed.experiments.figures import check_names
+from testbed.experiments.plan import (
+    ORDERS,
+    Cell,
+    Plan,
+    PlanError,
+    WorkloadSpec,
+    code_version,
+    labels,
+    load_plan,
+    parse_generator,
+)
+from testbed.experiments.report import summaries as experiment_summaries
+from testbed.experiments.report import write_report as write_experiment_report
+from testbed.experiments.runner import Interrupted as ExperimentInterrupted
+from testbed.experiments.runner import Runner, RunOne, collect
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
@@ -54,7 +72,7 @@ from testbed.policies import (
 )
 from testbed.results.batsim import write_batsim
 from testbed.results.metrics import job_rows
-from testbed.results.report import format_table, run_dirs, write_results, write_swf
+from testbed.results.report import first_runs, format_table, run_dirs, write_results, write_swf
 from testbed.results.top import follow
 from testbed.results.trace import write_trace
 from testbed.service.client import NoService, socket_path
@@ -74,7 +92,7 @@ from testbed.service.server import Service, ServiceError, listen
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads import lublin
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
-from testbed.workloads.mix import MixParams, generate_mix, job_line
+from testbed.workloads.mix import MixParams, generate_mix
 from testbed.workloads.swf import (
     ImportOptions,
     SwfError,
@@ -442,26 +460,51 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Simulate a workload under one scheduler in virtual time and print its table."""
-    _check_policy_options(args, [args.scheduler])
+    pes = _simulated_pes(args)
+    _check_simulation(args, [args.scheduler], pes)
+    workload = _with_estimates(_simulated_workload(args, pes), args.estimates)
+    _check_owners(args, [args.scheduler], workload)
+    run_dir = _new_run_dir(args.out, f"sim-{args.scheduler}")
+    status = _simulate_one(workload, args.scheduler, pes, args, run_dir)
+    if status == "error":
+        return EXIT_FAILED
+    print(format_table({args.scheduler: write_results(run_dir)}))
+    print(f"run directory: {run_dir}")
+    return 0
+
+
+def _check_simulation(args: argparse.Namespace, schedulers: list[str], pes: int) -> None:
+    """Refuse bad policy options, negative costs and schedulers the simulator cannot run (on
+    ``pes`` PEs)."""
+    _check_policy_options(args, schedulers)
     for option in ("switch_cost", "launch_cost"):
         if getattr(args, option) < 0:
             raise UsageError(f"--{option.replace('_', '-')} must be >= 0, "
                              f"got {getattr(args, option)}")
+    for name in schedulers:
+        if not POLICIES[name].simulable:
+            raise UsageError(f"{name}: the simulator has no model of how real ranks "
+                             "communicate and share CPUs, which this policy depends on; emulate "
+                             "it with testbed run (simulable: " + ", ".join(
+                                 sorted(n for n, c in POLICIES.items() if c.simulable)) + ")")
+        _make_policy(name, _policy_config(args, name, pes, None))
+
+
+def _simulated_pes(args: argparse.Namespace) -> int:
     pes = args.pes if args.pes is not None else len(os.sched_getaffinity(0))
     if pes < 1:
         raise UsageError(f"--pes must be >= 1, got {pes}")
-    policy = _make_policy(args.scheduler, _policy_config(args, args.scheduler, pes, None))
-    if not policy.simulable:
-        raise UsageError(f"{args.scheduler}: the simulator has no model of how real ranks "
-                         "communicate and share CPUs, which this policy depends on; emulate it "
-                         "with testbed run (simulable: " + ", ".join(
-                             sorted(n for n, c in POLICIES.items() if c.simulable)) + ")")
-    workload = _with_estimates(_simulated_workload(args, pes), args.estimates)
-    _check_owners(args, [args.scheduler], workload)
+    return pes
+
+
+def _simulate_one(workload: Workload, scheduler: str, pes: int, args: argparse.Namespace,
+                  run_dir: Path) -> str:
+    """Simulate ``workload`` under ``scheduler`` into ``run_dir``; return the run's status
+    (``error`` when the simulation stalled, which is said on stderr)."""
+    policy = _make_policy(scheduler, _policy_config(args, scheduler, pes, None))
     owners = _owner_stream(args)
-    run_dir = _new_run_dir(args.out, f"sim-{args.scheduler}")
     durations = {job.id: job.work for job in workload.jobs if job.work is not None}
-    config = {**_base_config(args.scheduler, policy, workload, args),
+    config = {**_base_config(scheduler, policy, workload, args),
               "machine": {"hostname": "simulated", "pes": pes, "nodes": 1, "pes_per_node": pes,
                           "pe_cpus": None, "host_cpus": None, "oversubscribed": False}}
     executor = SimulationExecutor(durations, args.switch_cost, args.launch_cost)
@@ -470,14 +513,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     driver = Driver(workload, policy, executor, run_dir, config, args.job_timeout, None,
                     _kills_at_estimate(policy, args), flush_each=False, owners=owners)
     try:
-        driver.run()
+        status = driver.run()
     except Stalled as err:
-        print(f"testbed: {args.workload}: {err} (the run directory {run_dir} says error)",
+        print(f"testbed: {workload.path}: {err} (the run directory {run_dir} says error)",
               file=sys.stderr)
-        return EXIT_FAILED
-    print(format_table({args.scheduler: write_results(run_dir)}))
-    print(f"run directory: {run_dir}")
-    return 0
+        return "error"
+    write_results(run_dir)
+    return status
 
 
 def _simulated_workload(args: argparse.Namespace, pes: int) -> Workload:
@@ -604,36 +646,193 @@ def cmd_stop(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    """Run a workload under several schedulers, one after another, and compare them."""
+    """Run a workload under several schedulers, repeated and interleaved, and compare them."""
     schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
     if not schedulers:
         raise UsageError("--schedulers names no scheduler")
-    machine = _check_common(args, schedulers)
-    workload = _load(args.workload, args.timeslice, machine)
-    _check_owners(args, schedulers, workload)
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
+    spec, seed = _workload_spec(args.workload)
+    simulated = args.executor == "simulation"
+    if simulated:
+        pes = _simulated_pes(args)
+        _check_simulation(args, schedulers, pes)
+    else:
+        pes = _check_common(args, schedulers).pes
+    if spec.file is not None:
+        workload = (_simulated_workload(args, pes) if simulated else
+                    _load(str(spec.file), args.timeslice, _check_common(args, schedulers)))
+        _check_owners(args, schedulers, workload)
+    try:
+        metrics = check_names([m.strip() for m in args.metrics.split(",") if m.strip()])
+    except ValueError as err:
+        raise UsageError(f"--metrics: {err}") from None
+    names = labels(schedulers)
+    reference = args.reference or names[0]
+    if reference not in names:
+        raise UsageError(f"--reference {reference}: not one of {', '.join(names)}")
+    cells = [Cell(spec, seed, s, (), lb) for s, lb in zip(schedulers, names, strict=True)]
+    plan = Plan(cells, executor=args.executor, repeats=args.repeats, order=args.order,
+                seed=args.order_seed, reference=reference, metrics=metrics,
+                until_ci=args.until_ci, budget=args.budget)
+    try:
+        plan.check("testbed compare")
+    except PlanError as err:
+        raise UsageError(str(err)) from None
     out = _new_run_dir(args.out, "compare")
-    summaries = {}
-    for scheduler in schedulers:
-        print(f"running {scheduler} ...", flush=True)
-        (out / scheduler).mkdir()
-        status, summaries[scheduler] = _run_one(workload, scheduler, machine, args,
-                                                out / scheduler)
-        if status == "interrupted":
-            break
-    print(format_table(summaries))
-    print(f"run directory: {out}")
-    return EXIT_INTERRUPTED if any(s["status"] == "interrupted" for s in summaries.values()) else 0
+
+    def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
+        if simulated:
+            loaded = _simulated_workload(argparse.Namespace(**{**vars(args),
+                                                               "workload": str(path)}), pes)
+            return _simulate_one(_with_estimates(loaded, args.estimates), cell.scheduler, pes,
+                                 args, run_dir)
+        machine = _check_common(args, [cell.scheduler])
+        return _run_one(_load(str(path), args.timeslice, machine), cell.scheduler, machine,
+                        args, run_dir)[0]
+
+    return _run_plan(plan, out, run_one, pes, args.json, compare=True)
+
+
+def _workload_spec(text: str) -> tuple[WorkloadSpec, int | None]:
+    """A workload file, or a generator spec such as ``mix:jobs=8,load=1.5,seed=2``."""
+    path = Path(text)
+    if path.is_file():
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem) or "workload"
+        return WorkloadSpec(name, file=path.resolve()), None
+    if ":" not in text:
+        raise UsageError(f"{text}: no such workload file")
+    try:
+        return parse_generator(text)
+    except PlanError as err:
+        raise UsageError(str(err)) from None
+
+
+def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
+              compare: bool = False) -> int:
+    """Run ``plan`` into ``out``, then print its tables (or ``--json`` records) and where the
+    results are; the exit code (130 when interrupted)."""
+    runner = Runner(plan, out, run_one, code_version(), pes)
+    left: list[str] = []
+    interrupted = False
+    try:
+        left = runner.run()
+    except ExperimentInterrupted:
+        interrupted = True
+        print("testbed: interrupted; the runs completed are kept (run it again to resume)"
+              if not compare else "testbed: interrupted; the runs completed are kept",
+              file=sys.stderr)
+    results = collect(out)
+    if not results:
+        print(f"run directory: {out}")
+        return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
+    tables = write_experiment_report(out, plan.metrics, plan.reference)
+    single = max(sum(1 for r in results if r.info["label"] == lb)
+                 for lb in {r.info["label"] for r in results}) == 1
+    if as_json:
+        parts = experiment_summaries(results, plan.metrics, plan.reference,
+                                     [c.label for c in plan.cells])
+        print("[\n" + ",\n".join(json.dumps(r.as_dict()) for _, _, records in parts
+                                  for r in records) + "\n]")
+    elif single and compare:
+        print(format_table({r.info["label"]: json.loads((r.path / "summary.json").read_text())
+                            for r in results}))
+        print("one run per scheduler: no intervals (use --repeats N)")
+    else:
+        print(tables)
+    if left:
+        print("did not converge within the budget: " + ", ".join(left), file=sys.stderr)
+    print(f"run directory: {out}" + ("" if single and compare else
+                                      " (results.csv, summary.csv, plots/)"))
+    return EXIT_INTERRUPTED if interrupted else 0
+
+
+def cmd_experiment_run(args: argparse.Namespace) -> int:
+    """Run an experiment file (a factorial of workloads, schedulers, options and repeats),
+    resuming where an earlier run of it stopped."""
+    try:
+        plan = load_plan(args.file)
+    except PlanError as err:
+        raise UsageError(str(err)) from None
+    simulated = plan.executor == "simulation"
+    placeholder = args.file
+    for cell in plan.cells:
+        ns = _cell_namespace(args.file, simulated, cell, placeholder)
+        if simulated:
+            _check_simulation(ns, [cell.scheduler], _simulated_pes(ns))
+        else:
+            machine = _check_common(ns, [cell.scheduler])
+            if cell.workload.file is not None:
+                _check_owners(ns, [cell.scheduler],
+                              _load(str(cell.workload.file), ns.timeslice, machine))
+    out = args.out or Path("runs") / args.file.stem
+    if out.exists() and any(out.iterdir()) and not (out / "experiment.json").exists():
+        raise UsageError(f"{out}: exists, is not empty and holds no experiment")
+    pes = len(os.sched_getaffinity(0))
+
+    def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
+        ns = _cell_namespace(args.file, simulated, cell, path)
+        if simulated:
+            cell_pes = _simulated_pes(ns)
+            return _simulate_one(_with_estimates(_simulated_workload(ns, cell_pes),
+                                                 ns.estimates), cell.scheduler, cell_pes, ns,
+                                 run_dir)
+        machine = _check_common(ns, [cell.scheduler])
+        return _run_one(_load(str(path), ns.timeslice, machine), cell.scheduler, machine, ns,
+                        run_dir)[0]
+
+    return _run_plan(plan, out, run_one, pes, args.json)
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """An argument parser whose errors raise ``UsageError`` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _cell_namespace(where: Path, simulated: bool, cell: Cell, workload: Path
+                    ) -> argparse.Namespace:
+    """The ``testbed run`` (or ``simulate``) options of an experiment cell, parsed."""
+    parser = _RaisingParser(prog="testbed simulate" if simulated else "testbed run")
+    (_setup_simulate if simulated else _setup_run)(parser)
+    try:
+        return parser.parse_args([str(workload), "--scheduler", cell.scheduler, *cell.flags()])
+    except UsageError as err:
+        settings = ", ".join(f"{k}={v}" for k, v in cell.options)
+        raise UsageError(f"{where}: cell {cell.label} ({settings}): {err}") from None
+
+
+def cmd_experiment_report(args: argparse.Namespace) -> int:
+    """Re-derive an experiment's results.csv, summary.csv, plots and tables from its runs."""
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such directory")
+    try:
+        print(write_experiment_report(args.dir))
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    print(f"results.csv, summary.csv and plots/ written under {args.dir}")
+    return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    """Re-derive results from the event logs of a run or compare directory and print them."""
+    """Re-derive results from the event logs of a run, compare or experiment directory and
+    print them."""
     from testbed.results.plots import write_plots  # matplotlib: only the report needs it
 
     try:
         dirs = run_dirs(args.dir)
     except (FileNotFoundError, NotADirectoryError) as err:
         raise UsageError(str(err)) from None
-    print(format_table({name: write_results(path) for name, path in dirs.items()}))
+    summaries = {name: write_results(path) for name, path in dirs.items()}
+    repeated = (args.dir / "experiment.json").exists()
+    if repeated:
+        try:
+            print(write_experiment_report(args.dir))
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    else:
+        print(format_table(summaries))
     logs = {name: read_events(path / "events.jsonl") for name, path in dirs.items()}
     for name, path in dirs.items():
         write_plots({name: logs[name]}, path)
@@ -643,7 +842,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         if args.batsim:
             write_batsim(path)
     if len(dirs) > 1:
-        write_plots(logs, args.dir)
+        firsts = first_runs(args.dir) if repeated else dirs
+        write_plots({name: read_events(path / "events.jsonl") for name, path in firsts.items()},
+                    args.dir)
     extra = [name for name, wanted in (("jobs.swf", args.swf), ("batsim_jobs.csv", args.batsim))
              if wanted]
     print(f"figures, trace.json{''.join(', ' + e for e in extra)} written under {args.dir}")
@@ -728,13 +929,9 @@ def cmd_lublin(args: argparse.Namespace) -> int:
                   for i, j in enumerate(jobs, start=1)]
         _write_text("\n".join(lines) + "\n", args.output)
         return 0
-    rng = random.Random(args.seed)
-    lines = [f"# testbed: generator=lublin jobs={args.jobs} pes={args.pes} load={args.load} "
-             f"seed={args.seed} compress={args.compress:g} "
-             f"daily_cycle={'off' if args.no_daily_cycle else 'on'}", "# arrival pes command..."]
-    lines += [job_line(rng, j.arrival / args.compress, j.size, j.runtime / args.compress,
-                       extra=f"id={i}") for i, j in enumerate(jobs, start=1)]
-    _write_text("\n".join(lines) + "\n", args.output)
+    text = lublin.workload_text(jobs, args.pes, args.seed, args.load, args.compress,
+                                daily_cycle=not args.no_daily_cycle)
+    _write_text(text, args.output)
     return 0
 
 
@@ -814,9 +1011,47 @@ def _setup_top(p: argparse.ArgumentParser) -> None:
 
 
 def _setup_compare(p: argparse.ArgumentParser) -> None:
-    p.add_argument("workload")
-    p.add_argument("--schedulers", default="fcfs,gang,local")
+    p.add_argument("workload", help="a workload file, or a generator such as "
+                                    "mix:jobs=8,load=1.5,seed=2 (lublin:... too)")
+    p.add_argument("--schedulers", default="fcfs,gang,local",
+                   help="comma-separated; a name given twice is run twice (an A/A comparison)")
+    p.add_argument("--repeats", type=int, default=1, help="complete runs per scheduler")
+    p.add_argument("--order", choices=ORDERS, default="interleaved",
+                   help="interleaved (a b c a b c ...) or random (each round shuffled)")
+    p.add_argument("--order-seed", type=int, default=1, help="seed of the random order")
+    p.add_argument("--reference", default=None,
+                   help="the label ratios are taken against (default: the first)")
+    p.add_argument("--metrics", default=",".join(DEFAULT_FIGURES),
+                   help="comma-separated figures to compare (default: %(default)s)")
+    p.add_argument("--until-ci", type=float, default=None, metavar="F",
+                   help="add rounds until every interval's half-width is within F of its "
+                        "median (or the budget is spent)")
+    p.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="seconds the whole comparison may take with --until-ci")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON record per scheduler and metric instead of the table")
+    p.add_argument("--executor", choices=("emulation", "simulation"), default="emulation",
+                   help="real ranks (default) or the simulator (repeats differ by seed)")
+    p.add_argument("--switch-cost", type=float, default=0.0, metavar="S",
+                   help="simulation: seconds a job loses each time it is continued")
+    p.add_argument("--launch-cost", type=float, default=0.0, metavar="S",
+                   help="simulation: seconds each job needs beyond its work to start")
+    p.add_argument("--uncompress", action="store_true",
+                   help="simulation: undo the workload's time compression")
+    _owner_options(p)
     _scheduler_options(p)
+
+
+def _setup_experiment_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", type=Path, help="an experiment file (TOML)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="the experiment's directory (default runs/NAME, NAME the file's stem); "
+                        "an interrupted experiment resumes there")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+
+
+def _setup_experiment_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="an experiment's (or a compare's) directory")
 
 
 def _setup_report(p: argparse.ArgumentParser) -> None:
@@ -930,6 +1165,10 @@ COMMANDS: dict[str, Command] = {
     "shim": (_setup_shim, cmd_shim),
     "top": (_setup_top, cmd_top),
 }
+EXPERIMENT_COMMANDS: dict[str, Command] = {
+    "run": (_setup_experiment_run, cmd_experiment_run),
+    "report": (_setup_experiment_report, cmd_experiment_report),
+}
 WORKLOAD_COMMANDS: dict[str, Command] = {
     "mix": (_setup_mix, cmd_mix),
     "lublin": (_setup_lublin, cmd_lublin),
@@ -946,12 +1185,15 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=(handler.__doc__ or "").splitlines()[0])
         setup(p)
         p.set_defaults(handler=handler)
-    workload = sub.add_parser("workload", help="generate workload files")
-    wsub = workload.add_subparsers(dest="workload_command", required=True)
-    for name, (setup, handler) in WORKLOAD_COMMANDS.items():
-        p = wsub.add_parser(name, help=(handler.__doc__ or "").splitlines()[0])
-        setup(p)
-        p.set_defaults(handler=handler)
+    for group, helptext, commands in (
+            ("workload", "generate workload files", WORKLOAD_COMMANDS),
+            ("experiment", "run experiment files and report on them", EXPERIMENT_COMMANDS)):
+        top = sub.add_parser(group, help=helptext)
+        groupsub = top.add_subparsers(dest=f"{group}_command", required=True)
+        for name, (setup, handler) in commands.items():
+            p = groupsub.add_parser(name, help=(handler.__doc__ or "").splitlines()[0])
+            setup(p)
+            p.set_defaults(handler=handler)
     return parser
 
 

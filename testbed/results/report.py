@@ -78,13 +78,27 @@ def write_swf(run_dir: Path) -> Path:
 
 
 def run_dirs(path: Path) -> dict[str, Path]:
-    """The run directories under ``path``: itself, or the scheduler dirs of a compare dir."""
+    """The run directories under ``path``: itself, the scheduler dirs of a one-run compare
+    dir, or every repeat (``CELL/REPEAT``) of an experiment or repeated compare dir."""
     if (path / "events.jsonl").exists():
         return {path.name: path}
     found = {p.name: p for p in sorted(path.iterdir()) if (p / "events.jsonl").exists()}
+    found.update({f"{p.parent.parent.name}/{p.parent.name}": p.parent
+                  for p in sorted(path.glob("*/*/events.jsonl"))})
     if not found:
         raise FileNotFoundError(f"{path}: no events.jsonl here or in its subdirectories")
     return found
+
+
+def first_runs(path: Path) -> dict[str, Path]:
+    """The first completed repeat of each label of an experiment or compare dir, by label
+    (what a side-by-side Gantt chart shows)."""
+    out: dict[str, Path] = {}
+    for info in sorted(path.glob("*/*/run.json"), key=lambda p: (p.parent.parent.name,
+                                                                  int(p.parent.name))):
+        label = json.loads(info.read_text())["label"]
+        out.setdefault(label, info.parent)
+    return out
 
 
 def _fmt(value: float | None) -> str:

@@ -23,9 +23,12 @@ from one ``numpy.random.Generator`` seeded by ``seed``.
 from __future__ import annotations
 
 import math
+import random
 from dataclasses import dataclass
 
 import numpy as np
+
+from testbed.workloads.mix import job_line
 
 BUCKETS = 48
 BUCKET_SECONDS = 1800.0
@@ -178,3 +181,16 @@ def generate(jobs: int, pes: int, seed: int, load: float | None = None,
         offered = sum(j.size * j.runtime for j in out) / (pes * span)
         factor = offered / load
     return [LublinJob((j.arrival - first) * factor, j.size, j.runtime, j.kind) for j in out]
+
+
+def workload_text(jobs: list[LublinJob], pes: int, seed: int, load: float | None,
+                  compress: float, daily_cycle: bool = True) -> str:
+    """The workload file of ``jobs`` as benchmark jobs (times divided by ``compress``; each
+    job's THESIS §4.6 parameters drawn from a PRNG seeded with ``seed``)."""
+    rng = random.Random(seed)
+    lines = [f"# testbed: generator=lublin jobs={len(jobs)} pes={pes} load={load} "
+             f"seed={seed} compress={compress:g} "
+             f"daily_cycle={'on' if daily_cycle else 'off'}", "# arrival pes command..."]
+    lines += [job_line(rng, j.arrival / compress, j.size, j.runtime / compress,
+                       extra=f"id={i}") for i, j in enumerate(jobs, start=1)]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,238 @@
+"""Runs a plan's cells round after round into run directories, resumably.
+
+Layout of an experiment (or compare) directory::
+
+    experiment.json                    the plan as run (cells, repeats, order, code version)
+    CELL/                              one per cell: readable settings and the cell's key
+        workload-s2.txt                the workload each run of the cell read
+        1/ 2/ ...                      one complete run directory per repeat, plus
+            load.json                  what else used the CPUs during the run
+            run.json                   written last: the run's settings and status
+
+A run counts as done when its ``run.json`` says it ended ``complete``; anything else in a
+repeat's directory (a run cut short by Ctrl-C or a crash) is removed and run again, so
+starting an interrupted experiment again skips what it completed.  The cell's key covers its
+settings, its workload's content, the executor and the code version, so results of other
+settings or other code never land in the same cell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from testbed.experiments import comparison, figures, load
+from testbed.experiments.plan import Cell, Plan
+
+RunOne = Callable[[Cell, Path, Path], str]
+"""Runs one repeat: (cell, workload file, empty run directory) -> the driver's status."""
+
+
+class Interrupted(Exception):
+    """The experiment was stopped by a signal; what completed is kept."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """A completed run as its directory records it."""
+
+    path: Path
+    info: dict[str, Any]
+    figures: dict[str, float | None]
+    disturbed: bool
+
+
+def _write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+def completed(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a run that ended complete."""
+    try:
+        return json.loads((run_dir / "run.json").read_text()).get("status") == "complete"
+    except (OSError, ValueError):
+        return False
+
+
+def collect(root: Path) -> list[RunResult]:
+    """Every completed run under ``root`` (``CELL/REPEAT/run.json``), in cell and repeat
+    order."""
+    out = []
+    for info_path in sorted(root.glob("*/*/run.json"),
+                            key=lambda p: (p.parent.parent.name, _repeat(p.parent.name))):
+        run_dir = info_path.parent
+        if not completed(run_dir):
+            continue
+        info = json.loads(info_path.read_text())
+        summary = json.loads((run_dir / "summary.json").read_text())
+        try:
+            disturbed = json.loads((run_dir / "load.json").read_text())["disturbed"]
+        except (OSError, ValueError, KeyError):
+            disturbed = False
+        out.append(RunResult(run_dir, info, figures.run_figures(summary), bool(disturbed)))
+    return out
+
+
+def _repeat(name: str) -> int:
+    return int(name) if name.isdigit() else 0
+
+
+@dataclass
+class Comparison:
+    """The groups (one per label, in the plan's order) of one combination of the settings
+    other than the scheduler, and whether their runs pair up by workload seed."""
+
+    settings: dict[str, Any]
+    groups: list[comparison.Group]
+    paired: bool
+
+
+def groups_of(results: list[RunResult], order: list[str] | None = None) -> list[Comparison]:
+    """The completed runs as comparison groups (one per label, ordered as ``order`` lists the
+    labels) for each combination of the other settings (workload, seed, options, executor,
+    code).  Runs whose workload seed changed with the repeat are paired by that seed."""
+    out: dict[tuple[str, ...], dict[str, comparison.Group]] = {}
+    paired: dict[tuple[str, ...], bool] = {}
+    settings: dict[tuple[str, ...], dict[str, Any]] = {}
+    for result in results:
+        info = result.info
+        others = {k: v for k, v in info["settings"].items() if k != "scheduler"}
+        key = (json.dumps(others, sort_keys=True), info["executor"], info["code"])
+        settings[key] = {**others, "executor": info["executor"], "code": info["code"]}
+        by_label = out.setdefault(key, {})
+        group = by_label.setdefault(info["label"],
+                                    comparison.Group(info["label"], info["settings"]["scheduler"]))
+        group.add(result.figures, result.disturbed, info["seed"])
+        paired[key] = paired.get(key, True) and bool(info.get("varies_seed"))
+    rank = {label: i for i, label in enumerate(order or [])}
+    return [Comparison(settings[k], sorted(v.values(), key=lambda g: rank.get(g.label, 1 << 30)),
+                       paired[k]) for k, v in out.items()]
+
+
+class Runner:
+    """Runs ``plan`` into ``root`` with ``run_one``; progress goes to ``progress``."""
+
+    def __init__(self, plan: Plan, root: Path, run_one: RunOne, code: str, pes: int,
+                 progress: TextIO = sys.stderr) -> None:
+        self.plan, self.root, self.run_one, self.code, self.pes = plan, root, run_one, code, pes
+        self.progress = progress
+        self.durations: list[float] = []
+        self.started = time.monotonic()
+
+    def describe(self) -> dict[str, Any]:
+        """The plan as ``experiment.json`` records it."""
+        p = self.plan
+        return {"executor": p.executor, "repeats": p.repeats, "order": p.order, "seed": p.seed,
+                "reference": p.reference, "metrics": p.metrics, "varies_seed": p.varies_seed,
+                "until_ci": p.until_ci, "budget": p.budget, "code": self.code,
+                "cells": [{"dir": c.dirname(p.executor, self.code), "label": c.label,
+                           **c.settings(), "workload_spec": c.workload.identity()}
+                          for c in p.cells]}
+
+    def run(self) -> list[str]:
+        """Run every round (more while ``until_ci`` asks and the budget allows); return the
+        ``label metric`` of figures whose interval did not converge (empty without
+        ``until_ci``).  Raises ``Interrupted`` when a signal stops it."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        _write_json(self.root / "experiment.json", self.describe())
+        total = self.plan.repeats * len(self.plan.cells)
+        for number in range(1, self.plan.repeats + 1):
+            self._round(number, total)
+        if self.plan.until_ci is None:
+            return []
+        number = self.plan.repeats
+        while True:
+            left = self.unconverged()
+            if not left:
+                return []
+            per_round = (sum(self.durations[-len(self.plan.cells):])
+                         if self.durations else 0.0)
+            spent = time.monotonic() - self.started
+            if self.plan.budget is not None and spent + per_round > self.plan.budget:
+                return left
+            number += 1
+            total += len(self.plan.cells)
+            self._round(number, total)
+
+    def unconverged(self) -> list[str]:
+        """``label metric`` of the plan's figures whose interval is still wider than
+        ``until_ci`` of its median, over the runs done so far."""
+        out = []
+        for found in groups_of(self._own_results()):
+            labels = [g.label for g in found.groups]
+            reference = self.plan.reference if self.plan.reference in labels else labels[0]
+            records = comparison.summarize(found.groups, self.plan.metrics, reference,
+                                           found.paired)
+            out += comparison.unconverged(records, self.plan.until_ci or 0.0)
+        return out
+
+    def _own_results(self) -> list[RunResult]:
+        dirs = {c.dirname(self.plan.executor, self.code) for c in self.plan.cells}
+        return [r for r in collect(self.root) if r.path.parent.name in dirs]
+
+    def _round(self, number: int, total: int) -> None:
+        for cell in self.plan.round(number):
+            cell_dir = self.root / cell.dirname(self.plan.executor, self.code)
+            run_dir = cell_dir / str(number)
+            done = (number - 1) * len(self.plan.cells) + self.plan.round(number).index(cell) + 1
+            if completed(run_dir):
+                continue
+            if run_dir.exists():
+                shutil.rmtree(run_dir)
+            self._run(cell, cell_dir, run_dir, number, done, total)
+
+    def _run(self, cell: Cell, cell_dir: Path, run_dir: Path, number: int, done: int,
+             total: int) -> None:
+        cell_dir.mkdir(parents=True, exist_ok=True)
+        seed = cell.run_seed(number, self.plan.varies_seed)
+        workload = cell_dir / f"workload{'' if seed is None else f'-s{seed}'}.txt"
+        if not workload.exists():
+            _write_json(cell_dir / "cell.json", {"label": cell.label, **cell.settings(),
+                                                 "workload_spec": cell.workload.identity(),
+                                                 "executor": self.plan.executor,
+                                                 "code": self.code})
+            tmp = workload.with_name(f".{workload.name}.tmp")
+            tmp.write_text(cell.workload.text(seed, dict(cell.options).get("pes", self.pes)))
+            os.replace(tmp, workload)
+        run_dir.mkdir()
+        before = load.snapshot()
+        began = time.monotonic()
+        try:
+            status = self.run_one(cell, workload, run_dir)
+        except KeyboardInterrupt:
+            raise Interrupted from None
+        wall = time.monotonic() - began
+        disturbance = load.disturbance(before, load.snapshot())
+        if self.plan.executor == "simulation":
+            disturbance.update(disturbed=False, why="simulated: virtual time, not disturbed")
+        _write_json(run_dir / "load.json", disturbance)
+        if status == "interrupted":
+            raise Interrupted
+        _write_json(run_dir / "run.json", {
+            "status": status, "label": cell.label, "repeat": number, "seed": seed,
+            "settings": cell.settings(), "executor": self.plan.executor, "code": self.code,
+            "varies_seed": self.plan.varies_seed and seed is not None,
+            "key": cell.key(self.plan.executor, self.code), "wall_s": round(wall, 3)})
+        self.durations.append(wall)
+        left = (total - done) * (sum(self.durations) / len(self.durations))
+        flag = f" (disturbed: {disturbance['why']})" if disturbance["disturbed"] else ""
+        print(f"[{done}/{total}] {cell.label} run {number} ({cell.workload.name}"
+              f"{'' if seed is None else f' seed {seed}'}): {status} in {wall:.1f} s{flag}; "
+              f"about {_duration(left)} left", file=self.progress, flush=True)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
