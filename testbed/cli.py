@@ -18,6 +18,7 @@ import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -654,6 +655,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     spec, seed = _workload_spec(args.workload)
     simulated = args.executor == "simulation"
+    if simulated and args.pes is None:
+        args.pes = dict(spec.params).get("pes")
     if simulated:
         pes = _simulated_pes(args)
         _check_simulation(args, schedulers, pes)
@@ -756,15 +759,21 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         raise UsageError(str(err)) from None
     simulated = plan.executor == "simulation"
     placeholder = args.file
-    for cell in plan.cells:
-        ns = _cell_namespace(args.file, simulated, cell, placeholder)
-        if simulated:
-            _check_simulation(ns, [cell.scheduler], _simulated_pes(ns))
-        else:
-            machine = _check_common(ns, [cell.scheduler])
-            if cell.workload.file is not None:
-                _check_owners(ns, [cell.scheduler],
-                              _load(str(cell.workload.file), ns.timeslice, machine))
+    with tempfile.TemporaryDirectory(prefix="testbed-exp-") as tmp:
+        for cell in plan.cells:
+            ns = _cell_namespace(args.file, simulated, cell, placeholder)
+            path = cell.workload.file or Path(tmp) / "workload.txt"
+            if cell.workload.file is None:
+                path.write_text(cell.workload.text(cell.run_seed(1, False), ns.pes or
+                                                   len(os.sched_getaffinity(0))))
+            ns.workload = str(path)
+            if simulated:
+                pes = _simulated_pes(ns)
+                _check_simulation(ns, [cell.scheduler], pes)
+                _check_owners(ns, [cell.scheduler], _simulated_workload(ns, pes))
+            else:
+                machine = _check_common(ns, [cell.scheduler])
+                _check_owners(ns, [cell.scheduler], _load(str(path), ns.timeslice, machine))
     out = args.out or Path("runs") / args.file.stem
     if out.exists() and any(out.iterdir()) and not (out / "experiment.json").exists():
         raise UsageError(f"{out}: exists, is not empty and holds no experiment")
@@ -796,8 +805,12 @@ def _cell_namespace(where: Path, simulated: bool, cell: Cell, workload: Path
     """The ``testbed run`` (or ``simulate``) options of an experiment cell, parsed."""
     parser = _RaisingParser(prog="testbed simulate" if simulated else "testbed run")
     (_setup_simulate if simulated else _setup_run)(parser)
+    flags = cell.flags()
+    pes = dict(cell.workload.params).get("pes")
+    if simulated and pes is not None and "--pes" not in flags:
+        flags += ["--pes", str(pes)]
     try:
-        return parser.parse_args([str(workload), "--scheduler", cell.scheduler, *cell.flags()])
+        return parser.parse_args([str(workload), "--scheduler", cell.scheduler, *flags])
     except UsageError as err:
         settings = ", ".join(f"{k}={v}" for k, v in cell.options)
         raise UsageError(f"{where}: cell {cell.label} ({settings}): {err}") from None

@@ -133,6 +133,12 @@ def _interval(value: float | None, low: float | None, high: float | None) -> str
     return f"{_num(value)} [{_num(low)}, {_num(high)}]"
 
 
+def interval_text(record: Record) -> str:
+    """A record's median and interval as the tables print it (``~`` when bimodal)."""
+    return _interval(record.median, record.ci_low, record.ci_high) + \
+        ("~" if record.bimodal else "")
+
+
 def format_table(records: list[Record], reference: str, paired: bool = False) -> str:
     """A plain-text table: per figure, a row of medians with their 95 % intervals and a row of
     ratios to ``reference`` with theirs; ``*`` marks a called difference, ``~`` a bimodal
@@ -150,8 +156,7 @@ def format_table(records: list[Record], reference: str, paired: bool = False) ->
         values, ratios = [figure_label(metric)], [f"  ratio to {reference}"]
         for lb in labels:
             r = cell[(lb, metric)]
-            mark = "~" if r.bimodal else ""
-            values.append(_interval(r.median, r.ci_low, r.ci_high) + mark)
+            values.append(interval_text(r))
             ratios.append(("1" if lb == reference and r.ratio is not None else
                            _interval(r.ratio, r.ratio_low, r.ratio_high))
                           + ("*" if r.significant else ""))
@@ -169,6 +174,13 @@ def format_table(records: list[Record], reference: str, paired: bool = False) ->
     lines.append(f"* = a difference is called: {test}, Holm-corrected over the schedulers "
                  f"compared with {reference} on that figure, p < 0.05, and the ratio's interval "
                  "excludes 1")
+    family = len(labels) - 1
+    fewest = min((r.n for r in records if r.label != reference), default=0)
+    ref_runs = min((r.n for r in records if r.label == reference), default=0)
+    if family and fewest and ref_runs and \
+            stats.smallest_p(fewest, ref_runs, paired) * family >= stats.ALPHA:
+        lines.append(f"note: with {min(fewest, ref_runs)} runs a side the rank test cannot reach "
+                     "p < 0.05 here, so no difference can be called: add repeats")
     if bimodal:
         lines.append("~ = bimodal (two separate clusters of runs; the median describes neither): "
                      + "; ".join(bimodal))

@@ -348,8 +348,10 @@ def _workloads(entries: Any, path: Path) -> list[tuple[WorkloadSpec, list[int | 
             raise PlanError(f"{at}: field 'seeds': a list of integers")
         if "file" in entry:
             file = (path.parent / entry.pop("file")).resolve()
-            if entry or seeds != [None]:
-                raise PlanError(f"{at}: a workload file takes no generator fields or seeds")
+            extra = next(iter(entry), "seeds" if seeds != [None] else None)
+            if extra is not None:
+                raise PlanError(f"{at}: field {extra!r}: a workload file takes no generator "
+                                "fields or seeds")
             if not file.is_file():
                 raise PlanError(f"{at}: field 'file': {file}: no such file")
             out.append((WorkloadSpec(name, file=file), [None]))

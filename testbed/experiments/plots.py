@@ -44,6 +44,9 @@ def write_plots(parts: list[Part], out: Path) -> list[Path]:
     x_key = next((k for k in varied if _numeric(parts, k)), None)
     written = []
     for metric in metrics:
+        if not any(r.metric == metric and r.median is not None
+                   for _, _, records in parts for r in records):
+            continue
         fig, ax = plt.subplots(figsize=(7, 4.2))
         series: dict[str, list[tuple[Any, Record]]] = {}
         categories: list[str] = []

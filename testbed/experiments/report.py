@@ -90,6 +90,25 @@ def summary_csv(parts: list[Part]) -> str:
     return out.getvalue()
 
 
+def format_sweep(parts: list[Part]) -> str:
+    """A table for an experiment without schedulers to compare: one row per setting
+    combination (the settings that vary), one column per figure: median [95 % interval]."""
+    varied = [k for k in dict.fromkeys(k for s, _, _ in parts for k in s)
+              if k not in ("code", "paired")
+              and len({repr(s.get(k)) for s, _, _ in parts}) > 1]
+    metrics = list(dict.fromkeys(r.metric for _, _, records in parts for r in records))
+    rows = [["label", *varied, "runs", *(figures.label(m) for m in metrics)]]
+    for settings, _, records in parts:
+        cells = {r.metric: r for r in records}
+        first = records[0]
+        rows.append([first.label, *(str(settings.get(k)) for k in varied), str(first.n),
+                     *(comparison.interval_text(cells[m]) for m in metrics)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
+    lines.append("median [95 % bootstrap interval] over the runs of each setting")
+    return "\n".join(lines)
+
+
 def label_order(root: Path) -> list[str]:
     """The labels in the order the experiment lists its cells (empty without its
     ``experiment.json``)."""
@@ -113,8 +132,11 @@ def write_report(root: Path, metrics: list[str] | None = None,
     from testbed.experiments.plots import write_plots  # matplotlib: only reports need it
 
     write_plots(parts, root / "plots")
-    tables = []
-    for settings, ref, records in parts:
+    if all(len({r.label for r in records}) == 1 for _, _, records in parts):
+        tables = [format_sweep(parts)]
+    else:
+        tables = []
+    for settings, ref, records in parts if not tables else []:
         shown = ", ".join(f"{k}={v}" for k, v in settings.items()
                           if k not in ("code", "paired") and v is not None)
         tables.append(f"## {shown}\n"

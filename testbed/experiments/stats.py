@@ -165,6 +165,14 @@ def one_sided_rank_test(subject: Sequence[float], reference: Sequence[float]) ->
     return float(stats.mannwhitneyu(a, b, alternative="greater").pvalue)
 
 
+def smallest_p(n: int, m: int, paired: bool = False) -> float:
+    """The smallest two-sided p-value the rank test can give on ``n`` and ``m`` runs (exact
+    tests without ties): ``2 / C(n + m, n)`` for Mann-Whitney U, ``2 / 2**n`` for ``n`` pairs."""
+    if paired:
+        return min(1.0, 2 / 2 ** min(n, m))
+    return min(1.0, 2 / math.comb(n + m, n))
+
+
 def holm(pvalues: Sequence[float | None]) -> list[float | None]:
     """Holm's step-down adjusted p-values, in the given order (None stays None and is not
     counted in the family)."""

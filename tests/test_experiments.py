@@ -1,0 +1,294 @@
+"""Comparisons with intervals and experiment files: the statistics and the decision rule with
+given numbers, experiment files (errors, cells, order, resuming), and real comparisons (the
+simulator, and emulated A/A runs that must come out "no difference")."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import TESTBED, run_testbed
+
+from testbed.experiments import comparison, stats
+from testbed.experiments.plan import Cell, Plan, PlanError, load_plan, parse_generator
+
+SHIFTED = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0]
+
+
+def test_median_interval_needs_two_values_and_covers_the_median():
+    assert stats.median_interval([3.0]) == stats.Interval(3.0, None, None)
+    assert stats.median_interval([2.0, 2.0, 2.0]) == stats.Interval(2.0, 2.0, 2.0)
+    got = stats.median_interval([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    assert got.value == 5 and got.low < 5 < got.high and got.low >= 1 and got.high <= 9
+    assert stats.median_interval([1, 2, 3]) == stats.median_interval([1, 2, 3])  # seeded
+
+
+def test_holm_adjusts_in_order_and_skips_missing():
+    assert stats.holm([0.01, 0.04, None, 0.03]) == [0.03, 0.06, None, 0.06]
+    assert stats.holm([0.5]) == [0.5]
+
+
+def test_the_smallest_p_a_rank_test_can_give():
+    assert stats.smallest_p(3, 3) == pytest.approx(0.1)
+    assert stats.smallest_p(5, 5) == pytest.approx(2 / 252)
+    assert stats.smallest_p(6, 6, paired=True) == pytest.approx(2 / 64)
+
+
+def test_a_difference_is_called_only_with_test_and_interval_agreeing():
+    wide = stats.Interval(1.2, 0.9, 1.5)
+    narrow = stats.Interval(1.2, 1.1, 1.3)
+    assert stats.called(0.01, narrow)
+    assert not stats.called(0.01, wide)
+    assert not stats.called(0.2, narrow)
+    assert not stats.called(None, narrow)
+
+
+def test_bimodal_finds_two_clusters_and_not_one_spread():
+    clusters = stats.bimodal([6.5, 6.6, 6.7, 6.6, 11.0, 11.2, 10.9, 11.3])
+    assert clusters is not None and clusters.low_count == 4 and clusters.high_count == 4
+    assert clusters.describe() == "4 near 6.6, 4 near 11.1"
+    assert stats.bimodal([1, 2, 3, 4, 5, 6, 7, 8]) is None
+    assert stats.bimodal([1, 1, 1, 1, 1, 1, 1, 9]) is None  # one outlier is not a cluster
+    assert stats.bimodal([1, 1, 9]) is None  # too few to tell
+
+
+def _groups(a: list[float], b: list[float]) -> list[comparison.Group]:
+    groups = [comparison.Group("gang", "gang"), comparison.Group("fcs", "fcs")]
+    for group, values in zip(groups, (a, b), strict=True):
+        for seed, value in enumerate(values):
+            group.add({"makespan": value}, disturbed=False, key=seed)
+    return groups
+
+
+def test_an_aa_comparison_calls_nothing_and_a_shift_is_called():
+    same = comparison.summarize(_groups(SHIFTED, list(reversed(SHIFTED))), ["makespan"], "gang")
+    assert not any(r.significant for r in same)
+    moved = comparison.summarize(_groups(SHIFTED, [v * 1.2 for v in SHIFTED]), ["makespan"],
+                                 "gang")
+    fcs = next(r for r in moved if r.label == "fcs")
+    assert fcs.significant and fcs.ratio == pytest.approx(1.2) and fcs.ratio_low > 1
+    assert fcs.p_holm < 0.05 and fcs.n == 8
+
+
+def test_paired_runs_see_a_small_shift_that_unpaired_runs_cannot():
+    spread = [10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0]
+    groups = _groups(spread, [v * 1.03 for v in spread])
+    unpaired = next(r for r in comparison.summarize(groups, ["makespan"], "gang")
+                    if r.label == "fcs")
+    paired = next(r for r in comparison.summarize(groups, ["makespan"], "gang", paired=True)
+                  if r.label == "fcs")
+    assert not unpaired.significant
+    assert paired.significant and paired.ratio_low == pytest.approx(1.03)
+
+
+def test_the_table_marks_calls_and_says_when_nothing_can_be_called():
+    records = comparison.summarize(_groups(SHIFTED, [v * 1.5 for v in SHIFTED]), ["makespan"],
+                                   "gang")
+    table = comparison.format_table(records, "gang")
+    assert "*" in table.splitlines()[3] and "Mann-Whitney" in table
+    few = comparison.summarize(_groups([1, 1.1, 1.2], [2, 2.1, 2.2]), ["makespan"], "gang")
+    assert not any(r.significant for r in few)
+    assert "cannot reach p < 0.05" in comparison.format_table(few, "gang")
+
+
+def test_unconverged_names_wide_intervals():
+    records = comparison.summarize(_groups(SHIFTED, [1, 5, 9, 2, 7]), ["makespan"], "gang")
+    assert comparison.unconverged(records, 0.05) == ["fcs makespan"]
+
+
+def _experiment(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "exp.toml"
+    path.write_text(body)
+    return path
+
+
+GOOD = """
+executor = "simulation"
+repeats = 2
+[[workload]]
+name = "m"
+generator = "mix"
+jobs = 12
+pes = 8
+load = 0.9
+seeds = [1, 5]
+[factors]
+scheduler = ["fcfs", "gang", "fcfs"]
+mpl = [2, 3]
+[options]
+timeslice = 0.1
+"""
+
+
+def test_an_experiment_file_is_a_factorial_with_labels(tmp_path):
+    plan = load_plan(_experiment(tmp_path, GOOD))
+    assert len(plan.cells) == 2 * 2 * 3
+    assert [c.label for c in plan.cells[:3]] == ["fcfs", "gang", "fcfs#2"]
+    assert plan.cells[0].flags() == ["--mpl", "2", "--timeslice", "0.1"]
+    assert plan.varies_seed and plan.cells[0].run_seed(3, True) == 3
+    assert plan.reference == "fcfs"
+    key = plan.cells[0].key("simulation", "a")
+    assert key != plan.cells[0].key("simulation", "b") != plan.cells[1].key("simulation", "b")
+    random = Plan(plan.cells, order="random", seed=4)
+    assert sorted(random.round(1), key=plan.cells.index) == plan.cells
+    assert random.round(1) == random.round(1) != random.round(2)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (("repeats = 2", "repeats = 0"), "field 'repeats'"),
+    (("repeats = 2", "repeats = 2\ncolour = 1"), "field 'colour'"),
+    (("jobs = 12", "jobz = 12"), "field 'jobz'"),
+    (('scheduler = ["fcfs", "gang", "fcfs"]', "scheduler = []"), "factors.scheduler"),
+    (('executor = "simulation"', 'executor = "real"'), "field 'executor'"),
+    (("mpl = [2, 3]", "mpl = []"), "factors.mpl"),
+    (("[options]", "[options]\nmpl = 4"), "also a factor"),
+    (('generator = "mix"', 'file = "nowhere.txt"'), "field 'jobs': a workload file"),
+    (('generator = "mix"\njobs = 12\npes = 8\nload = 0.9\nseeds = [1, 5]',
+      'file = "nowhere.txt"'), "field 'file'"),
+    (("repeats = 2", "repeats = 2\nmetrics = ['speed']"), "unknown metric 'speed'"),
+    (("repeats = 2", "repeats = [2"), "not TOML"),
+])
+def test_a_bad_experiment_file_names_the_file_and_field(tmp_path, edit, message):
+    path = _experiment(tmp_path, GOOD.replace(*edit))
+    with pytest.raises(PlanError, match=message) as info:
+        load_plan(path)
+    assert str(path) in str(info.value)
+
+
+def test_generator_specs_parse_and_refuse_nonsense():
+    spec, seed = parse_generator("mix:jobs=8,load=1.5,seed=2")
+    assert seed == 2 and dict(spec.params) == {"jobs": 8, "load": 1.5}
+    assert spec.text(2, 2) == spec.text(2, 2) != spec.text(3, 2)
+    for bad in ("mix:jobs=8,colour=red", "mix:load=1", "swf:jobs=3", "mix:jobs"):
+        with pytest.raises(PlanError):
+            parse_generator(bad)
+
+
+def test_a_simulated_file_workload_cannot_be_repeated(tmp_path):
+    plan = load_plan(_experiment(tmp_path, GOOD))
+    cells = [Cell(c.workload.__class__("f", file=tmp_path / "exp.toml"), None, c.scheduler,
+                  (), c.label) for c in plan.cells[:2]]
+    with pytest.raises(PlanError, match="deterministic"):
+        Plan(cells, executor="simulation", repeats=3).check("here")
+
+
+def _records(stdout: str) -> list[dict]:
+    return json.loads(stdout[stdout.index("["):stdout.rindex("]") + 1])
+
+
+def test_simulated_comparison_calls_gang_against_fcfs_and_not_fcfs_against_itself(tmp_path):
+    done = run_testbed("compare", "mix:jobs=30,pes=16,load=0.9,compress=100", "--pes", "16",
+                       "--executor", "simulation", "--schedulers", "fcfs,gang,fcfs",
+                       "--repeats", "8", "--json", "--out", "c", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    records = _records(done.stdout)
+    assert set(records[0]) >= {"scheduler", "label", "metric", "n", "median", "ci_low",
+                               "ci_high", "ratio", "ratio_low", "ratio_high", "significant"}
+    by = {(r["label"], r["metric"]): r for r in records}
+    assert by[("gang", "wait_mean_all")]["significant"]
+    assert by[("gang", "wait_mean_all")]["ratio_high"] < 1
+    assert not any(r["significant"] for r in records if r["label"] == "fcfs#2")
+    assert by[("fcfs#2", "makespan")]["ratio"] == 1.0
+    seeds = {json.loads(p.read_text())["seed"] for p in (tmp_path / "c").glob("*/*/run.json")}
+    assert seeds == set(range(1, 9))
+    table = run_testbed("report", "c", cwd=tmp_path)
+    assert table.returncode == 0 and "signed-rank" in table.stdout
+    assert (tmp_path / "c" / "results.csv").read_text().count("\n") == 1 + 24 * 9
+
+
+def test_a_simulated_comparison_of_a_file_with_repeats_is_refused(tmp_path, workload):
+    path = workload("0 1 bsp --work 1\n")
+    done = run_testbed("compare", str(path), "--executor", "simulation", "--repeats", "3",
+                       "--schedulers", "fcfs,gang", "--out", "c", cwd=tmp_path)
+    assert done.returncode == 2 and "deterministic" in done.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_until_ci_adds_rounds_until_the_budget(tmp_path):
+    done = run_testbed("compare", "mix:jobs=20,pes=8,load=0.9", "--pes", "8", "--executor",
+                       "simulation", "--schedulers", "fcfs,gang", "--repeats", "2",
+                       "--until-ci", "0.0001", "--budget", "3", "--metrics", "wait_mean_all",
+                       "--out", "c", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "did not converge within the budget: fcfs wait_mean_all" in done.stderr
+    assert len(list((tmp_path / "c").glob("*/*/run.json"))) > 4
+
+
+def test_an_experiment_resumes_and_keeps_what_it_completed(tmp_path):
+    path = _experiment(tmp_path, GOOD)
+    first = subprocess.run([*TESTBED, "experiment", "run", str(path), "--out", "e"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert first.returncode == 0, first.stderr
+    infos = sorted((tmp_path / "e").glob("*/*/run.json"))
+    assert len(infos) == 2 * 12
+    stamps = {p: p.stat().st_mtime_ns for p in infos}
+    again = subprocess.run([*TESTBED, "experiment", "run", str(path), "--out", "e"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "run 1" not in again.stderr
+    path.write_text(GOOD.replace("repeats = 2", "repeats = 3"))
+    more = subprocess.run([*TESTBED, "experiment", "run", str(path), "--out", "e"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert more.returncode == 0, more.stderr
+    assert more.stderr.count(" run 3 ") == 12 and " run 2 " not in more.stderr
+    assert all(p.stat().st_mtime_ns == stamps[p] for p in infos)
+    summary = (tmp_path / "e" / "summary.csv").read_text().splitlines()
+    assert summary[0].startswith("workload,seed,mpl,timeslice,executor,code,paired,reference")
+    assert len(summary) == 1 + 4 * 3 * 9
+    assert sorted(p.name for p in (tmp_path / "e" / "plots").iterdir())[0].endswith(".png")
+
+
+def test_an_emulated_aa_comparison_comes_out_no_difference(tmp_path, workload):
+    path = workload("0 1 bsp --work 0.3\n0 1 bsp --work 0.3\n0 2 bsp --work 0.2\n")
+    done = run_testbed("compare", str(path), "--schedulers", "gang,gang", "--repeats", "3",
+                       "--pes", "2", "--json", "--out", "c", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    records = _records(done.stdout)
+    assert {r["label"] for r in records} == {"gang", "gang#2"}
+    assert not any(r["significant"] for r in records)
+    assert all(r["n"] == 3 for r in records if r["metric"] == "makespan")
+    runs = sorted((tmp_path / "c").glob("*/*/events.jsonl"))
+    assert len(runs) == 6 and len({json.loads(p.read_text().splitlines()[0])["run_id"]
+                                   for p in runs}) == 6
+    for run in runs:
+        assert "foreign_cpu_s" in json.loads((run.parent / "load.json").read_text())
+    report = run_testbed("report", "c", cwd=tmp_path)
+    assert report.returncode == 0 and "gang#2" in report.stdout
+    assert (tmp_path / "c" / "gantt.png").exists()
+
+
+def test_an_interrupted_experiment_resumes_without_redoing_runs(tmp_path):
+    (tmp_path / "w.txt").write_text("0 2 bsp --work 1.5\n")
+    path = _experiment(tmp_path, """
+repeats = 2
+[[workload]]
+name = "w"
+file = "w.txt"
+[factors]
+scheduler = ["fcfs", "gang"]
+""")
+    proc = subprocess.Popen([*TESTBED, "experiment", "run", str(path), "--out", "e"],
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.monotonic() + 120
+    while len(list((tmp_path / "e").glob("*/*/events.jsonl"))) < 2:
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130
+    assert "interrupted" in proc.stderr.read()
+    done = sorted((tmp_path / "e").glob("*/*/run.json"))
+    assert len(done) == 1
+    stamp = done[0].stat().st_mtime_ns
+    again = subprocess.run([*TESTBED, "experiment", "run", str(path), "--out", "e"],
+                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert len(list((tmp_path / "e").glob("*/*/run.json"))) == 4
+    assert done[0].stat().st_mtime_ns == stamp
+    assert again.stderr.count("complete in") == 3
+    assert not [p for p in os.listdir(tmp_path / "e") if p.startswith(".")]
