@@ -841,9 +841,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     repeated = (args.dir / "experiment.json").exists()
     if repeated:
         try:
-            print(write_experiment_report(args.dir))
+            tables = write_experiment_report(args.dir)
         except ValueError as err:
             raise UsageError(str(err)) from None
+        firsts = first_runs(args.dir)
+        if len(firsts) == len(dirs):
+            tables = format_table({label: write_results(path) for label, path in firsts.items()})
+        print(tables)
     else:
         print(format_table(summaries))
     logs = {name: read_events(path / "events.jsonl") for name, path in dirs.items()}
