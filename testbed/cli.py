@@ -55,6 +55,7 @@ from testbed.experiments.plan import (
     load_plan,
     parse_generator,
 )
+from testbed.experiments.report import markdown as experiment_markdown
 from testbed.experiments.report import summaries as experiment_summaries
 from testbed.experiments.report import write_report as write_experiment_report
 from testbed.experiments.runner import Interrupted as ExperimentInterrupted
@@ -821,9 +822,12 @@ def cmd_experiment_report(args: argparse.Namespace) -> int:
     if not args.dir.is_dir():
         raise UsageError(f"{args.dir}: no such directory")
     try:
-        print(write_experiment_report(args.dir))
+        tables = write_experiment_report(args.dir)
     except ValueError as err:
         raise UsageError(str(err)) from None
+    print(tables)
+    if args.markdown is not None:
+        _write_text(experiment_markdown(args.dir, tables), args.markdown)
     print(f"results.csv, summary.csv and plots/ written under {args.dir}")
     return 0
 
@@ -1069,6 +1073,8 @@ def _setup_experiment_run(p: argparse.ArgumentParser) -> None:
 
 def _setup_experiment_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="an experiment's (or a compare's) directory")
+    p.add_argument("--markdown", type=Path, default=None, metavar="FILE",
+                   help="also write the tables as Markdown with the machine, date and command")
 
 
 def _setup_report(p: argparse.ArgumentParser) -> None:

@@ -109,6 +109,19 @@ def format_sweep(parts: list[Part]) -> str:
     return "\n".join(lines)
 
 
+def markdown(root: Path, tables: str) -> str:
+    """A Markdown page of the experiment's tables with the machine, the date and the command
+    it was run with, as its ``experiment.json`` recorded them."""
+    plan = _plan(root)
+    host = plan.get("host", {})
+    argv = " ".join(plan.get("argv", [])) or "(not recorded)"
+    return (f"# {root.name}\n\n"
+            f"Measured on {host.get('hostname', '?')} ({host.get('cpus', '?')} CPUs, "
+            f"{host.get('machine', '?')}, Linux {host.get('kernel', '?')}, Python "
+            f"{host.get('python', '?')}), started {plan.get('started', '?')}, code "
+            f"{plan.get('code', '?')}.\n\nCommand: `{argv}`\n\n```\n{tables}\n```\n")
+
+
 def label_order(root: Path) -> list[str]:
     """The labels in the order the experiment lists its cells (empty without its
     ``experiment.json``)."""

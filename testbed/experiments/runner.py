@@ -131,7 +131,12 @@ class Runner:
     def describe(self) -> dict[str, Any]:
         """The plan as ``experiment.json`` records it."""
         p = self.plan
-        return {"executor": p.executor, "repeats": p.repeats, "order": p.order, "seed": p.seed,
+        uname = os.uname()
+        return {"host": {"hostname": uname.nodename, "cpus": len(os.sched_getaffinity(0)),
+                         "kernel": uname.release, "machine": uname.machine,
+                         "python": sys.version.split()[0]},
+                "started": time.strftime("%Y-%m-%d %H:%M:%S %z"), "argv": sys.argv,
+                "executor": p.executor, "repeats": p.repeats, "order": p.order, "seed": p.seed,
                 "reference": p.reference, "metrics": p.metrics, "varies_seed": p.varies_seed,
                 "until_ci": p.until_ci, "budget": p.budget, "code": self.code,
                 "cells": [{"dir": c.dirname(p.executor, self.code), "label": c.label,
