@@ -1,4 +1,5 @@
-"""Unmodified MPI programs under every scheduler: makespan and small-message latency.
+"""Unmodified MPI programs under every scheduler: makespan and small-message latency, with
+intervals.
 
 Three client programs in the style of public suites, written as plain MPI with no knowledge of
 the testbed (``benchmarks/clients/``): ``osu_alltoall`` (mpi4py, ``MPI_Alltoall`` latency),
@@ -8,24 +9,56 @@ the testbed (``benchmarks/clients/``): ``osu_alltoall`` (mpi4py, ``MPI_Alltoall`
 mpi4py's own ``python -m mpi4py.bench pingpong`` (``mpi4py_bench``), read from its table of
 mean one-way times.
 
-For every repeat, program and scheduler (all registered ones by default), one ``testbed run`` of a
-workload holding two copies of the program, both arriving at 0 with one rank per PE of the
-machine (MPL 2; fcfs runs them one after the other).  Under the batch policies (easy,
-conservative, prime) each copy asks for ``estimate=300`` s, as a batch user would: without an
-estimate ``prime`` holds a job larger than a quarter of the machine until the non-prime shift.
-Reported per program, test and scheduler:
-the makespan (s, from ``summary.json``), the small-message latency (us: the median over the
-message sizes up to 1 KiB, so that a context switch landing in one size's loop, which adds about
-a timeslice over that loop's iterations, does not decide the figure) and the latency of 1 KiB
-messages, each the median over the two copies (read from each job's stdout), then the median
-and min/max over repeats, and the ratios of the medians to gang's.  The targets (fcs within
-1.1x of gang in makespan and 1.5x in small-message latency) are checked and printed, and ics is
-shown beside them without a target.  ``--quick`` runs tiny sweeps to show that it works; its
-figures mean nothing.
+Every run is one ``testbed run`` of a workload holding two copies of the program, both
+arriving at 0 with one rank per PE of the machine (MPL 2; fcfs runs them one after the other).
+Under the batch policies (easy, conservative, prime) each copy asks for ``estimate=300`` s, as
+a batch user would: without an estimate ``prime`` holds a job larger than a quarter of the
+machine until the non-prime shift.  The runs go in rounds: round 1 runs every program under
+every scheduler once, round 2 again, and so on for ``--repeats`` rounds, in the order given
+(``--order interleaved``) or shuffled within each round by a PRNG seeded with ``--order-seed``
+and the round (``--order random``), so that drift of the machine spreads over all schedulers
+instead of landing on one.  A scheduler named twice in ``--schedulers`` runs twice as often
+under a label of its own (``gang,gang`` gives ``gang`` and ``gang#2``: an A/A comparison,
+which should come out "no difference").  Each run directory gets a ``load.json``
+(``testbed.experiments.load``): what else used the CPUs during the run, and whether that
+counts as disturbed.
 
-Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers fcfs,gang,...]
-[--programs osu_alltoall,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats 3]
-[--timeslice 0.2] [--spin S] [--job-timeout S] [--from RUNS] [--runs DIR] [--out FILE|-]``
+Figures of one run, per program and test: ``makespan`` (s, from ``summary.json``),
+``small_latency_us`` (the small-message latency, us: each copy's median over the message sizes
+up to 1 KiB, so that a context switch landing in one size's loop, which adds about a timeslice
+over that loop's iterations, does not decide the figure) and ``kib_latency_us`` (the latency of
+1 KiB messages, us), the latencies each the median over the two copies that printed them (read
+from each job's stdout).  Per program and test the runs of each label make one sample per
+figure (one value per repeat), summed up by ``testbed.experiments.comparison``: the median with
+its 95 % bootstrap interval, the ratio of the median to the reference's (``--reference``,
+default gang when it runs, else the first) with its own 95 % interval, and ``*`` where a
+difference is called (Mann-Whitney U, Holm-corrected over the labels compared with the
+reference, p < 0.05, and the ratio's interval excluding 1).  The docstring of
+``testbed.experiments.stats`` says what each interval means; in short, a median's interval
+is where the median of many more runs would lie, with 95 % confidence as far as these runs can
+show, and with few repeats it is about the range of the middle runs.  One repeat gives no
+interval; with 3 repeats a side the rank test cannot reach p < 0.05, so nothing is called (the
+table says so when the repeats are too few for the number of labels compared; 5 repeats are
+enough for up to 6 labels besides the reference).
+
+The targets, fcs within 1.1x of gang in makespan and 1.5x in small-message latency, are
+checked on the ratio fcs / gang and its interval, per program and test: ``met`` when the
+interval's upper bound is within the target, ``missed`` when its lower bound is above it, and
+``cannot tell`` otherwise (the interval straddles the target, or there is none).
+
+Output: per program and test a table (``comparison.format_table``) and the target verdicts,
+then a JSON document (``--out``; default ``real_clients.json`` in the runs directory) holding
+per program and test the records (one per label and figure: ``n``, ``median``, ``ci_low``,
+``ci_high``, ``ratio``, ``ratio_low``, ``ratio_high``, ``significant``, ...), the verdicts and
+every run's figures, from which the records can be derived again (``compare``).  ``--from
+RUNS`` reads the run directories of an earlier ``--runs RUNS`` instead of running (give the
+same ``--schedulers``, ``--programs`` and ``--repeats``) and gives the same intervals.
+``--quick`` runs tiny sweeps to show that it works; its figures mean nothing.
+
+Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers gang,fcs,ics,local]
+[--programs osu_alltoall,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats N]
+[--order interleaved|random] [--order-seed 1] [--reference gang] [--timeslice 0.2] [--spin S]
+[--job-timeout S] [--from RUNS] [--runs DIR] [--out FILE|-]``
 """
 
 from __future__ import annotations
@@ -33,17 +66,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shlex
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, jobs, median, run_workload, table
+from benchmarks.harness import default_out, host, jobs, median, run_workload
 from testbed.emulation import build
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import mpicc
+from testbed.experiments import comparison, load
+from testbed.experiments.plan import ORDERS, labels
 from testbed.policies import POLICIES
 
 CLIENTS = Path(__file__).parent / "clients"
@@ -52,7 +89,9 @@ KIB = 1024
 MPL = 2
 COPIES = 2
 ESTIMATE_S = 300.0
-TARGETS = {"makespan": 1.1, "small": 1.5}
+METRICS = ("makespan", "small_latency_us", "kib_latency_us")
+TARGET = ("fcs", "gang")
+TARGETS = {"makespan": 1.1, "small_latency_us": 1.5}
 
 
 def parse_latencies(text: str) -> list[dict[int, float]]:
@@ -137,22 +176,47 @@ def command(name: str, quick: bool) -> list[str]:
     return [str(build_c_client(source)), *args]
 
 
+def run_dir(runs: Path, name: str, label: str, repeat: int) -> Path:
+    """The run directory of program ``name`` under ``label`` in round ``repeat`` (1-based):
+    ``RUNS/osu_latency-gang-1``, ``RUNS/osu_latency-gang-2-1`` for label ``gang#2``."""
+    return runs / f"{name}-{label.replace('#', '-')}-{repeat}"
+
+
+def run_order(programs: list[str], names: list[str], repeats: int, order: str,
+              seed: int) -> list[tuple[int, str, str]]:
+    """Every run as (round, program, label), in the order they run: round after round, each
+    round every program under every label once, as listed (``interleaved``) or shuffled by a
+    PRNG seeded with ``seed`` and the round (``random``)."""
+    out = []
+    for number in range(1, repeats + 1):
+        runs = [(name, label) for name in programs for label in names]
+        if order == "random":
+            random.Random(f"{seed}:{number}").shuffle(runs)
+        out += [(number, name, label) for name, label in runs]
+    return out
+
+
 def run_case(argv: list[str], program: Program, scheduler: str, pes: int,
              options: list[str], out: Path) -> dict[str, Any]:
-    """Run two copies of ``argv`` (``pes`` ranks each) under ``scheduler`` into ``out`` and
-    read the result (see ``read_case``)."""
+    """Run two copies of ``argv`` (``pes`` ranks each) under ``scheduler`` into ``out``, write
+    what else used the CPUs meanwhile to ``out/load.json`` and read the result (see
+    ``read_case``)."""
     estimate = f"estimate={ESTIMATE_S:g} " if POLICIES[scheduler].uses_estimates else ""
     text = (f"# testbed: benchmark=real_clients copies={COPIES}\n"
             + f"0 {pes} {estimate}{shlex.join(argv)}\n" * COPIES)
-    return read_case(run_workload(text, "--scheduler", scheduler, "--mpl", str(MPL), *options,
-                                  out=out), program)
+    before = load.snapshot()
+    run_workload(text, "--scheduler", scheduler, "--mpl", str(MPL), *options, out=out)
+    disturbance = load.disturbance(before, load.snapshot())
+    (out / "load.json").write_text(json.dumps(disturbance, indent=2) + "\n")
+    return read_case(out, program)
 
 
 def read_case(run: Path, program: Program) -> dict[str, Any]:
-    """From a finished run directory: the makespan (s), the copies' statuses and, per test,
-    the smallest message size (bytes), the small-message latency (us, each copy's median over
-    the sizes up to 1 KiB) and the 1 KiB latency (us), each the median over the copies that
-    printed them (None when none did)."""
+    """From a finished run directory: the makespan (s), the copies' statuses, whether the run
+    was disturbed (``load.json``; False when there is none) and, per test, the smallest message
+    size (bytes), the small-message latency (us, each copy's median over the sizes up to
+    1 KiB) and the 1 KiB latency (us), each the median over the copies that printed them
+    (None when none did)."""
     summary = json.loads((run / "summary.json").read_text())
     rows = jobs(run)
     tables = [program.parse((run / "jobs" / f"{row['id']}.out").read_text()) for row in rows]
@@ -162,117 +226,138 @@ def read_case(run: Path, program: Program) -> dict[str, Any]:
         smallest = min((min(t) for t in printed), default=None)
         small = [median([us for size, us in t.items() if size <= KIB]) for t in printed]
         figures[test] = {"smallest_size": smallest,
-                         "small_us": median(small) if small else None,
-                         "kib_us": _median_of(printed, KIB)}
-    return {"run": str(run), "makespan_s": summary["makespan"],
+                         "small_latency_us": median(small) if small else None,
+                         "kib_latency_us": _median_of(printed, KIB)}
+    try:
+        disturbed = bool(json.loads((run / "load.json").read_text())["disturbed"])
+    except (OSError, ValueError, KeyError):
+        disturbed = False
+    return {"run": str(run), "makespan": summary["makespan"], "disturbed": disturbed,
             "statuses": [row["status"] for row in rows], "tests": figures}
 
 
-def _median_of(tables: list[dict[int, float]], size: int | None) -> float | None:
+def _median_of(tables: list[dict[int, float]], size: int) -> float | None:
     values = [t[size] for t in tables if size in t]
     return median(values) if values else None
 
 
-def spread(values: list[float | None]) -> dict[str, float | None]:
-    """Median, min and max of the values that are not None, rounded to 4 decimals (all None
-    when there are none)."""
-    present = [v for v in values if v is not None]
-    if not present:
-        return {"median": None, "min": None, "max": None}
-    return {"median": round(median(present), 4), "min": round(min(present), 4),
-            "max": round(max(present), 4)}
+def runs_of(cases: dict[tuple[str, int], dict[str, Any]], test: str,
+            schedulers: dict[str, str]) -> list[dict[str, Any]]:
+    """One test's runs as flat rows, by label (in the order of ``schedulers``: label ->
+    scheduler) and round: label, scheduler, round, run directory, statuses, whether disturbed,
+    the smallest message size (bytes) and the figures of ``METRICS`` (s, us, us).  ``cases``
+    maps (label, round) to ``read_case``'s result."""
+    rows = []
+    for label, scheduler in schedulers.items():
+        for repeat in sorted(r for lb, r in cases if lb == label):
+            case = cases[(label, repeat)]
+            figures = case["tests"][test]
+            rows.append({"label": label, "scheduler": scheduler, "repeat": repeat,
+                         "run": case["run"], "statuses": case["statuses"],
+                         "disturbed": case["disturbed"],
+                         "smallest_size": figures["smallest_size"],
+                         "makespan": case["makespan"],
+                         "small_latency_us": figures["small_latency_us"],
+                         "kib_latency_us": figures["kib_latency_us"]})
+    return rows
 
 
-def _ratio(value: float | None, reference: float | None) -> float | None:
-    return None if value is None or not reference else round(value / reference, 4)
+def verdict(ratio_low: float | None, ratio_high: float | None, limit: float) -> str:
+    """A target on a ratio checked on its interval: ``met`` when the upper bound is at most
+    ``limit``, ``missed`` when the lower bound is above it, else ``cannot tell``."""
+    if ratio_high is not None and ratio_high <= limit:
+        return "met"
+    if ratio_low is not None and ratio_low > limit:
+        return "missed"
+    return "cannot tell"
 
 
-def summarize(cases: dict[tuple[str, str], list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """One result per (program, scheduler) from its repeats: makespan (s) and, per test, the
-    small-message and 1 KiB latencies (us) as median/min/max, with ratios of medians to gang."""
-    results = []
-    for (name, scheduler), repeats in cases.items():
-        tests = {test: {"smallest_size": repeats[0]["tests"][test]["smallest_size"],
-                        **{key: spread([r["tests"][test][key] for r in repeats])
-                           for key in ("small_us", "kib_us")}}
-                 for test in PROGRAMS[name].tests}
-        results.append({"program": name, "scheduler": scheduler,
-                        "makespan_s": spread([r["makespan_s"] for r in repeats]),
-                        "statuses": [s for r in repeats for s in r["statuses"]],
-                        "tests": tests, "runs": [r["run"] for r in repeats]})
-    by_key = {(r["program"], r["scheduler"]): r for r in results}
-    for r in results:
-        gang = by_key.get((r["program"], "gang"))
-        vs: dict[str, float | None] = {}
-        if gang is not None:
-            vs["makespan"] = _ratio(r["makespan_s"]["median"], gang["makespan_s"]["median"])
-            for test, fig in r["tests"].items():
-                for key in ("small_us", "kib_us"):
-                    vs[f"{test}.{key}"] = _ratio(fig[key]["median"],
-                                                 gang["tests"][test][key]["median"])
-        r["vs_gang"] = vs
-    return results
+@dataclass
+class Result:
+    """One program and test: its runs (``runs_of`` rows), the records of the groups made of
+    them against the reference, and the fcs / gang target checks."""
+
+    program: str
+    test: str
+    runs: list[dict[str, Any]]
+    records: list[comparison.Record]
+    targets: list[dict[str, Any]]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The result as plain data: sizes in bytes, times in s, latencies in us."""
+        sizes = [r["smallest_size"] for r in self.runs if r["smallest_size"] is not None]
+        return {"program": self.program, "test": self.test,
+                "smallest_size": min(sizes, default=None),
+                "records": [r.as_dict() for r in self.records], "targets": self.targets,
+                "runs": self.runs}
 
 
-def targets(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The fcs targets: per program, makespan ratio to gang <= 1.1 (test ``all``); per test,
-    small-message latency ratio to gang <= 1.5 (``met`` is None when a figure is missing)."""
+def compare(program: str, test: str, runs: list[dict[str, Any]], reference: str) -> Result:
+    """The comparison of one program and test from its runs (``runs_of`` rows, or the
+    ``runs`` of a JSON result read back): a ``comparison.Group`` per label, in the order the
+    rows name them, with one value per run of each figure of ``METRICS``; their records with
+    ratios to the label ``reference``; and the targets (``targets``)."""
+    groups: dict[str, comparison.Group] = {}
+    for row in runs:
+        group = groups.setdefault(row["label"], comparison.Group(row["label"], row["scheduler"]))
+        group.add({m: row[m] for m in METRICS}, row["disturbed"], row["repeat"])
+    found = list(groups.values())
+    records = comparison.summarize(found, list(METRICS), reference)
+    return Result(program, test, runs, records, targets(found, records, reference))
+
+
+def targets(groups: list[comparison.Group], records: list[comparison.Record],
+            reference: str) -> list[dict[str, Any]]:
+    """The fcs targets on the ratio fcs / gang (labels ``fcs`` and ``gang``; none when either
+    does not run): per figure of ``TARGETS``, the limit, the ratio with its interval and the
+    ``verdict``.  ``records`` are reused when ``reference`` is gang."""
+    subject, base = TARGET
+    if not {subject, base} <= {g.label for g in groups}:
+        return []
+    if reference != base:
+        records = comparison.summarize(groups, list(TARGETS), base)
     checks = []
-    for r in results:
-        if r["scheduler"] != "fcs" or not r["vs_gang"]:
-            continue
-        figures = [("all", "makespan", "makespan")]
-        figures += [(test, "small", f"{test}.small_us") for test in PROGRAMS[r["program"]].tests]
-        for test, figure, key in figures:
-            ratio = r["vs_gang"][key]
-            checks.append({"program": r["program"], "test": test, "figure": figure,
-                           "ratio": ratio, "limit": TARGETS[figure],
-                           "met": None if ratio is None else ratio <= TARGETS[figure]})
+    for r in (record.as_dict() for record in records):
+        if r["label"] == subject and r["metric"] in TARGETS:
+            limit = TARGETS[r["metric"]]
+            checks.append({"figure": r["metric"], "limit": limit, "ratio": r["ratio"],
+                           "ratio_low": r["ratio_low"], "ratio_high": r["ratio_high"],
+                           "verdict": verdict(r["ratio_low"], r["ratio_high"], limit)})
     return checks
 
 
-def _cell(fig: dict[str, float | None], digits: int, ranges: bool) -> str:
-    if fig["median"] is None:
-        return "-"
-    text = f"{fig['median']:.{digits}f}"
-    if ranges:
-        text += f" [{fig['min']:.{digits}f}-{fig['max']:.{digits}f}]"
-    return text
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
 
 
-def _times(ratio: float | None) -> str:
-    return "-" if ratio is None else f"{ratio:.2f}x"
-
-
-def render(doc: dict[str, Any]) -> str:
-    """The results as a plain-text table, then the targets and ics beside gang."""
-    ranges = doc["repeats"] > 1
-    header = ["program", "test", "scheduler", "done", "makespan s", "/gang", "from B",
-              "<=1KiB us", "/gang", "1KiB us", "/gang"]
-    rows = []
-    for r in doc["results"]:
-        done = sum(s == "done" for s in r["statuses"])
-        for test, fig in r["tests"].items():
-            vs = r["vs_gang"]
-            rows.append([r["program"], test, r["scheduler"], f"{done}/{len(r['statuses'])}",
-                         _cell(r["makespan_s"], 3, ranges), _times(vs.get("makespan")),
-                         "-" if fig["smallest_size"] is None else fig["smallest_size"],
-                         _cell(fig["small_us"], 2, ranges), _times(vs.get(f"{test}.small_us")),
-                         _cell(fig["kib_us"], 2, ranges), _times(vs.get(f"{test}.kib_us"))])
-    lines = [table(header, rows)]
-    if ranges:
-        lines.append(f"median [min-max] over {doc['repeats']} repeats; /gang: ratio of medians")
-    for check in doc["targets"]:
-        verdict = {True: "met", False: "NOT met", None: "no figure"}[check["met"]]
-        lines.append(f"target fcs/gang {check['program']} {check['test']} {check['figure']}: "
-                     f"{_times(check['ratio'])} (<= {check['limit']}x) {verdict}")
-    for r in doc["results"]:
-        if r["scheduler"] == "ics" and r["vs_gang"]:
-            figures = ", ".join(f"{key} {_times(v)}" for key, v in r["vs_gang"].items())
-            lines.append(f"ics/gang {r['program']} (no target): {figures}")
-    if doc["quick"]:
-        lines.append("quick mode: tiny sweeps, the figures mean nothing")
-    return "\n".join(lines)
+def render(results: list[Result], reference: str, quick: bool) -> str:
+    """Per program and test: a heading (smallest message size, copies done per label), the
+    table of medians and ratios with their intervals (``comparison.format_table``) and the
+    target verdicts."""
+    blocks = []
+    for result in results:
+        sizes = [r["smallest_size"] for r in result.runs if r["smallest_size"] is not None]
+        done: dict[str, list[int]] = {}
+        for row in result.runs:
+            count = done.setdefault(row["label"], [0, 0])
+            count[0] += sum(s == "done" for s in row["statuses"])
+            count[1] += len(row["statuses"])
+        lines = [f"== {result.program} {result.test}: sizes from "
+                 f"{min(sizes) if sizes else '-'} B; copies done: "
+                 + ", ".join(f"{label} {d}/{n}" for label, (d, n) in done.items()) + " ==",
+                 comparison.format_table(result.records, reference)]
+        for check in result.targets:
+            lines.append(f"target {TARGET[0]}/{TARGET[1]} {check['figure']} <= "
+                         f"{check['limit']}x: {_num(check['ratio'])} "
+                         f"[{_num(check['ratio_low'])}, {_num(check['ratio_high'])}] "
+                         f"-> {check['verdict']}")
+        blocks.append("\n".join(lines))
+    if any(r.targets for r in results):
+        blocks.append("targets: met = the ratio's upper bound is within the target, missed = "
+                      "its lower bound is above it, cannot tell = neither")
+    if quick:
+        blocks.append("quick mode: tiny sweeps, the figures mean nothing")
+    return "\n\n".join(blocks)
 
 
 def _names(text: str, known: tuple[str, ...], what: str) -> list[str]:
@@ -284,14 +369,22 @@ def _names(text: str, known: tuple[str, ...], what: str) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run every (repeat, program, scheduler), print the table and write the JSON."""
+    """Run every round of programs and schedulers (or read them back with ``--from``), print
+    the tables and target verdicts and write the JSON."""
     p = argparse.ArgumentParser(description="unmodified MPI programs under every scheduler")
     p.add_argument("--quick", action="store_true", help="tiny sweeps: shows that it works")
     p.add_argument("--schedulers", type=lambda t: _names(t, SCHEDULERS, "schedulers"),
-                   default=list(SCHEDULERS), help="comma-separated, default all")
+                   default=list(SCHEDULERS),
+                   help="comma-separated, default all; a name given twice runs twice (A/A)")
     p.add_argument("--programs", type=lambda t: _names(t, tuple(PROGRAMS), "programs"),
                    default=list(PROGRAMS), help="comma-separated, default all four")
-    p.add_argument("--repeats", type=int, default=3, help="runs of each case (>= 1)")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="rounds of runs (>= 1, default 3; 5 or more to call differences)")
+    p.add_argument("--order", choices=ORDERS, default="interleaved",
+                   help="interleaved (a b c a b c ...) or random (each round shuffled)")
+    p.add_argument("--order-seed", type=int, default=1, help="seed of the random order")
+    p.add_argument("--reference", default=None,
+                   help="the label ratios are taken against (default gang, else the first)")
     p.add_argument("--timeslice", type=float, default=0.2, help="seconds, default 0.2")
     p.add_argument("--spin", type=float, default=None,
                    help="the shim's spin, seconds: fixed for ics, MAX_spin for fcs (testbed's "
@@ -303,12 +396,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="source", type=Path, default=None,
                    help="re-read the run directories of an earlier --runs DIR (nothing is run)")
     p.add_argument("--out", default=None,
-                   help="write the JSON here ('-': stdout, the table then goes to stderr)")
+                   help="write the JSON here ('-': stdout, the tables then go to stderr)")
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error("--repeats must be >= 1")
+    names = labels(args.schedulers)
+    schedulers = dict(zip(names, args.schedulers, strict=True))
+    reference = args.reference or ("gang" if "gang" in names else names[0])
+    if reference not in names:
+        p.error(f"--reference {reference}: not one of {', '.join(names)}")
     pes = len(os.sched_getaffinity(0))
-    if pes < 2:
+    if pes < 2 and not args.source:
         p.error("the ping-pong clients need at least 2 PEs (CPUs)")
     runs = args.source or args.runs or default_out("real-clients")
     options = ["--timeslice", str(args.timeslice)]
@@ -317,28 +415,38 @@ def main(argv: list[str] | None = None) -> int:
     if args.spin is not None:
         options += ["--spin", str(args.spin)]
     commands = {name: command(name, args.quick) for name in args.programs}
-    cases: dict[tuple[str, str], list[dict[str, Any]]] = {
-        (name, scheduler): [] for name in args.programs for scheduler in args.schedulers}
-    for repeat in range(args.repeats):
-        for name in args.programs:
-            for scheduler in args.schedulers:
-                out = runs / f"{name}-{scheduler}-{repeat + 1}"
-                if args.source and not (out / "summary.json").is_file():
-                    p.error(f"{out}: no finished run there (read with --repeats, --schedulers "
-                            "and --programs as it was run)")
-                cases[(name, scheduler)].append(
-                    read_case(out, PROGRAMS[name]) if args.source else
-                    run_case(commands[name], PROGRAMS[name], scheduler, pes, options, out))
-    results = summarize(cases)
+    order = run_order(args.programs, names, args.repeats, args.order, args.order_seed)
+    cases: dict[str, dict[tuple[str, int], dict[str, Any]]] = {n: {} for n in args.programs}
+    began = time.monotonic()
+    for done, (repeat, name, label) in enumerate(order, start=1):
+        out = run_dir(runs, name, label, repeat)
+        if args.source:
+            if not (out / "summary.json").is_file():
+                p.error(f"{out}: no finished run there (read with --repeats, --schedulers "
+                        "and --programs as it was run)")
+            cases[name][(label, repeat)] = read_case(out, PROGRAMS[name])
+            continue
+        started = time.monotonic()
+        case = run_case(commands[name], PROGRAMS[name], schedulers[label], pes, options, out)
+        cases[name][(label, repeat)] = case
+        flag = " (disturbed: see load.json)" if case["disturbed"] else ""
+        print(f"[{done}/{len(order)}] {name} {label} round {repeat}: "
+              f"{time.monotonic() - started:.1f} s{flag}", file=sys.stderr, flush=True)
+    results = [compare(name, test, runs_of(cases[name], test, schedulers), reference)
+               for name in args.programs for test in PROGRAMS[name].tests]
     doc = {"benchmark": "real_clients", "host": host(), "quick": args.quick, "pes": pes,
            "copies": COPIES, "mpl": MPL, "timeslice_s": args.timeslice,
            "job_timeout_s": args.job_timeout, "spin_s": args.spin, "repeats": args.repeats,
+           "order": args.order, "order_seed": args.order_seed, "reference": reference,
+           "labels": schedulers, "metrics": list(METRICS), "target_limits": TARGETS,
            "programs": {name: {"argv": commands[name], "tests": list(PROGRAMS[name].tests)}
                         for name in args.programs},
-           "results": results, "targets": targets(results), "runs": str(runs)}
+           "results": [r.as_dict() for r in results], "runs": str(runs)}
+    if not args.source:
+        doc["wall_s"] = round(time.monotonic() - began, 1)
     text = json.dumps(doc, indent=2)
     to_stdout = args.out == "-"
-    print(render(doc), file=sys.stderr if to_stdout else sys.stdout)
+    print(render(results, reference, args.quick), file=sys.stderr if to_stdout else sys.stdout)
     if to_stdout:
         print(text)
     else:
