@@ -1,22 +1,33 @@
-"""The testbed's own overheads on this host, as one JSON document, and a regression check.
+"""The testbed's own overheads on this host, with intervals, and a regression check.
 
-* job launch overhead (an empty job's response minus its work) for N = 1 ... all PEs
-  (THESIS Table 5.1);
-* multi-context-switch latency p50/p99 against MPL (gang, every job on every PE);
-* MPL linearity (THESIS Fig 5.1): the mean runtime of k identical fine-grained all-to-all jobs
-  at MPL k divided by k times the runtime of one at MPL 1, for k = 1..4 and timeslices 200,
-  50, 20 and 10 ms, and the smallest timeslice at which every ratio stays within 3 %;
-* the shim's ping-pong cost and spin-block wake-up latency.
+The suite measures, in ``--rounds`` rounds (each round a fresh run of every part, the parts
+taking turns, so drift of the machine spreads over all of them):
 
-``--as-user USER`` (as root) runs the suite twice, as root and then as that unprivileged user,
-and reports the two side by side: a table on stderr, and ``root`` and ``unprivileged`` halves in
-the JSON.  ``--baseline FILE`` compares the ratio figures (MPL linearity, shim cost) with a
-stored run of this suite of the same shape and exits 1 when one is worse by more than
-``--tolerance`` (default 10 %, relative).  ``--quick`` runs a tiny version to show the suite
-works (CI); its figures mean nothing.
+* ``launch``: job launch overhead (an empty job's response minus its work), N = 1 ... all PEs
+  (THESIS Table 5.1): ``launch_overhead_s[n=N]``, the median of the round's empty jobs;
+* ``switch``: multi-context-switch latency under gang, every job on every PE, against MPL:
+  ``switch_p50_us[mpl=K]`` and ``switch_p99_us[mpl=K]`` over the round's switches;
+* ``linearity``: MPL linearity (THESIS Fig 5.1), the mean runtime of k identical fine-grained
+  all-to-all jobs at MPL k over k times one job's at MPL 1: ``mpl_linearity[Tms][k=K]``, and
+  the smallest timeslice at which every median ratio stays within 3 %;
+* ``shim``: the shim's ping-pong cost (``shim_pingpong_ratio``: with / without, alternated in
+  the round) and spin-block wake-up (a rank blocked after 100 us of spinning on a peer away
+  2-10 ms: ``wakeup_p50_us``, ``wakeup_p99_us`` and ``blocked_cpu_share``, the waiting rank's
+  CPU use as a fraction of a core).
 
-Usage: ``python -m benchmarks.overheads [--quick] [--as-user USER] [--baseline FILE]
-[--out FILE]``
+Every figure is one value per round; the document holds the samples (``samples``) and, per
+figure, the median with its 95 % bootstrap interval (``figures``); a table of them goes to
+stderr.  ``--baseline FILE`` (an earlier ``--out``) compares every figure both documents have
+by ``testbed.experiments.regression.check`` (a one-sided rank test, Holm-corrected over the
+figures, and a ratio of medians above ``1 + --margin`` with its interval above 1; larger is
+worse for every figure), prints a table of the comparison and exits 1 when a figure regressed.
+``--parts`` measures only some parts.  ``--as-user USER`` (as root) runs the suite twice, as
+root and then as that unprivileged user, side by side (``root`` and ``unprivileged`` halves in
+the JSON).  ``--quick`` runs a tiny version to show the suite works (CI); its figures mean
+nothing.
+
+Usage: ``python -m benchmarks.overheads [--quick] [--rounds N] [--parts launch,switch,...]
+[--as-user USER] [--baseline FILE] [--margin 0.10] [--out FILE]``
 """
 
 from __future__ import annotations
@@ -27,18 +38,27 @@ import os
 import shutil
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
 from benchmarks.harness import events, host, run_workload, table
+from testbed.emulation import injection
+from testbed.experiments.regression import MARGIN, Finding, check, least_rounds
+from testbed.experiments.stats import median_interval
 
 LINEARITY_LIMIT = 0.03
-FULL = {"launch_repeats": 7, "switch_mpls": (2, 3, 4), "switch_work": 4.0,
-        "timeslices": (0.2, 0.05, 0.02, 0.01), "mpls": (1, 2, 3, 4), "work": 2.0,
-        "shim": (5, 20000, 300)}
-QUICK = {"launch_repeats": 2, "switch_mpls": (2,), "switch_work": 0.6, "timeslices": (0.2,),
-         "mpls": (1, 2), "work": 0.4, "shim": (1, 500, 12)}
+PARTS = ("launch", "switch", "linearity", "shim")
+FULL = {"rounds": 7, "parts": PARTS, "launch_sizes": None, "launch_jobs": 3, "launch_gap": 0.3,
+        "switch_mpls": (2, 3, 4), "switch_work": 1.0, "switch_timeslice": 0.05,
+        "timeslices": (0.2, 0.05, 0.02, 0.01), "mpls": (1, 2, 3, 4), "work": 1.0,
+        "pingpong_iterations": 20000, "waits": 100}
+QUICK = {"rounds": 2, "parts": PARTS, "launch_sizes": None, "launch_jobs": 1, "launch_gap": 0.3,
+         "switch_mpls": (2,), "switch_work": 0.6, "switch_timeslice": 0.05,
+         "timeslices": (0.2,), "mpls": (1, 2), "work": 0.4,
+         "pingpong_iterations": 500, "waits": 12}
+SIDES = ("root", "unprivileged")
 
 
 def mean_runtime(k: int, timeslice: float, work: float) -> float:
@@ -59,54 +79,151 @@ def mean_runtime(k: int, timeslice: float, work: float) -> float:
     return statistics.fmean(walls)
 
 
-def linearity(timeslices: tuple[float, ...], mpls: tuple[int, ...],
-              work: float) -> dict[str, Any]:
-    """Ratios mean runtime at MPL k / (k * runtime at MPL 1), by timeslice (ms) and k."""
-    ratios: dict[str, dict[str, float]] = {}
-    for timeslice in timeslices:
-        runtime = {k: mean_runtime(k, timeslice, work) for k in sorted({1, *mpls})}
-        ratios[f"{timeslice * 1000:g}"] = {str(k): round(runtime[k] / (k * runtime[1]), 4)
-                                           for k in mpls}
-    within = [float(t) for t, row in ratios.items()
-              if all(abs(r - 1) <= LINEARITY_LIMIT for r in row.values())]
-    return {"ratios": ratios, "smallest_linear_timeslice_ms": min(within) if within else None,
-            "limit": LINEARITY_LIMIT}
+def launch_round(plan: dict[str, Any]) -> dict[str, float]:
+    """One round of launch overhead figures (s), for N in ``plan["launch_sizes"]`` (None:
+    1 ... all PEs)."""
+    sizes = plan["launch_sizes"] or range(1, len(os.sched_getaffinity(0)) + 1)
+    return {f"launch_overhead_s[n={n}]":
+            launch_overhead.measure(n, plan["launch_jobs"], plan["launch_gap"])["median_s"]
+            for n in sizes}
 
 
-def measure(plan: dict[str, Any]) -> dict[str, Any]:
-    """Every figure of the suite for this host."""
-    pes = len(os.sched_getaffinity(0))
-    return {
-        "benchmark": "overheads", "host": host(),
-        "launch_overhead": [launch_overhead.measure(n, plan["launch_repeats"], 0.5)
-                            for n in range(1, pes + 1)],
-        "switch_latency": [switch_latency.measure(plan["switch_work"], 0.2, mpl)
-                           for mpl in plan["switch_mpls"]],
-        "mpl_linearity": linearity(plan["timeslices"], plan["mpls"], plan["work"]),
-        "shim": shim_cost.measure(*plan["shim"]),
-    }
-
-
-def ratio_figures(result: dict[str, Any]) -> dict[str, float]:
-    """The figures compared against a baseline (larger is worse for each); those of a
-    side-by-side document are named ``root:...`` and ``unprivileged:...``."""
-    if "root" in result:
-        return {f"{side}:{name}": value for side in SIDES
-                for name, value in ratio_figures(result[side]).items()}
-    figures = {f"mpl_linearity[{t}ms][k={k}]": r
-               for t, row in result["mpl_linearity"]["ratios"].items() for k, r in row.items()}
-    figures["shim_pingpong_ratio"] = result["shim"]["pingpong"]["ratio"]
+def switch_round(plan: dict[str, Any]) -> dict[str, float]:
+    """One round of switch latency figures (us) per MPL."""
+    figures = {}
+    for mpl in plan["switch_mpls"]:
+        latency = switch_latency.measure(plan["switch_work"], plan["switch_timeslice"],
+                                         mpl)["latency_us"]
+        figures[f"switch_p50_us[mpl={mpl}]"] = latency["p50"]
+        figures[f"switch_p99_us[mpl={mpl}]"] = latency["p99"]
     return figures
 
 
-SIDES = ("root", "unprivileged")
+def linearity_round(plan: dict[str, Any]) -> dict[str, float]:
+    """One round of MPL linearity ratios, by timeslice (ms) and k > 1."""
+    figures = {}
+    for timeslice in plan["timeslices"]:
+        runtime = {k: mean_runtime(k, timeslice, plan["work"]) for k in sorted({1, *plan["mpls"]})}
+        for k in plan["mpls"]:
+            if k > 1:
+                figures[f"mpl_linearity[{timeslice * 1000:g}ms][k={k}]"] = \
+                    runtime[k] / (k * runtime[1])
+    return figures
 
 
-def as_unprivileged(user: str, quick: bool) -> dict[str, Any]:
+def shim_round(plan: dict[str, Any]) -> dict[str, float]:
+    """One round of the shim's figures: the ping-pong ratio with / without, the spin-block
+    wake-up latency (us) and the blocked rank's CPU share."""
+    done = shim_cost.measure(1, plan["pingpong_iterations"], plan["waits"], long_waits=False)
+    blocked = done["wakeup"]["shim_spin_block_100us"]
+    return {"shim_pingpong_ratio": done["pingpong"]["ratio"],
+            "wakeup_p50_us": blocked["wakeup_us"]["p50"],
+            "wakeup_p99_us": blocked["wakeup_us"]["p99"],
+            "blocked_cpu_share": blocked["cpu_share"]}
+
+
+ROUNDS = {"launch": launch_round, "switch": switch_round, "linearity": linearity_round,
+          "shim": shim_round}
+
+
+def summarise(samples: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    """Per figure: the number of rounds, the median and its 95 % bootstrap interval."""
+    figures = {}
+    for name, values in samples.items():
+        interval = median_interval(values)
+        figures[name] = {"n": len(values), "median": interval.value, "ci_low": interval.low,
+                         "ci_high": interval.high}
+    return figures
+
+
+def smallest_linear_timeslice(figures: dict[str, dict[str, Any]]) -> float | None:
+    """The smallest timeslice (ms) whose every linearity ratio's median is within 3 % of 1."""
+    by_timeslice: dict[float, list[float]] = {}
+    for name, figure in figures.items():
+        if name.startswith("mpl_linearity["):
+            timeslice = float(name.split("[")[1].removesuffix("ms]"))
+            by_timeslice.setdefault(timeslice, []).append(figure["median"])
+    within = [t for t, medians in by_timeslice.items()
+              if all(abs(m - 1) <= LINEARITY_LIMIT for m in medians)]
+    return min(within) if within else None
+
+
+def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+    """Every figure of the suite for this host: ``plan["rounds"]`` rounds of each part of
+    ``plan["parts"]``, in turn.  ``progress(message)`` is told of each round."""
+    started = time.time()
+    samples: dict[str, list[float]] = {}
+    for round_index in range(plan["rounds"]):
+        if progress is not None:
+            progress(f"round {round_index + 1} of {plan['rounds']}")
+        for part in plan["parts"]:
+            for name, value in ROUNDS[part](plan).items():
+                samples.setdefault(name, []).append(value)
+    figures = summarise(samples)
+    document = {
+        "benchmark": "overheads", "host": host(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        "seconds": round(time.time() - started, 1),
+        "plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()},
+        "samples": samples, "figures": figures,
+        "mpl_linearity": {"smallest_linear_timeslice_ms": smallest_linear_timeslice(figures),
+                          "limit": LINEARITY_LIMIT},
+    }
+    delays = injection.describe(os.environ)
+    if delays is not None:
+        document["injected_delays"] = delays
+    return document
+
+
+def sample_sets(result: dict[str, Any]) -> dict[str, list[float]]:
+    """The samples compared against a baseline; those of a side-by-side document are named
+    ``root:...`` and ``unprivileged:...``."""
+    if "root" in result:
+        return {f"{side}:{name}": values for side in SIDES
+                for name, values in sample_sets(result[side]).items()}
+    return result["samples"]
+
+
+def _interval(figure: dict[str, Any]) -> str:
+    if figure["ci_low"] is None:
+        return f"{figure['median']:.4g}"
+    return f"{figure['median']:.4g} [{figure['ci_low']:.4g}, {figure['ci_high']:.4g}]"
+
+
+def figures_table(result: dict[str, Any]) -> str:
+    """A table of every figure: median [95 % interval] and rounds (both halves of a
+    side-by-side document)."""
+    if "root" in result:
+        root, user = (result[side]["figures"] for side in SIDES)
+        rows = [[name, _interval(root[name]), _interval(user[name])]
+                for name in root if name in user]
+        return table(["figure", "root", f"unprivileged ({result['unprivileged']['user']})"],
+                     rows)
+    rows = [[name, _interval(f), f["n"]] for name, f in result["figures"].items()]
+    return table(["figure", "median [95 % interval]", "rounds"], rows)
+
+
+def findings_table(findings: list[Finding]) -> str:
+    """A table of a comparison with a baseline: per figure the medians, the ratio with its
+    interval, the Holm-corrected p-value and the verdict."""
+    rows = []
+    for f in findings:
+        ratio = "-" if f.ratio is None else f"{f.ratio.value:.3f}"
+        if f.ratio is not None and f.ratio.low is not None:
+            ratio += f" [{f.ratio.low:.3f}, {f.ratio.high:.3f}]"
+        rows.append([f.figure, f"{f.now.value:.4g}", f"{f.then.value:.4g}", ratio,
+                     "-" if f.p_adjusted is None else f"{f.p_adjusted:.3g}",
+                     "REGRESSED" if f.regressed else "ok"])
+    return table(["figure", "now", "baseline", "ratio [95 %]", "Holm p", "verdict"], rows)
+
+
+def as_unprivileged(user: str, quick: bool, rounds: int | None,
+                    parts: tuple[str, ...]) -> dict[str, Any]:
     """The suite's document measured by ``user`` (we must be root); ``RuntimeError`` with its
     error output if that run fails."""
-    done = unprivileged.as_user(user, [sys.executable, "-m", "benchmarks.overheads",
-                                       *(["--quick"] if quick else [])], Path("/"))
+    argv = [sys.executable, "-m", "benchmarks.overheads", "--parts", ",".join(parts),
+            *(["--quick"] if quick else []), *(["--rounds", str(rounds)] if rounds else [])]
+    done = unprivileged.as_user(user, argv, Path("/"))
     if done.returncode != 0:
         raise RuntimeError(f"the suite failed as {user}: {done.stderr.strip()[-2000:]}")
     result = json.loads(done.stdout)
@@ -114,70 +231,71 @@ def as_unprivileged(user: str, quick: bool) -> dict[str, Any]:
     return result
 
 
-def side_by_side(result: dict[str, Any]) -> str:
-    """A table of the headline figures of a side-by-side document, root against unprivileged
-    (launch overhead in s; switch latency in microseconds; linearity ratios)."""
-    root, user = (result[side] for side in SIDES)
-    rows: list[list[Any]] = []
-    for a, b in zip(root["launch_overhead"], user["launch_overhead"], strict=True):
-        rows.append([f"launch overhead, {a['ranks']} ranks (s)", a["median_s"], b["median_s"]])
-    for a, b in zip(root["switch_latency"], user["switch_latency"], strict=True):
-        for q in ("p50", "p99"):
-            rows.append([f"switch {q}, MPL {a['mpl']} (us)", a["latency_us"][q],
-                         b["latency_us"][q]])
-    for t, row in root["mpl_linearity"]["ratios"].items():
-        for k, r in row.items():
-            if k != "1":
-                rows.append([f"MPL linearity, {t} ms, k={k}", r,
-                             user["mpl_linearity"]["ratios"][t][k]])
-    rows.append(["shim ping-pong ratio", root["shim"]["pingpong"]["ratio"],
-                 user["shim"]["pingpong"]["ratio"]])
-    return table(["figure", "root", f"unprivileged ({user['user']})"], rows)
-
-
-def regressions(result: dict[str, Any], baseline: dict[str, Any],
-                tolerance: float) -> list[str]:
-    """Ratio figures worse than the baseline's by more than ``tolerance`` (relative)."""
-    now, then = ratio_figures(result), ratio_figures(baseline)
-    return [f"{name}: {now[name]:.4f} > baseline {then[name]:.4f} * (1 + {tolerance:g})"
-            for name in sorted(now.keys() & then.keys())
-            if now[name] > then[name] * (1 + tolerance)]
-
-
 def read_baseline(path: Path) -> dict[str, Any]:
     """The JSON document of an earlier run of this suite; ``ValueError`` when ``path`` cannot
-    be read or holds no ratio figures."""
+    be read or holds no samples of figures."""
     try:
         baseline = json.loads(path.read_text())
-        figures = ratio_figures(baseline)
+        samples = sample_sets(baseline)
+        odd = sorted(name for name, values in samples.items()
+                     if not isinstance(values, list) or not values
+                     or any(isinstance(v, bool) or not isinstance(v, int | float)
+                            for v in values))
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
-        raise ValueError(f"{path}: not a baseline of this suite ({err!r})") from err
-    odd = sorted(name for name, value in figures.items()
-                 if isinstance(value, bool) or not isinstance(value, int | float))
-    if odd:
-        raise ValueError(f"{path}: not a baseline of this suite (not numbers: {', '.join(odd)})")
+        raise ValueError(f"{path}: not a baseline of this suite ({err!r}; documents written "
+                         "before the suite kept its rounds' samples cannot be compared: "
+                         "measure a new baseline)") from err
+    if odd or not samples:
+        raise ValueError(f"{path}: not a baseline of this suite (not lists of numbers: "
+                         f"{', '.join(odd) or 'no figures'})")
     return baseline
 
 
-def compare(result: dict[str, Any], baseline: dict[str, Any], tolerance: float) -> int:
-    """Print each regression of ``result`` against ``baseline`` to stderr; the exit status:
-    1 when there is one, else 0."""
-    found = regressions(result, baseline, tolerance)
-    for line in found:
-        print(f"regression: {line}", file=sys.stderr)
-    return 1 if found else 0
+def compare(result: dict[str, Any], baseline: dict[str, Any], margin: float) -> int:
+    """Print the comparison of ``result`` with ``baseline`` and each regression to stderr;
+    the exit status: 1 when a figure regressed, else 0."""
+    now, then = sample_sets(result), sample_sets(baseline)
+    findings = check(now, then, margin)
+    print(findings_table(findings), file=sys.stderr)
+    needed = least_rounds(len(findings))
+    fewest = min((min(len(now[f.figure]), len(then[f.figure])) for f in findings),
+                 default=needed)
+    if fewest < needed:
+        print(f"note: with {fewest} rounds no regression can be called among {len(findings)} "
+              f"figures (it takes {needed} a side)", file=sys.stderr)
+    for finding in findings:
+        if finding.regressed:
+            print(f"regression: {finding.describe()}", file=sys.stderr)
+    return 1 if any(f.regressed for f in findings) else 0
+
+
+def _parts(text: str) -> tuple[str, ...]:
+    parts = tuple(p.strip() for p in text.split(",") if p.strip())
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        raise argparse.ArgumentTypeError(f"parts are {', '.join(PARTS)}; got {text!r}")
+    return parts
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the suite, print (and optionally save) the JSON, compare with a baseline."""
     p = argparse.ArgumentParser(description="the testbed's overhead regression suite")
     p.add_argument("--quick", action="store_true", help="tiny runs: shows the suite works")
+    p.add_argument("--rounds", type=int, default=None,
+                   help=f"rounds of every part (default {FULL['rounds']}, quick "
+                        f"{QUICK['rounds']})")
+    p.add_argument("--parts", type=_parts, default=PARTS,
+                   help=f"comma-separated, of {','.join(PARTS)} (default all)")
     p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
-    p.add_argument("--tolerance", type=float, default=0.10, help="relative, default 0.10")
+    p.add_argument("--margin", type=float, default=MARGIN,
+                   help="relative shift below which nothing is called (default 0.10)")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     p.add_argument("--as-user", default=None, metavar="USER",
                    help="as root: also measure as this unprivileged user, side by side")
     args = p.parse_args(argv)
+    if args.rounds is not None and args.rounds < 1:
+        print("overheads: --rounds must be >= 1", file=sys.stderr)
+        return 2
     if args.as_user is not None and (os.geteuid() != 0 or unprivileged.missing_tools()):
         print("overheads: --as-user needs root, runuser and unshare", file=sys.stderr)
         return 2
@@ -188,17 +306,26 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as err:
             print(f"overheads: {err}", file=sys.stderr)
             return 2
-    result = measure(QUICK if args.quick else FULL)
+    plan = {**(QUICK if args.quick else FULL), "parts": args.parts}
+    if args.rounds is not None:
+        plan["rounds"] = args.rounds
+
+    def progress(message: str) -> None:
+        print(f"overheads: {message}", file=sys.stderr, flush=True)
+
+    result = measure(plan, progress)
     result["quick"] = args.quick
     if args.as_user is not None:
-        result = {"benchmark": "overheads", "host": result["host"], "quick": args.quick,
-                  "root": result, "unprivileged": as_unprivileged(args.as_user, args.quick)}
-        print(side_by_side(result), file=sys.stderr)
+        result = {"benchmark": "overheads", "host": result["host"], "date": result["date"],
+                  "quick": args.quick, "root": result,
+                  "unprivileged": as_unprivileged(args.as_user, args.quick, args.rounds,
+                                                  args.parts)}
+    print(figures_table(result), file=sys.stderr)
     text = json.dumps(result, indent=2)
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
-    return 0 if baseline is None else compare(result, baseline, args.tolerance)
+    return 0 if baseline is None else compare(result, baseline, args.margin)
 
 
 if __name__ == "__main__":

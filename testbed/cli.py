@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 from testbed import __version__
 from testbed.class_tables import ClassTableError, load_class_table
 from testbed.driver import Driver, OwnerStream, Stalled, new_run_id
-from testbed.emulation import shim
+from testbed.emulation import injection, shim
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.memory import (
     MemorySetupError,
@@ -235,6 +235,10 @@ def _check_common(args: argparse.Namespace, schedulers: list[str]) -> Machine:
     _check_policy_options(args, schedulers)
     if args.spin is not None and args.spin < 0:
         raise UsageError(f"--spin must be >= 0, got {args.spin}")
+    try:
+        injection.describe(os.environ)
+    except ValueError as err:
+        raise UsageError(f"environment: {err}") from None
     if args.memory_admission is not None and args.memory_admission <= 0:
         raise UsageError(f"--memory-admission must be > 0, got {args.memory_admission}")
     if args.memory_history is None and args.memory_admission is not None:
@@ -395,6 +399,9 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         "memory_history": str(args.memory_history) if args.memory_history else None,
         "swap": swap.describe() if swap else None,
     }
+    delays = injection.describe(os.environ)
+    if delays is not None:
+        config["injected_delays"] = delays
     owners = _owner_stream(args)
     if machine.hosts and (owners is not None or workload.owners):
         raise UsageError("workstation owners run on one host only (no --hosts, no Slurm hosts)")

@@ -13,6 +13,10 @@ the shim nor the benchmark counts stopped time as communication wait (THESIS §3
 shim, the NM also preloads the library into the ranks (``-genv LD_PRELOAD``), reads
 block/unblock datagrams on its socket, and sets each rank's spin as its node policy says
 (under FCS, by class).
+
+``TESTBED_DELAY_SWITCH_US`` (off by default, ``testbed.emulation.injection``) makes the NM
+busy-wait that long in every switch that stops or continues a rank, between the stops and the
+continues: a known slowdown for checking that the overhead suite detects one.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from testbed.emulation import paging, procs
+from testbed.emulation import injection, paging, procs
 from testbed.emulation.memory import NodeCgroups
 from testbed.emulation.messages import (
     Heartbeat,
@@ -50,6 +54,10 @@ from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
 from testbed.policies.spin import Spin
 
 SAMPLE_INTERVAL = 0.5
+def _busy_wait(seconds: float) -> None:
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        pass
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,7 @@ class NodeManager:
         self.unmarked: set[int] = set()
         self.rank_priority = procs.RankPriority()
         self.signalled_at: float | None = None
+        self.switch_delay = injection.switch_delay_s(env)
 
     def handle(self, msg: Message) -> list[object]:
         """Carry out one message from the MM; return the replies."""
@@ -345,6 +354,8 @@ class NodeManager:
                 self.spins[key] = spin
         if self.page_in:
             self._page(incoming, "in", paging.page_in)
+        if self.switch_delay and (outgoing or incoming):
+            _busy_wait(self.switch_delay)
         for key in self._ours_last(incoming):
             self._signal(key, signal.SIGCONT)
         self.active = wanted

@@ -11,6 +11,9 @@
  * learns of them at once without polling.  Outside the testbed (no
  * record to attach to) the shim keeps a private record and busy-polls like MPICH unless
  * TESTBED_SPIN is "fixed:SECONDS" or "adaptive:MAX_SECONDS[:MIN_SECONDS]".
+ *
+ * TESTBED_DELAY_SHIM_NS (off by default) makes every wrapped call busy-wait that many
+ * nanoseconds more: a known slowdown for checking that the overhead suite detects one.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -41,6 +44,7 @@ static int nm_fd = -1;
 static struct sockaddr_un nm_addr;
 static socklen_t nm_len;
 static unsigned calls;
+static double injected_delay_s;
 
 static double now(void) {
     struct timespec ts;
@@ -90,8 +94,22 @@ static void connect_node_manager(void) {
     nm_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + len);
 }
 
+static void delay_from_env(void) {
+    const char *ns = getenv("TESTBED_DELAY_SHIM_NS");
+    if (ns != NULL) injected_delay_s = atof(ns) * 1e-9;
+}
+
+/* Busy-wait the injected delay, if any. */
+static void injected_delay(void) {
+    if (injected_delay_s <= 0.0) return;
+    double until = now() + injected_delay_s;
+    while (now() < until) {
+    }
+}
+
 __attribute__((constructor)) static void tb_attach(void) {
     spin_from_env();
+    delay_from_env();
     private_record.pid = (int32_t)getpid();
     const char *run = getenv("TESTBED_RUN"), *job = getenv("TESTBED_JOB");
     const char *rank = rank_from_env();
@@ -169,6 +187,7 @@ static void account(int coscheduled, double waited) {
         rec->t_dc += waited;
     }
     if ((++calls & CPU_SAMPLE_MASK) == 0) rec->cpu_s = cpu_now();
+    injected_delay();
 }
 
 /* A completion test: sets *done when the awaited operation(s) completed. */

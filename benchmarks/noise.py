@@ -1,0 +1,343 @@
+"""How often the overhead suite's regression check raises a false alarm, and how often it
+catches a known slowdown, measured on this host.
+
+The overhead suite (``benchmarks.overheads``, here its launch, switch and shim parts) runs
+again and again on the same code, in this order: A0 B0 A1 B1 ... An.  The A runs are the code
+as it is; the B runs carry a known slowdown, injected through ``testbed.emulation.injection``:
+every switch delayed by ``--slowdown`` (20 %) of A0's median switch latency, and every MPI call
+the shim wraps delayed so that the ping-pong round trip with the shim grows by ``--slowdown``
+(the delay per call is calibrated first: ping-pongs with and without a test delay, alternated).
+
+* An **A/A pair** compares A(i+1) against A(i) as its baseline, exactly as ``overheads
+  --baseline`` would: any figure called a regression is a false alarm.
+* An **A/B pair** compares B(i) against A(i): the pair *detects* the slowdown of a figure when
+  that figure is called.  The figures aimed at are ``switch_p50_us[mpl=2]`` and
+  ``shim_pingpong_ratio``; the others are untouched, and a call on one of them is a false
+  alarm too.
+
+The last ``--hog-pairs`` pairs run with a CPU hog (a busy loop) pinned to the last CPU through
+both sides, as on a loaded machine.  Each suite run records what else used the CPUs
+(``testbed.experiments.load``).  The rates come with 95 % Clopper-Pearson intervals
+(``scipy.stats.binomtest``).  Every suite document is kept in the output directory, and
+``--from DIR`` derives the rates again from them (with another ``--margin`` if asked).
+``--report FILE`` writes a Markdown page of the results, with the host and date.
+
+Usage: ``python -m benchmarks.noise [--pairs 20] [--hog-pairs 5] [--rounds 6]
+[--slowdown 0.2] [--margin 0.10] [--out DIR] [--from DIR] [--report FILE] [--quick]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import binomtest
+
+from benchmarks import overheads, shim_cost
+from benchmarks.harness import default_out, host, table
+from testbed.emulation import injection
+from testbed.emulation.mpi_info import detect_mpi
+from testbed.emulation.shim import library_path
+from testbed.experiments import load
+from testbed.experiments.regression import MARGIN, check
+
+SWITCH_FIGURE = "switch_p50_us[mpl=2]"
+SHIM_FIGURE = "shim_pingpong_ratio"
+TARGETS = (SWITCH_FIGURE, SHIM_FIGURE)
+CALIBRATION_NS = 2000.0
+
+
+def noise_plan(rounds: int) -> dict[str, Any]:
+    """The suite as measured here: launch (N = all PEs), switch (MPL 2) and shim parts."""
+    return {**overheads.FULL, "rounds": rounds, "parts": ("launch", "switch", "shim"),
+            "launch_sizes": (len(os.sched_getaffinity(0)),), "launch_jobs": 2,
+            "switch_mpls": (2,), "waits": 60}
+
+
+def quick_plan() -> dict[str, Any]:
+    """A tiny suite (switch and shim, two rounds) that only shows the benchmark works."""
+    return {**overheads.QUICK, "parts": ("switch", "shim")}
+
+
+def sequence(pairs: int, hog_pairs: int) -> list[dict[str, Any]]:
+    """The suite runs in order: quiet A0 B0 ... A(q), then hogged A0 B0 ... A(h), with
+    q = pairs - hog_pairs and h = hog_pairs (no hogged runs when h = 0)."""
+    steps = []
+    for hog, count in ((False, pairs - hog_pairs), (True, hog_pairs)):
+        if count <= 0:
+            continue
+        for i in range(count):
+            steps += [{"side": "A", "index": i, "hog": hog}, {"side": "B", "index": i, "hog": hog}]
+        steps.append({"side": "A", "index": count, "hog": hog})
+    return steps
+
+
+def pair_up(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The comparisons of a sequence: A/A (A(i+1) against A(i)) and A/B (B(i) against A(i)),
+    each with the positions of its baseline and subject in ``steps``."""
+    where = {(s["hog"], s["side"], s["index"]): n for n, s in enumerate(steps)}
+    found = []
+    for (hog, side, index), n in sorted(where.items()):
+        if side != "A":
+            continue
+        for kind, subject in (("A/A", (hog, "A", index + 1)), ("A/B", (hog, "B", index))):
+            if subject in where:
+                found.append({"kind": kind, "hog": hog, "baseline": n,
+                              "subject": where[subject]})
+    return sorted(found, key=lambda p: (p["subject"], p["kind"]))
+
+
+def proportion(k: int, n: int) -> dict[str, Any]:
+    """``k`` of ``n`` as a rate with its 95 % Clopper-Pearson interval (None for n = 0)."""
+    if n == 0:
+        return {"k": 0, "n": 0, "rate": None, "ci_low": None, "ci_high": None}
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return {"k": k, "n": n, "rate": k / n, "ci_low": ci.low, "ci_high": ci.high}
+
+
+def judge(documents: list[dict[str, Any]], steps: list[dict[str, Any]],
+          margin: float) -> dict[str, Any]:
+    """Compare every pair of ``documents`` (the suite runs of ``steps``, in order) and count:
+    false alarms of A/A pairs, false alarms on untouched figures of A/B pairs, detections per
+    target figure, and the slowdown the injection caused (median over A/B pairs of the ratio
+    of medians, per target figure)."""
+    pairs = []
+    for pair in pair_up(steps):
+        findings = check(overheads.sample_sets(documents[pair["subject"]]),
+                         overheads.sample_sets(documents[pair["baseline"]]), margin)
+        pairs.append({**pair, "called": [f.figure for f in findings if f.regressed],
+                      "ratios": {f.figure: f.ratio.value for f in findings
+                                 if f.ratio is not None}})
+    summary: dict[str, Any] = {"pairs": pairs, "margin": margin}
+    for label, hog in (("all", None), ("quiet", False), ("hog", True)):
+        chosen = [p for p in pairs if hog is None or p["hog"] == hog]
+        aa = [p for p in chosen if p["kind"] == "A/A"]
+        ab = [p for p in chosen if p["kind"] == "A/B"]
+        summary[label] = {
+            "false_alarms": proportion(sum(bool(p["called"]) for p in aa), len(aa)),
+            "false_alarms_untouched_in_ab": proportion(
+                sum(any(f not in TARGETS for f in p["called"]) for p in ab), len(ab)),
+            "detected": {f: proportion(sum(f in p["called"] for p in ab), len(ab))
+                         for f in TARGETS},
+            "slowdown": {f: statistics.median(p["ratios"][f] for p in ab)
+                         if all(f in p["ratios"] for p in ab) and ab else None
+                         for f in TARGETS},
+        }
+    called = [f for p in pairs if p["kind"] == "A/A" for f in p["called"]]
+    summary["false_alarms_by_figure"] = {f: called.count(f) for f in sorted(set(called))}
+    return summary
+
+
+def calibrate_shim(slowdown: float, iterations: int, repeats: int = 3) -> dict[str, float]:
+    """The shim delay per call (ns) that makes the 8-byte ping-pong's round trip with the shim
+    ``slowdown`` slower: ping-pongs with no delay and with ``CALIBRATION_NS`` alternated
+    ``repeats`` times; the slope is the round trip's growth per ns of delay."""
+    preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}
+    plain, delayed = [], []
+    for _ in range(repeats):
+        plain.append(shim_cost._run("pingpong", iterations, preload)["round_trip_us"])
+        delayed.append(shim_cost._run("pingpong", iterations, {
+            **preload, injection.SHIM_ENV: f"{CALIBRATION_NS:g}"})["round_trip_us"])
+    base = statistics.median(plain)
+    slope = (statistics.median(delayed) - base) / CALIBRATION_NS
+    if slope <= 0:
+        raise RuntimeError("the calibration delay did not slow the ping-pong")
+    return {"round_trip_us": base, "us_per_ns": slope,
+            "shim_ns": round(slowdown * base / slope, 1)}
+
+
+@contextmanager
+def cpu_hog(on: bool) -> Iterator[None]:
+    """A busy loop pinned to the last CPU while inside (nothing when ``on`` is false)."""
+    if not on:
+        yield
+        return
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                           stdin=subprocess.DEVNULL)
+    try:
+        os.sched_setaffinity(hog.pid, {max(os.sched_getaffinity(0))})
+        yield
+    finally:
+        hog.kill()
+        hog.wait()
+
+
+@contextmanager
+def injected(delays: dict[str, float] | None) -> Iterator[None]:
+    """The injection's environment variables set while inside (for the suite's runs)."""
+    names = {"switch_us": injection.SWITCH_ENV, "shim_ns": injection.SHIM_ENV}
+    saved = {name: os.environ.get(name) for name in names.values()}
+    try:
+        for key, value in (delays or {}).items():
+            os.environ[names[key]] = f"{value:g}"
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run(steps: list[dict[str, Any]], plan: dict[str, Any], slowdown: float,
+        out: Path) -> list[dict[str, Any]]:
+    """Run the suite once per step (B steps slowed), writing each document to ``out``; the
+    documents in order."""
+    calibration = calibrate_shim(slowdown, plan["pingpong_iterations"])
+    print(f"noise: shim delay {calibration['shim_ns']:g} ns per call "
+          f"({calibration['us_per_ns'] * 1000:.2f} ns of round trip per ns)", file=sys.stderr)
+    documents: list[dict[str, Any]] = []
+    delays: dict[str, float] | None = None
+    started = time.monotonic()
+    for n, step in enumerate(steps):
+        if step["side"] == "B" and delays is None:
+            p50 = documents[0]["figures"][SWITCH_FIGURE]["median"]
+            delays = {"switch_us": round(slowdown * p50, 1), "shim_ns": calibration["shim_ns"]}
+        with cpu_hog(step["hog"]), injected(delays if step["side"] == "B" else None):
+            before = load.snapshot()
+            document = overheads.measure(plan)
+            document["load"] = load.disturbance(before, load.snapshot())
+        document["noise_step"] = {**step, "calibration": calibration}
+        (out / f"suite-{n:02d}.json").write_text(json.dumps(document, indent=2) + "\n")
+        documents.append(document)
+        elapsed = time.monotonic() - started
+        left = elapsed / (n + 1) * (len(steps) - n - 1)
+        print(f"noise: run {n + 1} of {len(steps)} ({step['side']}{step['index']}"
+              f"{', hog' if step['hog'] else ''}) done; about {left / 60:.0f} min left",
+              file=sys.stderr, flush=True)
+    return documents
+
+
+def read_runs(directory: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The suite documents of an earlier run of this benchmark and their steps;
+    ``ValueError`` when ``directory`` holds none."""
+    paths = sorted(directory.glob("suite-*.json"))
+    if not paths:
+        raise ValueError(f"{directory}: no suite-*.json of a noise run")
+    documents = []
+    for path in paths:
+        try:
+            documents.append(json.loads(path.read_text()))
+            documents[-1]["noise_step"]["side"]
+        except (OSError, ValueError, KeyError, TypeError) as err:
+            raise ValueError(f"{path}: not a suite document of a noise run ({err})") from err
+    steps = [{k: d["noise_step"][k] for k in ("side", "index", "hog")} for d in documents]
+    return documents, steps
+
+
+def _rate(p: dict[str, Any]) -> str:
+    if p["rate"] is None:
+        return "-"
+    return f"{p['k']}/{p['n']} = {p['rate']:.0%} [{p['ci_low']:.0%}, {p['ci_high']:.0%}]"
+
+
+def rates_table(summary: dict[str, Any]) -> str:
+    """The rates, quiet, hogged and all together."""
+    rows = []
+    for label in ("quiet", "hog", "all"):
+        s = summary[label]
+        rows.append([label, _rate(s["false_alarms"]), _rate(s["false_alarms_untouched_in_ab"]),
+                     *(_rate(s["detected"][f]) for f in TARGETS),
+                     *("-" if s["slowdown"][f] is None else f"{s['slowdown'][f]:.2f}x"
+                       for f in TARGETS)])
+    return table(["pairs", "false alarms (A/A)", "false alarms (A/B, untouched figures)",
+                  "switch p50 slowdown detected", "shim slowdown detected",
+                  "switch p50 B/A", "shim ratio B/A"], rows)
+
+
+def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: str) -> str:
+    """A Markdown page of the results: what was run, on what, and the rates."""
+    first = documents[0]
+    plan, h = first["plan"], first["host"]
+    seconds = sum(d["seconds"] for d in documents)
+    disturbed = sum(d["load"]["disturbed"] for d in documents if not d["noise_step"]["hog"])
+    delays = next((d["injected_delays"] for d in documents if "injected_delays" in d), {})
+    lines = [
+        "# False alarms and detections of the overhead regression check",
+        "",
+        f"Written by `{command}` (`benchmarks.noise`); do not edit by hand.",
+        "",
+        f"- host: {h['uname']}, {h['cpus']} CPUs, Python {h['python']}",
+        f"- measured: {first['date']} to {documents[-1]['date']}, {len(documents)} suite runs, "
+        f"{seconds / 60:.0f} min of suite time ({seconds / len(documents):.0f} s a run)",
+        f"- suite: parts {', '.join(plan['parts'])}, {plan['rounds']} rounds a run; "
+        f"margin {summary['margin']:g}",
+        f"- injected in B runs: switch {delays.get('switch_us', 0):g} us, "
+        f"shim {delays.get('shim_ns', 0):g} ns per call",
+        f"- quiet runs the load check called disturbed: {disturbed}",
+        "",
+        "Rates with 95 % Clopper-Pearson intervals; B/A is the median over A/B pairs of the "
+        "ratio of medians.",
+        "",
+        "| pairs | false alarms (A/A) | false alarms (A/B, untouched) | switch p50 detected "
+        "| shim ratio detected | switch p50 B/A | shim ratio B/A |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for label in ("quiet", "hog", "all"):
+        s = summary[label]
+        cells = [label, _rate(s["false_alarms"]), _rate(s["false_alarms_untouched_in_ab"]),
+                 *(_rate(s["detected"][f]) for f in TARGETS),
+                 *("-" if s["slowdown"][f] is None else f"{s['slowdown'][f]:.2f}x"
+                   for f in TARGETS)]
+        lines.append("| " + " | ".join(cells) + " |")
+    by_figure = summary["false_alarms_by_figure"]
+    lines += ["", "False alarms by figure (A/A pairs): "
+              + (", ".join(f"{f} {n}" for f, n in by_figure.items()) or "none"), ""]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run (or re-read) the pairs and print the rates and the JSON."""
+    p = argparse.ArgumentParser(description="false alarms and detections of the overhead "
+                                            "suite's regression check")
+    p.add_argument("--pairs", type=int, default=20, help="A/A pairs (and A/B pairs)")
+    p.add_argument("--hog-pairs", type=int, default=5, help="of them with a CPU hog")
+    p.add_argument("--rounds", type=int, default=6, help="rounds of the suite a run")
+    p.add_argument("--slowdown", type=float, default=0.2, help="injected in B runs")
+    p.add_argument("--margin", type=float, default=MARGIN, help="as overheads --margin")
+    p.add_argument("--out", type=Path, default=None, help="directory for the suite runs")
+    p.add_argument("--from", dest="source", type=Path, default=None,
+                   help="derive the rates from an earlier --out instead of running")
+    p.add_argument("--report", type=Path, default=None, help="also write a Markdown page")
+    p.add_argument("--quick", action="store_true", help="tiny: shows the benchmark works")
+    args = p.parse_args(argv)
+    if not 0 <= args.hog_pairs <= args.pairs or args.pairs < 1 or args.rounds < 1 \
+            or args.slowdown <= 0:
+        print("noise: need pairs >= 1, 0 <= hog-pairs <= pairs, rounds >= 1, slowdown > 0",
+              file=sys.stderr)
+        return 2
+    if args.source is not None:
+        try:
+            documents, steps = read_runs(args.source)
+        except ValueError as err:
+            print(f"noise: {err}", file=sys.stderr)
+            return 2
+    else:
+        out = args.out or default_out("noise")
+        out.mkdir(parents=True, exist_ok=True)
+        plan = quick_plan() if args.quick else noise_plan(args.rounds)
+        steps = sequence(args.pairs, args.hog_pairs)
+        documents = run(steps, plan, args.slowdown, out)
+        print(f"noise: suite runs in {out}", file=sys.stderr)
+    summary = judge(documents, steps, args.margin)
+    print(rates_table(summary), file=sys.stderr)
+    if args.report is not None:
+        command = "python -m benchmarks.noise " + " ".join(argv if argv is not None
+                                                           else sys.argv[1:])
+        args.report.parent.mkdir(parents=True, exist_ok=True)
+        args.report.write_text(markdown(summary, documents, command))
+    print(json.dumps({"benchmark": "noise", "host": host(), **summary}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
