@@ -64,8 +64,8 @@ def noise_plan(rounds: int) -> dict[str, Any]:
 
 
 def quick_plan() -> dict[str, Any]:
-    """A tiny suite (switch and shim, two rounds) that only shows the benchmark works."""
-    return {**overheads.QUICK, "parts": ("switch", "shim")}
+    """A tiny suite (switch and shim, one round) that only shows the benchmark works."""
+    return {**overheads.QUICK, "rounds": 1, "parts": ("switch", "shim")}
 
 
 def sequence(pairs: int, hog_pairs: int) -> list[dict[str, Any]]:

@@ -21,13 +21,14 @@ stderr.  ``--baseline FILE`` (an earlier ``--out``) compares every figure both d
 by ``testbed.experiments.regression.check`` (a one-sided rank test, Holm-corrected over the
 figures, and a ratio of medians above ``1 + --margin`` with its interval above 1; larger is
 worse for every figure), prints a table of the comparison and exits 1 when a figure regressed.
-``--parts`` measures only some parts.  ``--as-user USER`` (as root) runs the suite twice, as
-root and then as that unprivileged user, side by side (``root`` and ``unprivileged`` halves in
-the JSON).  ``--quick`` runs a tiny version to show the suite works (CI); its figures mean
-nothing.
+``--parts`` measures only some parts; ``--markdown FILE`` also writes the table (and the
+comparison) as a Markdown page with the host and date.  ``--as-user USER`` (as root) runs the
+suite twice, as root and then as that unprivileged user, side by side (``root`` and
+``unprivileged`` halves in the JSON).  ``--quick`` runs a tiny version to show the suite
+works (CI); its figures mean nothing.
 
 Usage: ``python -m benchmarks.overheads [--quick] [--rounds N] [--parts launch,switch,...]
-[--as-user USER] [--baseline FILE] [--margin 0.10] [--out FILE]``
+[--as-user USER] [--baseline FILE] [--margin 0.10] [--out FILE] [--markdown FILE]``
 """
 
 from __future__ import annotations
@@ -88,15 +89,17 @@ def launch_round(plan: dict[str, Any]) -> dict[str, float]:
             for n in sizes}
 
 
-def switch_round(plan: dict[str, Any]) -> dict[str, float]:
-    """One round of switch latency figures (us) per MPL."""
-    figures = {}
+def switch_round(plan: dict[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
+    """One round of switch latency figures (us) per MPL, and the priorities the coordinator
+    and the ranks ran at."""
+    figures, context = {}, {}
     for mpl in plan["switch_mpls"]:
-        latency = switch_latency.measure(plan["switch_work"], plan["switch_timeslice"],
-                                         mpl)["latency_us"]
-        figures[f"switch_p50_us[mpl={mpl}]"] = latency["p50"]
-        figures[f"switch_p99_us[mpl={mpl}]"] = latency["p99"]
-    return figures
+        done = switch_latency.measure(plan["switch_work"], plan["switch_timeslice"], mpl)
+        figures[f"switch_p50_us[mpl={mpl}]"] = done["latency_us"]["p50"]
+        figures[f"switch_p99_us[mpl={mpl}]"] = done["latency_us"]["p99"]
+        context = {"coordinator_priority": done["coordinator_priority"],
+                   "rank_priority": done["rank_priority"]}
+    return figures, context
 
 
 def linearity_round(plan: dict[str, Any]) -> dict[str, float]:
@@ -153,11 +156,15 @@ def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     ``plan["parts"]``, in turn.  ``progress(message)`` is told of each round."""
     started = time.time()
     samples: dict[str, list[float]] = {}
+    context: dict[str, Any] = {}
     for round_index in range(plan["rounds"]):
         if progress is not None:
             progress(f"round {round_index + 1} of {plan['rounds']}")
         for part in plan["parts"]:
-            for name, value in ROUNDS[part](plan).items():
+            done = ROUNDS[part](plan)
+            figures_now, found = done if isinstance(done, tuple) else (done, {})
+            context.update(found)
+            for name, value in figures_now.items():
                 samples.setdefault(name, []).append(value)
     figures = summarise(samples)
     document = {
@@ -165,7 +172,7 @@ def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         "seconds": round(time.time() - started, 1),
         "plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()},
-        "samples": samples, "figures": figures,
+        "samples": samples, "figures": figures, **context,
         "mpl_linearity": {"smallest_linear_timeslice_ms": smallest_linear_timeslice(figures),
                           "limit": LINEARITY_LIMIT},
     }
@@ -217,6 +224,35 @@ def findings_table(findings: list[Finding]) -> str:
     return table(["figure", "now", "baseline", "ratio [95 %]", "Holm p", "verdict"], rows)
 
 
+def markdown(result: dict[str, Any], findings: list[Finding] | None, command: str) -> str:
+    """A Markdown page of a run of the suite (and its comparison with a baseline): what was
+    run, on what host and when, and every figure with its interval."""
+    h = result["host"]
+    lines = ["# The testbed's overheads", "",
+             f"Written by `{command}` (`benchmarks.overheads`); do not edit by hand.", "",
+             f"- host: {h['uname']}, {h['cpus']} CPUs, Python {h['python']}",
+             f"- measured: {result['date']}" + (f", {result['seconds'] / 60:.0f} min"
+                                                if "seconds" in result else ""), ""]
+    if "root" in result:
+        lines += ["| figure | root | unprivileged |", "|---|---:|---:|"]
+        root, user = (result[side]["figures"] for side in SIDES)
+        lines += [f"| {name} | {_interval(root[name])} | {_interval(user[name])} |"
+                  for name in root if name in user]
+    else:
+        plan = result["plan"]
+        lines[-1:-1] = [f"- {plan['rounds']} rounds of {', '.join(plan['parts'])}"]
+        lines += ["Median over the rounds [95 % bootstrap interval].", "",
+                  "| figure | median [95 % interval] | rounds |", "|---|---:|---:|"]
+        lines += [f"| {name} | {_interval(f)} | {f['n']} |"
+                  for name, f in result["figures"].items()]
+        linear = result["mpl_linearity"]["smallest_linear_timeslice_ms"]
+        lines += ["", "Smallest timeslice with every linearity ratio within 3 %: "
+                  + ("none" if linear is None else f"{linear:g} ms")]
+    if findings is not None:
+        lines += ["", "Against the baseline:", "", "```", findings_table(findings), "```"]
+    return "\n".join(lines) + "\n"
+
+
 def as_unprivileged(user: str, quick: bool, rounds: int | None,
                     parts: tuple[str, ...]) -> dict[str, Any]:
     """The suite's document measured by ``user`` (we must be root); ``RuntimeError`` with its
@@ -251,11 +287,13 @@ def read_baseline(path: Path) -> dict[str, Any]:
     return baseline
 
 
-def compare(result: dict[str, Any], baseline: dict[str, Any], margin: float) -> int:
-    """Print the comparison of ``result`` with ``baseline`` and each regression to stderr;
-    the exit status: 1 when a figure regressed, else 0."""
+def compare(result: dict[str, Any], baseline: dict[str, Any], margin: float,
+            findings: list[Finding] | None = None) -> int:
+    """Print the comparison of ``result`` with ``baseline`` (``findings``, when already
+    made) and each regression to stderr; the exit status: 1 when a figure regressed, else 0."""
     now, then = sample_sets(result), sample_sets(baseline)
-    findings = check(now, then, margin)
+    if findings is None:
+        findings = check(now, then, margin)
     print(findings_table(findings), file=sys.stderr)
     needed = least_rounds(len(findings))
     fewest = min((min(len(now[f.figure]), len(then[f.figure])) for f in findings),
@@ -290,6 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--margin", type=float, default=MARGIN,
                    help="relative shift below which nothing is called (default 0.10)")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    p.add_argument("--markdown", type=Path, default=None, help="also write a Markdown page")
     p.add_argument("--as-user", default=None, metavar="USER",
                    help="as root: also measure as this unprivileged user, side by side")
     args = p.parse_args(argv)
@@ -325,7 +364,14 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
-    return 0 if baseline is None else compare(result, baseline, args.margin)
+    findings = None if baseline is None else check(sample_sets(result), sample_sets(baseline),
+                                                   args.margin)
+    if args.markdown is not None:
+        command = "python -m benchmarks.overheads " + " ".join(
+            argv if argv is not None else sys.argv[1:])
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(result, findings, command))
+    return 0 if baseline is None else compare(result, baseline, args.margin, findings)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,10 @@ same ``--schedulers``, ``--programs`` and ``--repeats``) and gives the same inte
 Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers gang,fcs,ics,local]
 [--programs osu_alltoall,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats N]
 [--order interleaved|random] [--order-seed 1] [--reference gang] [--timeslice 0.2] [--spin S]
-[--job-timeout S] [--from RUNS] [--runs DIR] [--out FILE|-]``
+[--job-timeout S] [--from RUNS] [--runs DIR] [--out FILE|-] [--markdown FILE]``
+
+``--markdown FILE`` also writes the tables as a Markdown page, with the host, the date and the
+command that wrote it.
 """
 
 from __future__ import annotations
@@ -360,6 +363,24 @@ def render(results: list[Result], reference: str, quick: bool) -> str:
     return "\n\n".join(blocks)
 
 
+def markdown(doc: dict[str, Any], tables: str, command: str) -> str:
+    """A Markdown page of a run of this benchmark: the command, host, date and settings, then
+    the tables as printed."""
+    h = doc["host"]
+    return "\n".join([
+        "# Unmodified MPI programs under the schedulers", "",
+        f"Written by `{command}` (`benchmarks.real_clients`); do not edit by hand.", "",
+        f"- host: {h['uname']}, {h['cpus']} CPUs, Python {h['python']}",
+        f"- measured: {doc['date']}" + (f", {doc['wall_s'] / 60:.0f} min" if "wall_s" in doc
+                                        else ""),
+        f"- {doc['copies']} copies of each program at MPL {doc['mpl']}, timeslice "
+        f"{doc['timeslice_s']:g} s, {doc['repeats']} repeats in {doc['order']} order; "
+        f"schedulers {', '.join(doc['labels'])}", "",
+        "Each figure: the median over the repeats [95 % bootstrap interval]; ratio to "
+        f"{doc['reference']}'s median [95 % interval]; `*` a difference called.", "",
+        "```", tables, "```", ""])
+
+
 def _names(text: str, known: tuple[str, ...], what: str) -> list[str]:
     names = [n for n in text.split(",") if n]
     unknown = [n for n in names if n not in known]
@@ -397,6 +418,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="re-read the run directories of an earlier --runs DIR (nothing is run)")
     p.add_argument("--out", default=None,
                    help="write the JSON here ('-': stdout, the tables then go to stderr)")
+    p.add_argument("--markdown", type=Path, default=None,
+                   help="also write the tables as a Markdown page")
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error("--repeats must be >= 1")
@@ -418,6 +441,7 @@ def main(argv: list[str] | None = None) -> int:
     order = run_order(args.programs, names, args.repeats, args.order, args.order_seed)
     cases: dict[str, dict[tuple[str, int], dict[str, Any]]] = {n: {} for n in args.programs}
     began = time.monotonic()
+    date = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     for done, (repeat, name, label) in enumerate(order, start=1):
         out = run_dir(runs, name, label, repeat)
         if args.source:
@@ -441,12 +465,18 @@ def main(argv: list[str] | None = None) -> int:
            "labels": schedulers, "metrics": list(METRICS), "target_limits": TARGETS,
            "programs": {name: {"argv": commands[name], "tests": list(PROGRAMS[name].tests)}
                         for name in args.programs},
-           "results": [r.as_dict() for r in results], "runs": str(runs)}
+           "results": [r.as_dict() for r in results], "runs": str(runs), "date": date}
     if not args.source:
         doc["wall_s"] = round(time.monotonic() - began, 1)
     text = json.dumps(doc, indent=2)
     to_stdout = args.out == "-"
-    print(render(results, reference, args.quick), file=sys.stderr if to_stdout else sys.stdout)
+    tables = render(results, reference, args.quick)
+    print(tables, file=sys.stderr if to_stdout else sys.stdout)
+    if args.markdown is not None:
+        invocation = "python -m benchmarks.real_clients " + " ".join(
+            argv if argv is not None else sys.argv[1:])
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(doc, tables, invocation))
     if to_stdout:
         print(text)
     else:

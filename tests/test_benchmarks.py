@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from benchmarks import overheads
+from testbed.experiments.regression import check
 
 
 def _bench(module: str, *args: str) -> dict:
@@ -78,7 +79,7 @@ def test_fcs_classification_fit_variant_never_oversubscribes(tmp_path):
 
 def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     # The figures of a quick run mean nothing: only their presence and shape are checked here;
-    # the regression check is tested below with given numbers.
+    # the regression check is tested below and in test_regression.py with given numbers.
     out = tmp_path / "now.json"
     done = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
                            "--out", str(out)], capture_output=True, text=True, timeout=600)
@@ -86,70 +87,57 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     now = json.loads(out.read_text())
     assert json.loads(done.stdout) == now
     assert now["benchmark"] == "overheads" and now["quick"] is True and now["host"]["cpus"] >= 1
-    assert [r["ranks"] for r in now["launch_overhead"]] == list(range(1, now["host"]["cpus"] + 1))
-    assert all(0 < r["min_s"] <= r["median_s"] <= r["max_s"] for r in now["launch_overhead"])
-    assert [s["mpl"] for s in now["switch_latency"]] == [2]
-    assert all(0 < s["latency_us"]["p50"] <= s["latency_us"]["p99"]
-               for s in now["switch_latency"])
-    linearity = now["mpl_linearity"]
-    assert linearity["ratios"]["200"]["1"] == 1.0 and linearity["ratios"]["200"]["2"] > 0
-    assert linearity["limit"] == overheads.LINEARITY_LIMIT
-    assert linearity["smallest_linear_timeslice_ms"] in (None, 200.0)
-    assert now["shim"]["pingpong"]["ratio"] > 0
-    assert set(overheads.ratio_figures(now)) == {"mpl_linearity[200ms][k=1]",
-                                                 "mpl_linearity[200ms][k=2]",
-                                                 "shim_pingpong_ratio"}
-    assert overheads.regressions(now, now, 0.0) == []
+    assert now["date"] and now["plan"]["rounds"] == 2 and "injected_delays" not in now
+    cpus = now["host"]["cpus"]
+    assert set(now["samples"]) == {
+        *(f"launch_overhead_s[n={n}]" for n in range(1, cpus + 1)),
+        "switch_p50_us[mpl=2]", "switch_p99_us[mpl=2]", "mpl_linearity[200ms][k=2]",
+        "shim_pingpong_ratio", "wakeup_p50_us", "wakeup_p99_us", "blocked_cpu_share"}
+    assert all(len(values) == 2 and all(v > 0 for v in values)
+               for values in now["samples"].values())
+    for figure in now["figures"].values():
+        assert figure["n"] == 2 and figure["ci_low"] <= figure["median"] <= figure["ci_high"]
+    assert now["mpl_linearity"]["limit"] == overheads.LINEARITY_LIMIT
+    assert now["mpl_linearity"]["smallest_linear_timeslice_ms"] in (None, 200.0)
+    assert "median [95 % interval]" in done.stderr
+    # Against itself with two rounds a side nothing can be called, and the check says why.
+    again = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
+                            "--rounds", "1", "--parts", "switch", "--baseline", str(out)],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "switch_p50_us[mpl=2]" in again.stderr and "no regression can be called" in \
+        again.stderr
 
 
-def _overheads(linearity: dict[str, dict[str, float]], shim: float) -> dict[str, Any]:
-    """A hand-made document of the overhead suite: only the fields the comparison reads."""
-    return {"mpl_linearity": {"ratios": linearity}, "shim": {"pingpong": {"ratio": shim}}}
+def _document(samples: dict[str, list[float]]) -> dict[str, Any]:
+    """A hand-made document of the overhead suite: its samples and their summary."""
+    return {"samples": samples, "figures": overheads.summarise(samples)}
 
 
-BASELINE = _overheads({"200": {"1": 1.0, "2": 1.0}, "20": {"2": 1.0}}, 1.5)
+def _rounds(centre: float, n: int = 8) -> list[float]:
+    return [centre * (1 + 0.004 * i) for i in range(n)]
 
 
-def test_ratio_figures_name_every_linearity_ratio_and_the_shim_ratio():
-    assert overheads.ratio_figures(BASELINE) == {
-        "mpl_linearity[200ms][k=1]": 1.0, "mpl_linearity[200ms][k=2]": 1.0,
-        "mpl_linearity[20ms][k=2]": 1.0, "shim_pingpong_ratio": 1.5}
+BASELINE = _document({"switch_p50_us[mpl=2]": _rounds(100.0), "shim_pingpong_ratio":
+                      _rounds(1.0), "launch_overhead_s[n=1]": _rounds(0.2)})
 
 
-def test_only_a_ratio_worse_by_more_than_the_tolerance_is_a_regression():
-    # +12 % and +8 % on the linearity ratios, +6.7 % on the shim ratio, one figure unchanged.
-    now = _overheads({"200": {"1": 1.0, "2": 1.12}, "20": {"2": 1.08}}, 1.6)
-    assert overheads.regressions(now, BASELINE, 0.10) == [
-        "mpl_linearity[200ms][k=2]: 1.1200 > baseline 1.0000 * (1 + 0.1)"]
-    assert [line.split(":")[0] for line in overheads.regressions(now, BASELINE, 0.05)] == [
-        "mpl_linearity[200ms][k=2]", "mpl_linearity[20ms][k=2]", "shim_pingpong_ratio"]
-    assert overheads.regressions(now, BASELINE, 0.15) == []
-    # Larger is worse: a smaller ratio, however much smaller, is never a regression.
-    assert overheads.regressions(BASELINE, now, 0.0) == []
-    assert overheads.regressions(_overheads({"200": {"2": 0.2}}, 0.1), BASELINE, 0.0) == []
-
-
-def test_figures_missing_from_either_document_are_not_compared():
-    # A baseline taken with other timeslices or MPLs only compares the figures both have.
-    now = _overheads({"200": {"2": 9.0, "3": 9.0}, "10": {"2": 9.0}}, 1.5)
-    then = _overheads({"200": {"2": 1.0, "4": 1.0}, "50": {"2": 1.0}}, 1.5)
-    assert [line.split(":")[0] for line in overheads.regressions(now, then, 0.10)] == [
-        "mpl_linearity[200ms][k=2]"]
-
-
-@pytest.mark.parametrize(("ratio", "options", "status"), [
-    (1.12, (), 1),                        # 12 % worse, default tolerance 10 %
-    (1.08, (), 0),                        # 8 % worse: within it
-    (1.12, ("--tolerance", "0.15"), 0),
-    (1.08, ("--tolerance", "0.05"), 1),
+@pytest.mark.parametrize(("switch", "rounds", "options", "status"), [
+    (130.0, 8, (), 1),                    # 30 % worse in every round
+    (106.0, 8, (), 0),                    # 6 % worse: inside the default margin
+    (106.0, 8, ("--margin", "0.03"), 1),
+    (130.0, 2, (), 0),                    # two rounds cannot show it
+    (70.0, 8, (), 0),                     # faster is never a regression
 ])
-def test_main_with_a_baseline_exits_1_only_on_a_regression(tmp_path, monkeypatch, capsys, ratio,
-                                                           options, status):
+def test_main_with_a_baseline_exits_1_only_on_a_regression(tmp_path, monkeypatch, capsys,
+                                                           switch, rounds, options, status):
     plans = []
 
-    def measure(plan: dict[str, Any]) -> dict[str, Any]:
+    def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         plans.append(plan)
-        return _overheads({"200": {"1": 1.0, "2": ratio}, "20": {"2": 1.0}}, 1.5)
+        return _document({"switch_p50_us[mpl=2]": _rounds(switch, rounds),
+                          "shim_pingpong_ratio": _rounds(1.0, rounds),
+                          "launch_overhead_s[n=1]": _rounds(0.2, rounds)})
 
     monkeypatch.setattr(overheads, "measure", measure)
     (tmp_path / "baseline.json").write_text(json.dumps(BASELINE))
@@ -157,20 +145,32 @@ def test_main_with_a_baseline_exits_1_only_on_a_regression(tmp_path, monkeypatch
     assert overheads.main(["--quick", "--baseline", str(tmp_path / "baseline.json"),
                            "--out", str(out), *options]) == status
     assert plans == [overheads.QUICK]
-    err = capsys.readouterr().err.splitlines()
-    assert [line.split(":")[1].strip() for line in err] == \
-        ["mpl_linearity[200ms][k=2]"] * status
-    assert json.loads(out.read_text()) == {**measure(overheads.QUICK), "quick": True}
+    err = capsys.readouterr().err
+    called = [line.split(":")[1].strip() for line in err.splitlines()
+              if line.startswith("regression:")]
+    assert called == ["switch_p50_us[mpl=2]"] * status
+    assert ("no regression can be called" in err) == (rounds == 2)
+    assert json.loads(out.read_text())["samples"]["switch_p50_us[mpl=2]"] == \
+        _rounds(switch, rounds)
+
+
+def test_smallest_linear_timeslice_reads_the_median_ratios():
+    figures = overheads.summarise({"mpl_linearity[200ms][k=2]": [1.0, 1.01, 1.02],
+                                   "mpl_linearity[20ms][k=2]": [1.02, 1.02, 1.03],
+                                   "mpl_linearity[10ms][k=2]": [1.02, 1.05, 1.06]})
+    assert overheads.smallest_linear_timeslice(figures) == 20.0
+    assert overheads.smallest_linear_timeslice({}) is None
 
 
 @pytest.mark.parametrize("text", [
-    None, "{not json", "[]", json.dumps({"mpl_linearity": {"ratios": {}}}),
-    json.dumps({"mpl_linearity": {"ratios": []}, "shim": {"pingpong": {"ratio": 1.0}}}),
-    json.dumps(_overheads({"200": {"2": "fast"}}, 1.0)),
+    None, "{not json", "[]", json.dumps({"mpl_linearity": {"ratios": {"200": {"2": 1.0}}},
+                                         "shim": {"pingpong": {"ratio": 1.0}}}),
+    json.dumps({"samples": {}}), json.dumps({"samples": {"a": []}}),
+    json.dumps({"samples": {"a": [1.0, "fast"]}}), json.dumps({"samples": {"a": 1.0}}),
 ])
 def test_main_refuses_a_baseline_that_is_not_one_before_measuring(tmp_path, monkeypatch, capsys,
                                                                   text):
-    def measure(plan: dict[str, Any]) -> dict[str, Any]:
+    def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         raise AssertionError("measured despite a bad baseline")
 
     monkeypatch.setattr(overheads, "measure", measure)
@@ -285,10 +285,25 @@ def test_nersc_benchmark_simulated_primes_shorten_large_turnaround(tmp_path):
 
 
 def test_a_side_by_side_document_compares_each_side_with_its_own():
-    slow = _overheads({"200": {"1": 1.0, "2": 1.3}}, 1.5)
+    slow = _document({**BASELINE["samples"], "switch_p50_us[mpl=2]": _rounds(130.0)})
     now = {"root": BASELINE, "unprivileged": slow}
     then = {"root": BASELINE, "unprivileged": BASELINE}
-    assert overheads.regressions(now, then, 0.10) == [
-        "unprivileged:mpl_linearity[200ms][k=2]: 1.3000 > baseline 1.0000 * (1 + 0.1)"]
+    assert overheads.compare(now, then, 0.10) == 1
+    findings = check(overheads.sample_sets(now), overheads.sample_sets(then))
+    assert [f.figure for f in findings if f.regressed] == ["unprivileged:switch_p50_us[mpl=2]"]
     # A single-sided baseline shares no figure names with a side-by-side run.
-    assert overheads.regressions(now, BASELINE, 0.0) == []
+    assert check(overheads.sample_sets(now), overheads.sample_sets(BASELINE)) == []
+
+
+def test_markdown_page_records_host_date_and_every_figure():
+    result = {**BASELINE, "host": {"uname": "Linux box", "cpus": 2, "python": "3.11.7"},
+              "date": "2026-11-24T20:00:00+0000", "seconds": 600.0,
+              "plan": {"rounds": 8, "parts": ["switch", "shim"]},
+              "mpl_linearity": {"smallest_linear_timeslice_ms": None}}
+    page = overheads.markdown(result, None, "python -m benchmarks.overheads --markdown x.md")
+    assert "Linux box, 2 CPUs" in page and "2026-11-24T20:00:00+0000, 10 min" in page
+    assert "8 rounds of switch, shim" in page
+    assert all(f"| {name} |" in page for name in BASELINE["samples"])
+    assert "Against the baseline" not in page
+    findings = check(overheads.sample_sets(result), overheads.sample_sets(BASELINE))
+    assert "Against the baseline" in overheads.markdown(result, findings, "cmd")

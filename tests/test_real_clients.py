@@ -252,3 +252,14 @@ def test_a_scheduler_named_twice_is_an_a_a_comparison(tmp_path):
     assert [r["metric"] for r in second] == ["makespan", "small_latency_us", "kib_latency_us"]
     assert all(r["ratio"] == 1.0 and not r["significant"] for r in second)
     assert result["targets"] == []
+
+
+def test_markdown_page_has_the_host_the_date_and_the_tables(tmp_path, capsys):
+    _fake_runs(tmp_path / "runs")
+    page = tmp_path / "docs" / "real-clients.md"
+    doc = _read_back(tmp_path / "runs", tmp_path / "out.json", "--markdown", str(page))
+    text = page.read_text()
+    printed = capsys.readouterr().out
+    assert doc["date"] in text and doc["host"]["uname"] in text
+    assert "python -m benchmarks.real_clients --from" in text
+    assert "== osu_latency latency" in text and printed.split("JSON:")[0].strip() in text

@@ -50,13 +50,14 @@ class Finding:
     regressed: bool
 
     def describe(self) -> str:
-        """One line: ``figure: 1.23 [1.1, 1.4] x baseline (123 against 100, p = 0.004)``."""
-        ratio = "no ratio" if self.ratio is None else f"{self.ratio.value:.3f}x"
+        """One line: ``figure: 1.23x the baseline [1.1, 1.4] (123 against 100, Holm p =
+        0.004)``."""
+        ratio = "no ratio to the baseline" if self.ratio is None \
+            else f"{self.ratio.value:.3f}x the baseline"
         if self.ratio is not None and self.ratio.low is not None:
-            ratio = f"{self.ratio.value:.3f}x [{self.ratio.low:.3f}, {self.ratio.high:.3f}]"
+            ratio += f" [{self.ratio.low:.3f}, {self.ratio.high:.3f}]"
         p = "no test" if self.p_adjusted is None else f"Holm p = {self.p_adjusted:.3g}"
-        return (f"{self.figure}: {ratio} the baseline ({self.now.value:.4g} against "
-                f"{self.then.value:.4g}, {p})")
+        return f"{self.figure}: {ratio} ({self.now.value:.4g} against {self.then.value:.4g}, {p})"
 
 
 def check(now: Mapping[str, Sequence[float]], then: Mapping[str, Sequence[float]],

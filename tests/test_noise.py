@@ -1,0 +1,103 @@
+"""benchmarks.noise: the order of its runs, its pairs and its rates (given numbers), and one
+tiny real run (its figures mean nothing)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+import psutil
+import pytest
+
+from benchmarks import noise, overheads
+
+
+def test_sequence_alternates_a_and_b_and_ends_each_block_with_an_a():
+    steps = noise.sequence(3, 1)
+    assert [(s["side"], s["index"], s["hog"]) for s in steps] == [
+        ("A", 0, False), ("B", 0, False), ("A", 1, False), ("B", 1, False), ("A", 2, False),
+        ("A", 0, True), ("B", 0, True), ("A", 1, True)]
+    assert len(noise.sequence(20, 5)) == 2 * 20 + 2
+    assert all(not s["hog"] for s in noise.sequence(2, 0))
+
+
+def test_pairs_never_cross_from_quiet_to_hogged_runs():
+    steps = noise.sequence(3, 1)
+    pairs = noise.pair_up(steps)
+    assert [(p["kind"], p["baseline"], p["subject"], p["hog"]) for p in pairs] == [
+        ("A/B", 0, 1, False), ("A/A", 0, 2, False), ("A/B", 2, 3, False), ("A/A", 2, 4, False),
+        ("A/B", 5, 6, True), ("A/A", 5, 7, True)]
+    assert sum(p["kind"] == "A/A" for p in pairs) == 3
+    assert all(steps[p["baseline"]]["hog"] == steps[p["subject"]]["hog"] for p in pairs)
+
+
+def _suite(switch: float, shim: float, seed: int) -> dict[str, Any]:
+    spread = [1 + 0.003 * ((i * 7 + seed) % 8) for i in range(8)]
+    return {"samples": {noise.SWITCH_FIGURE: [switch * s for s in spread],
+                        noise.SHIM_FIGURE: [shim * s for s in spread],
+                        "launch_overhead_s[n=2]": [0.3 * s for s in spread]}}
+
+
+def test_judge_counts_false_alarms_and_detections():
+    steps = noise.sequence(4, 1)
+    documents = [_suite(100 * (1.3 if s["side"] == "B" else 1), 1.0, n)
+                 for n, s in enumerate(steps)]
+    summary = noise.judge(documents, steps, 0.10)
+    assert summary["all"]["false_alarms"]["k"] == 0 and summary["all"]["false_alarms"]["n"] == 4
+    assert summary["all"]["detected"][noise.SWITCH_FIGURE]["k"] == 4
+    assert summary["all"]["detected"][noise.SHIM_FIGURE]["k"] == 0
+    assert summary["quiet"]["detected"][noise.SWITCH_FIGURE]["n"] == 3
+    assert summary["hog"]["detected"][noise.SWITCH_FIGURE]["n"] == 1
+    assert summary["all"]["slowdown"][noise.SWITCH_FIGURE] == pytest.approx(1.3, rel=0.02)
+    assert summary["false_alarms_by_figure"] == {}
+
+
+def test_judge_counts_a_call_on_an_untouched_figure_as_a_false_alarm():
+    steps = noise.sequence(1, 0)
+    documents = [_suite(100, 1.0, 0), _suite(100, 1.0, 1), _suite(100, 1.5, 2)]
+    documents[1]["samples"]["launch_overhead_s[n=2]"] = [0.6] * 8
+    summary = noise.judge(documents, steps, 0.10)
+    assert summary["all"]["false_alarms"]["k"] == 1            # A1 against A0: shim
+    assert summary["all"]["false_alarms_untouched_in_ab"]["k"] == 1
+    assert summary["false_alarms_by_figure"] == {noise.SHIM_FIGURE: 1}
+
+
+def test_proportion_has_an_exact_interval():
+    p = noise.proportion(0, 20)
+    assert p["rate"] == 0 and p["ci_low"] == 0 and p["ci_high"] == pytest.approx(0.168, abs=1e-3)
+    assert noise.proportion(0, 0)["rate"] is None
+
+
+def test_a_tiny_real_run_reports_and_rereads(tmp_path):
+    out = tmp_path / "runs"
+    report = tmp_path / "noise.md"
+    done = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--quick", "--pairs", "1",
+                           "--hog-pairs", "1", "--out", str(out), "--report", str(report)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["benchmark"] == "noise" and summary["all"]["false_alarms"]["n"] == 1
+    documents = [json.loads(p.read_text()) for p in sorted(out.glob("suite-*.json"))]
+    assert [d["noise_step"]["side"] for d in documents] == ["A", "B", "A"]
+    assert "injected_delays" in documents[1] and "injected_delays" not in documents[2]
+    assert documents[1]["injected_delays"]["switch_us"] > 0
+    assert all(d["load"]["wall_s"] > 0 for d in documents)
+    assert "false alarms (A/A)" in report.read_text() and documents[0]["date"] in \
+        report.read_text()
+    hogs = [p for p in psutil.process_iter(["cmdline"])
+            if p.info["cmdline"] == [sys.executable, "-c", "while True: pass"]]
+    assert hogs == []
+    again = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--from", str(out)],
+                           capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["all"] == summary["all"]
+    assert overheads.sample_sets(documents[0])
+
+
+def test_from_a_directory_without_runs_is_one_clear_message(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--from", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stderr.strip() == \
+        f"noise: {tmp_path}: no suite-*.json of a noise run"
