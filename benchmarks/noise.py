@@ -22,7 +22,7 @@ both sides, as on a loaded machine.  Each suite run records what else used the C
 ``--from DIR`` derives the rates again from them (with another ``--margin`` if asked).
 ``--report FILE`` writes a Markdown page of the results, with the host and date.
 
-Usage: ``python -m benchmarks.noise [--pairs 20] [--hog-pairs 5] [--rounds 6]
+Usage: ``python -m benchmarks.noise [--pairs 20] [--hog-pairs 5] [--rounds 8]
 [--slowdown 0.2] [--margin 0.10] [--out DIR] [--from DIR] [--report FILE] [--quick]``
 """
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -295,13 +296,17 @@ def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: 
     return "\n".join(lines)
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run (or re-read) the pairs and print the rates and the JSON."""
     p = argparse.ArgumentParser(description="false alarms and detections of the overhead "
                                             "suite's regression check")
     p.add_argument("--pairs", type=int, default=20, help="A/A pairs (and A/B pairs)")
     p.add_argument("--hog-pairs", type=int, default=5, help="of them with a CPU hog")
-    p.add_argument("--rounds", type=int, default=6, help="rounds of the suite a run")
+    p.add_argument("--rounds", type=int, default=8, help="rounds of the suite a run")
     p.add_argument("--slowdown", type=float, default=0.2, help="injected in B runs")
     p.add_argument("--margin", type=float, default=MARGIN, help="as overheads --margin")
     p.add_argument("--out", type=Path, default=None, help="directory for the suite runs")
@@ -310,6 +315,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--report", type=Path, default=None, help="also write a Markdown page")
     p.add_argument("--quick", action="store_true", help="tiny: shows the benchmark works")
     args = p.parse_args(argv)
+    # Ctrl-C works even when started in the background (where SIGINT comes ignored), and
+    # SIGTERM unwinds too, so the hog and the run in progress are stopped either way.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _terminate)
     if not 0 <= args.hog_pairs <= args.pairs or args.pairs < 1 or args.rounds < 1 \
             or args.slowdown <= 0:
         print("noise: need pairs >= 1, 0 <= hog-pairs <= pairs, rounds >= 1, slowdown > 0",
@@ -326,7 +335,12 @@ def main(argv: list[str] | None = None) -> int:
         out.mkdir(parents=True, exist_ok=True)
         plan = quick_plan() if args.quick else noise_plan(args.rounds)
         steps = sequence(args.pairs, args.hog_pairs)
-        documents = run(steps, plan, args.slowdown, out)
+        try:
+            documents = run(steps, plan, args.slowdown, out)
+        except KeyboardInterrupt:
+            print(f"noise: interrupted; the suite runs done so far are in {out} (--from reads "
+                  "them)", file=sys.stderr)
+            return 130
         print(f"noise: suite runs in {out}", file=sys.stderr)
     summary = judge(documents, steps, args.margin)
     print(rates_table(summary), file=sys.stderr)

@@ -10,10 +10,11 @@ taking turns, so drift of the machine spreads over all of them):
 * ``linearity``: MPL linearity (THESIS Fig 5.1), the mean runtime of k identical fine-grained
   all-to-all jobs at MPL k over k times one job's at MPL 1: ``mpl_linearity[Tms][k=K]``, and
   the smallest timeslice at which every median ratio stays within 3 %;
-* ``shim``: the shim's ping-pong cost (``shim_pingpong_ratio``: with / without, alternated in
-  the round) and spin-block wake-up (a rank blocked after 100 us of spinning on a peer away
-  2-10 ms: ``wakeup_p50_us``, ``wakeup_p99_us`` and ``blocked_cpu_share``, the waiting rank's
-  CPU use as a fraction of a core).
+* ``shim``: the shim's ping-pong cost (``shim_pingpong_ratio``: the median round trip with it
+  over the median without, alternated three times in the round) and spin-block wake-up (a
+  rank blocked after 100 us of spinning on a peer away 2-10 ms: ``wakeup_p50_us``,
+  ``wakeup_p99_us`` and ``blocked_cpu_share``, the waiting rank's CPU use as a fraction of a
+  core).
 
 Every figure is one value per round; the document holds the samples (``samples``) and, per
 figure, the median with its 95 % bootstrap interval (``figures``); a table of them goes to
@@ -54,11 +55,11 @@ PARTS = ("launch", "switch", "linearity", "shim")
 FULL = {"rounds": 7, "parts": PARTS, "launch_sizes": None, "launch_jobs": 3, "launch_gap": 0.3,
         "switch_mpls": (2, 3, 4), "switch_work": 1.0, "switch_timeslice": 0.05,
         "timeslices": (0.2, 0.05, 0.02, 0.01), "mpls": (1, 2, 3, 4), "work": 1.0,
-        "pingpong_iterations": 20000, "waits": 100}
+        "pingpong_iterations": 20000, "pingpong_alternations": 3, "waits": 100}
 QUICK = {"rounds": 2, "parts": PARTS, "launch_sizes": None, "launch_jobs": 1, "launch_gap": 0.3,
          "switch_mpls": (2,), "switch_work": 0.6, "switch_timeslice": 0.05,
          "timeslices": (0.2,), "mpls": (1, 2), "work": 0.4,
-         "pingpong_iterations": 500, "waits": 12}
+         "pingpong_iterations": 500, "pingpong_alternations": 1, "waits": 12}
 SIDES = ("root", "unprivileged")
 
 
@@ -117,7 +118,8 @@ def linearity_round(plan: dict[str, Any]) -> dict[str, float]:
 def shim_round(plan: dict[str, Any]) -> dict[str, float]:
     """One round of the shim's figures: the ping-pong ratio with / without, the spin-block
     wake-up latency (us) and the blocked rank's CPU share."""
-    done = shim_cost.measure(1, plan["pingpong_iterations"], plan["waits"], long_waits=False)
+    done = shim_cost.measure(plan["pingpong_alternations"], plan["pingpong_iterations"],
+                             plan["waits"], long_waits=False)
     blocked = done["wakeup"]["shim_spin_block_100us"]
     return {"shim_pingpong_ratio": done["pingpong"]["ratio"],
             "wakeup_p50_us": blocked["wakeup_us"]["p50"],
