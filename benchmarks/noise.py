@@ -12,24 +12,30 @@ the shim wraps delayed so that the ping-pong round trip with the shim grows by `
   --baseline`` would: any figure called a regression is a false alarm.
 * An **A/B pair** compares B(i) against A(i): the pair *detects* the slowdown of a figure when
   that figure is called.  The figures aimed at are ``switch_p50_us[mpl=2]`` and
-  ``shim_pingpong_ratio``; the others are untouched, and a call on one of them is a false
-  alarm too.
+  ``shim_pingpong_ratio``.  The delays touch the other switch and shim figures too (a switch
+  p99 or a wake-up grows with them), but not the launch overhead: a call on an untouched
+  figure is a false alarm too.
 
 The last ``--hog-pairs`` pairs run with a CPU hog (a busy loop) pinned to the last CPU through
 both sides, as on a loaded machine.  Each suite run records what else used the CPUs
 (``testbed.experiments.load``).  The rates come with 95 % Clopper-Pearson intervals
 (``scipy.stats.binomtest``).  Every suite document is kept in the output directory, and
-``--from DIR`` derives the rates again from them (with another ``--margin`` if asked).
+``--from DIR`` derives the rates again from them (with other margins if asked: ``--margin``,
+``--margins``, as ``overheads`` takes them).  From the A/A pairs it also reports how far each
+figure drifted between runs, and writes ``margins.json``: per figure, the margin that would
+have covered the largest drift seen (for ``overheads --margins`` on this machine).
 ``--report FILE`` writes a Markdown page of the results, with the host and date.
 
 Usage: ``python -m benchmarks.noise [--pairs 20] [--hog-pairs 5] [--rounds 8]
-[--slowdown 0.2] [--margin 0.10] [--out DIR] [--from DIR] [--report FILE] [--quick]``
+[--slowdown 0.2] [--margin M] [--margins FILE] [--out DIR] [--from DIR] [--report FILE]
+[--quick]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import signal
 import statistics
@@ -54,6 +60,8 @@ from testbed.experiments.regression import MARGIN, check
 SWITCH_FIGURE = "switch_p50_us[mpl=2]"
 SHIM_FIGURE = "shim_pingpong_ratio"
 TARGETS = (SWITCH_FIGURE, SHIM_FIGURE)
+# The figures the injected delays act on: every switch figure, and everything the shim times.
+TOUCHED = ("switch_", "shim_", "wakeup_", "blocked_")
 CALIBRATION_NS = 2000.0
 
 
@@ -106,19 +114,22 @@ def proportion(k: int, n: int) -> dict[str, Any]:
 
 
 def judge(documents: list[dict[str, Any]], steps: list[dict[str, Any]],
-          margin: float) -> dict[str, Any]:
+          margin: float | None = None, given: dict[str, float] | None = None) -> dict[str, Any]:
     """Compare every pair of ``documents`` (the suite runs of ``steps``, in order) and count:
     false alarms of A/A pairs, false alarms on untouched figures of A/B pairs, detections per
     target figure, and the slowdown the injection caused (median over A/B pairs of the ratio
     of medians, per target figure)."""
     pairs = []
+    names = {name for d in documents for name in overheads.sample_sets(d)}
+    margins = overheads.figure_margins(sorted(names), margin, given)
     for pair in pair_up(steps):
         findings = check(overheads.sample_sets(documents[pair["subject"]]),
-                         overheads.sample_sets(documents[pair["baseline"]]), margin)
+                         overheads.sample_sets(documents[pair["baseline"]]), margins=margins)
         pairs.append({**pair, "called": [f.figure for f in findings if f.regressed],
                       "ratios": {f.figure: f.ratio.value for f in findings
                                  if f.ratio is not None}})
-    summary: dict[str, Any] = {"pairs": pairs, "margin": margin}
+    summary: dict[str, Any] = {"pairs": pairs, "margins": margins,
+                               "drift": drift(pairs)}
     for label, hog in (("all", None), ("quiet", False), ("hog", True)):
         chosen = [p for p in pairs if hog is None or p["hog"] == hog]
         aa = [p for p in chosen if p["kind"] == "A/A"]
@@ -126,7 +137,7 @@ def judge(documents: list[dict[str, Any]], steps: list[dict[str, Any]],
         summary[label] = {
             "false_alarms": proportion(sum(bool(p["called"]) for p in aa), len(aa)),
             "false_alarms_untouched_in_ab": proportion(
-                sum(any(f not in TARGETS for f in p["called"]) for p in ab), len(ab)),
+                sum(any(not f.startswith(TOUCHED) for f in p["called"]) for p in ab), len(ab)),
             "detected": {f: proportion(sum(f in p["called"] for p in ab), len(ab))
                          for f in TARGETS},
             "slowdown": {f: statistics.median(p["ratios"][f] for p in ab)
@@ -136,6 +147,20 @@ def judge(documents: list[dict[str, Any]], steps: list[dict[str, Any]],
     called = [f for p in pairs if p["kind"] == "A/A" for f in p["called"]]
     summary["false_alarms_by_figure"] = {f: called.count(f) for f in sorted(set(called))}
     return summary
+
+
+def drift(pairs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Per figure, how far A/A pairs' ratios of medians strayed from 1: the largest ratio
+    seen and the margin that would have covered it (rounded up to 0.05, at least
+    ``MARGIN``), which ``overheads --margins`` can take."""
+    ratios: dict[str, list[float]] = {}
+    for pair in pairs:
+        if pair["kind"] == "A/A":
+            for name, ratio in pair["ratios"].items():
+                ratios.setdefault(name, []).append(ratio)
+    return {name: {"largest_ratio": max(values), "pairs": len(values),
+                   "margin": max(MARGIN, math.ceil((max(values) - 1) * 20 - 1e-9) / 20)}
+            for name, values in sorted(ratios.items())}
 
 
 def calibrate_shim(slowdown: float, iterations: int, repeats: int = 3) -> dict[str, float]:
@@ -270,8 +295,8 @@ def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: 
         f"- host: {h['uname']}, {h['cpus']} CPUs, Python {h['python']}",
         f"- measured: {first['date']} to {documents[-1]['date']}, {len(documents)} suite runs, "
         f"{seconds / 60:.0f} min of suite time ({seconds / len(documents):.0f} s a run)",
-        f"- suite: parts {', '.join(plan['parts'])}, {plan['rounds']} rounds a run; "
-        f"margin {summary['margin']:g}",
+        f"- suite: parts {', '.join(plan['parts'])}, {plan['rounds']} rounds a run",
+        "- margins: " + ", ".join(f"{name} {m:g}" for name, m in summary["margins"].items()),
         f"- injected in B runs: switch {delays.get('switch_us', 0):g} us, "
         f"shim {delays.get('shim_ns', 0):g} ns per call",
         f"- quiet runs the load check called disturbed: {disturbed}",
@@ -292,7 +317,14 @@ def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: 
         lines.append("| " + " | ".join(cells) + " |")
     by_figure = summary["false_alarms_by_figure"]
     lines += ["", "False alarms by figure (A/A pairs): "
-              + (", ".join(f"{f} {n}" for f, n in by_figure.items()) or "none"), ""]
+              + (", ".join(f"{f} {n}" for f, n in by_figure.items()) or "none"), "",
+              "Drift between A/A pairs: the largest ratio of medians seen per figure, and the "
+              "margin that would have covered it (`margins.json` in the output directory, "
+              "which `overheads --margins` takes):", "",
+              "| figure | A/A pairs | largest ratio | margin |", "|---|---:|---:|---:|"]
+    lines += [f"| {name} | {d['pairs']} | {d['largest_ratio']:.3f} | {d['margin']:g} |"
+              for name, d in summary["drift"].items()]
+    lines.append("")
     return "\n".join(lines)
 
 
@@ -308,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hog-pairs", type=int, default=5, help="of them with a CPU hog")
     p.add_argument("--rounds", type=int, default=8, help="rounds of the suite a run")
     p.add_argument("--slowdown", type=float, default=0.2, help="injected in B runs")
-    p.add_argument("--margin", type=float, default=MARGIN, help="as overheads --margin")
+    p.add_argument("--margin", type=float, default=None, help="as overheads --margin")
+    p.add_argument("--margins", type=Path, default=None, help="as overheads --margins")
     p.add_argument("--out", type=Path, default=None, help="directory for the suite runs")
     p.add_argument("--from", dest="source", type=Path, default=None,
                    help="derive the rates from an earlier --out instead of running")
@@ -324,12 +357,15 @@ def main(argv: list[str] | None = None) -> int:
         print("noise: need pairs >= 1, 0 <= hog-pairs <= pairs, rounds >= 1, slowdown > 0",
               file=sys.stderr)
         return 2
-    if args.source is not None:
-        try:
+    try:
+        given = overheads.read_margins(args.margins) if args.margins is not None else None
+        if args.source is not None:
             documents, steps = read_runs(args.source)
-        except ValueError as err:
-            print(f"noise: {err}", file=sys.stderr)
-            return 2
+    except ValueError as err:
+        print(f"noise: {err}", file=sys.stderr)
+        return 2
+    if args.source is not None:
+        out = args.source
     else:
         out = args.out or default_out("noise")
         out.mkdir(parents=True, exist_ok=True)
@@ -342,7 +378,9 @@ def main(argv: list[str] | None = None) -> int:
                   "them)", file=sys.stderr)
             return 130
         print(f"noise: suite runs in {out}", file=sys.stderr)
-    summary = judge(documents, steps, args.margin)
+    summary = judge(documents, steps, args.margin, given)
+    (out / "margins.json").write_text(json.dumps(
+        {name: d["margin"] for name, d in summary["drift"].items()}, indent=2) + "\n")
     print(rates_table(summary), file=sys.stderr)
     if args.report is not None:
         command = "python -m benchmarks.noise " + " ".join(argv if argv is not None

@@ -20,8 +20,10 @@ Every figure is one value per round; the document holds the samples (``samples``
 figure, the median with its 95 % bootstrap interval (``figures``); a table of them goes to
 stderr.  ``--baseline FILE`` (an earlier ``--out``) compares every figure both documents have
 by ``testbed.experiments.regression.check`` (a one-sided rank test, Holm-corrected over the
-figures, and a ratio of medians above ``1 + --margin`` with its interval above 1; larger is
-worse for every figure), prints a table of the comparison and exits 1 when a figure regressed.
+figures, and a ratio of medians above 1 + the figure's margin with its interval above 1;
+larger is worse for every figure; the margins are 0.10, more for the figures that drift
+between runs, ``DRIFT_MARGINS``, or ``--margin`` for all, or per figure from ``--margins``),
+prints a table of the comparison and exits 1 when a figure regressed.
 ``--parts`` measures only some parts; ``--markdown FILE`` also writes the table (and the
 comparison) as a Markdown page with the host and date.  ``--as-user USER`` (as root) runs the
 suite twice, as root and then as that unprivileged user, side by side (``root`` and
@@ -29,7 +31,8 @@ suite twice, as root and then as that unprivileged user, side by side (``root`` 
 works (CI); its figures mean nothing.
 
 Usage: ``python -m benchmarks.overheads [--quick] [--rounds N] [--parts launch,switch,...]
-[--as-user USER] [--baseline FILE] [--margin 0.10] [--out FILE] [--markdown FILE]``
+[--as-user USER] [--baseline FILE] [--margin M] [--margins FILE] [--out FILE]
+[--markdown FILE]``
 """
 
 from __future__ import annotations
@@ -61,6 +64,9 @@ QUICK = {"rounds": 2, "parts": PARTS, "launch_sizes": None, "launch_jobs": 1, "l
          "timeslices": (0.2,), "mpls": (1, 2), "work": 0.4,
          "pingpong_iterations": 500, "pingpong_alternations": 1, "waits": 12}
 SIDES = ("root", "unprivileged")
+# Figures that drift between runs more than the rounds of one run show (measured with
+# ``benchmarks.noise``: docs/results/noise.md): a larger shift is needed before one is called.
+DRIFT_MARGINS = {"launch_overhead_s": 0.50, "switch_p99_us": 0.25, "wakeup_p99_us": 0.50}
 
 
 def mean_runtime(k: int, timeslice: float, work: float) -> float:
@@ -81,16 +87,20 @@ def mean_runtime(k: int, timeslice: float, work: float) -> float:
     return statistics.fmean(walls)
 
 
-def launch_round(plan: dict[str, Any]) -> dict[str, float]:
+Round = tuple[dict[str, float], dict[str, Any]]
+"""What one round of a part gives: its figures, and facts about the run worth recording."""
+
+
+def launch_round(plan: dict[str, Any]) -> Round:
     """One round of launch overhead figures (s), for N in ``plan["launch_sizes"]`` (None:
     1 ... all PEs)."""
     sizes = plan["launch_sizes"] or range(1, len(os.sched_getaffinity(0)) + 1)
     return {f"launch_overhead_s[n={n}]":
             launch_overhead.measure(n, plan["launch_jobs"], plan["launch_gap"])["median_s"]
-            for n in sizes}
+            for n in sizes}, {}
 
 
-def switch_round(plan: dict[str, Any]) -> tuple[dict[str, float], dict[str, Any]]:
+def switch_round(plan: dict[str, Any]) -> Round:
     """One round of switch latency figures (us) per MPL, and the priorities the coordinator
     and the ranks ran at."""
     figures, context = {}, {}
@@ -103,7 +113,7 @@ def switch_round(plan: dict[str, Any]) -> tuple[dict[str, float], dict[str, Any]
     return figures, context
 
 
-def linearity_round(plan: dict[str, Any]) -> dict[str, float]:
+def linearity_round(plan: dict[str, Any]) -> Round:
     """One round of MPL linearity ratios, by timeslice (ms) and k > 1."""
     figures = {}
     for timeslice in plan["timeslices"]:
@@ -112,10 +122,10 @@ def linearity_round(plan: dict[str, Any]) -> dict[str, float]:
             if k > 1:
                 figures[f"mpl_linearity[{timeslice * 1000:g}ms][k={k}]"] = \
                     runtime[k] / (k * runtime[1])
-    return figures
+    return figures, {}
 
 
-def shim_round(plan: dict[str, Any]) -> dict[str, float]:
+def shim_round(plan: dict[str, Any]) -> Round:
     """One round of the shim's figures: the ping-pong ratio with / without, the spin-block
     wake-up latency (us) and the blocked rank's CPU share."""
     done = shim_cost.measure(plan["pingpong_alternations"], plan["pingpong_iterations"],
@@ -124,7 +134,7 @@ def shim_round(plan: dict[str, Any]) -> dict[str, float]:
     return {"shim_pingpong_ratio": done["pingpong"]["ratio"],
             "wakeup_p50_us": blocked["wakeup_us"]["p50"],
             "wakeup_p99_us": blocked["wakeup_us"]["p99"],
-            "blocked_cpu_share": blocked["cpu_share"]}
+            "blocked_cpu_share": blocked["cpu_share"]}, {}
 
 
 ROUNDS = {"launch": launch_round, "switch": switch_round, "linearity": linearity_round,
@@ -163,8 +173,7 @@ def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         if progress is not None:
             progress(f"round {round_index + 1} of {plan['rounds']}")
         for part in plan["parts"]:
-            done = ROUNDS[part](plan)
-            figures_now, found = done if isinstance(done, tuple) else (done, {})
+            figures_now, found = ROUNDS[part](plan)
             context.update(found)
             for name, value in figures_now.items():
                 samples.setdefault(name, []).append(value)
@@ -289,13 +298,44 @@ def read_baseline(path: Path) -> dict[str, Any]:
     return baseline
 
 
-def compare(result: dict[str, Any], baseline: dict[str, Any], margin: float,
+def figure_margins(names: Any, margin: float | None = None,
+                   given: dict[str, float] | None = None) -> dict[str, float]:
+    """The margin of each figure of ``names``: from ``given`` (a ``--margins`` file) when it
+    names the figure, else ``margin`` when set, else the drift margin of its kind
+    (``DRIFT_MARGINS``), else ``MARGIN``."""
+    given = given or {}
+    chosen = {}
+    for name in names:
+        kind = name.split(":")[-1].split("[")[0]
+        chosen[name] = given.get(name, margin if margin is not None
+                                 else DRIFT_MARGINS.get(kind, MARGIN))
+    return chosen
+
+
+def read_margins(path: Path) -> dict[str, float]:
+    """Per-figure margins from a JSON object ``{"figure": margin, ...}`` (as
+    ``benchmarks.noise`` writes in ``margins.json``); ``ValueError`` naming the file and the
+    figure when one is not a number >= 0."""
+    try:
+        given = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        raise ValueError(f"{path}: not a JSON file of margins ({err})") from err
+    if not isinstance(given, dict):
+        raise ValueError(f"{path}: not a JSON object of figure: margin")
+    for name, value in given.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+            raise ValueError(f"{path}: figure {name}: margin {value!r} is not a number >= 0")
+    return {name: float(value) for name, value in given.items()}
+
+
+def compare(result: dict[str, Any], baseline: dict[str, Any], margins: dict[str, float],
             findings: list[Finding] | None = None) -> int:
     """Print the comparison of ``result`` with ``baseline`` (``findings``, when already
-    made) and each regression to stderr; the exit status: 1 when a figure regressed, else 0."""
+    made) and each regression to stderr; the exit status: 1 when a figure regressed, else 0.
+    ``margins`` are per figure (``figure_margins``)."""
     now, then = sample_sets(result), sample_sets(baseline)
     if findings is None:
-        findings = check(now, then, margin)
+        findings = check(now, then, margins=margins)
     print(findings_table(findings), file=sys.stderr)
     needed = least_rounds(len(findings))
     fewest = min((min(len(now[f.figure]), len(then[f.figure])) for f in findings),
@@ -327,8 +367,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parts", type=_parts, default=PARTS,
                    help=f"comma-separated, of {','.join(PARTS)} (default all)")
     p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
-    p.add_argument("--margin", type=float, default=MARGIN,
-                   help="relative shift below which nothing is called (default 0.10)")
+    p.add_argument("--margin", type=float, default=None,
+                   help="relative shift below which nothing is called, for every figure "
+                        "(default 0.10, and more for figures that drift: DRIFT_MARGINS)")
+    p.add_argument("--margins", type=Path, default=None,
+                   help="JSON of per-figure margins (benchmarks.noise writes margins.json)")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     p.add_argument("--markdown", type=Path, default=None, help="also write a Markdown page")
     p.add_argument("--as-user", default=None, metavar="USER",
@@ -340,10 +383,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.as_user is not None and (os.geteuid() != 0 or unprivileged.missing_tools()):
         print("overheads: --as-user needs root, runuser and unshare", file=sys.stderr)
         return 2
-    baseline = None
+    baseline, given = None, None
     if args.baseline is not None:
         try:
             baseline = read_baseline(args.baseline)
+            given = read_margins(args.margins) if args.margins is not None else None
         except ValueError as err:
             print(f"overheads: {err}", file=sys.stderr)
             return 2
@@ -366,14 +410,15 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
+    margins = figure_margins(sample_sets(result), args.margin, given)
     findings = None if baseline is None else check(sample_sets(result), sample_sets(baseline),
-                                                   args.margin)
+                                                   margins=margins)
     if args.markdown is not None:
         command = "python -m benchmarks.overheads " + " ".join(
             argv if argv is not None else sys.argv[1:])
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(markdown(result, findings, command))
-    return 0 if baseline is None else compare(result, baseline, args.margin, findings)
+    return 0 if baseline is None else compare(result, baseline, margins, findings)
 
 
 if __name__ == "__main__":

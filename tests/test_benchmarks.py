@@ -288,7 +288,7 @@ def test_a_side_by_side_document_compares_each_side_with_its_own():
     slow = _document({**BASELINE["samples"], "switch_p50_us[mpl=2]": _rounds(130.0)})
     now = {"root": BASELINE, "unprivileged": slow}
     then = {"root": BASELINE, "unprivileged": BASELINE}
-    assert overheads.compare(now, then, 0.10) == 1
+    assert overheads.compare(now, then, overheads.figure_margins(overheads.sample_sets(now))) == 1
     findings = check(overheads.sample_sets(now), overheads.sample_sets(then))
     assert [f.figure for f in findings if f.regressed] == ["unprivileged:switch_p50_us[mpl=2]"]
     # A single-sided baseline shares no figure names with a side-by-side run.
@@ -307,3 +307,42 @@ def test_markdown_page_records_host_date_and_every_figure():
     assert "Against the baseline" not in page
     findings = check(overheads.sample_sets(result), overheads.sample_sets(BASELINE))
     assert "Against the baseline" in overheads.markdown(result, findings, "cmd")
+
+
+def test_figure_margins_come_from_the_file_then_the_option_then_the_drift_table():
+    names = ["switch_p50_us[mpl=2]", "root:launch_overhead_s[n=1]", "wakeup_p99_us"]
+    assert overheads.figure_margins(names) == {
+        "switch_p50_us[mpl=2]": 0.10,
+        "root:launch_overhead_s[n=1]": overheads.DRIFT_MARGINS["launch_overhead_s"],
+        "wakeup_p99_us": overheads.DRIFT_MARGINS["wakeup_p99_us"]}
+    assert set(overheads.figure_margins(names, 0.05).values()) == {0.05}
+    assert overheads.figure_margins(names, 0.05, {"wakeup_p99_us": 0.7})["wakeup_p99_us"] == 0.7
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{", "not a JSON file of margins"), ("[0.1]", "not a JSON object"),
+    ('{"a": -0.1}', "figure a: margin -0.1 is not a number >= 0"),
+    ('{"a": "wide"}', "figure a: margin 'wide'"), ('{"a": true}', "figure a: margin True"),
+])
+def test_a_bad_margins_file_is_one_clear_message_before_measuring(tmp_path, monkeypatch, capsys,
+                                                                  text, message):
+    def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
+        raise AssertionError("measured despite bad margins")
+
+    monkeypatch.setattr(overheads, "measure", measure)
+    (tmp_path / "baseline.json").write_text(json.dumps(BASELINE))
+    (tmp_path / "margins.json").write_text(text)
+    assert overheads.main(["--quick", "--baseline", str(tmp_path / "baseline.json"),
+                           "--margins", str(tmp_path / "margins.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"overheads: {tmp_path / 'margins.json'}: ") and message in err
+
+
+def test_a_margins_file_widens_one_figure(tmp_path, monkeypatch, capsys):
+    slow = _document({**BASELINE["samples"], "switch_p50_us[mpl=2]": _rounds(130.0)})
+    monkeypatch.setattr(overheads, "measure", lambda plan, progress=None: slow)
+    (tmp_path / "baseline.json").write_text(json.dumps(BASELINE))
+    (tmp_path / "margins.json").write_text('{"switch_p50_us[mpl=2]": 0.4}')
+    args = ["--quick", "--baseline", str(tmp_path / "baseline.json")]
+    assert overheads.main(args) == 1
+    assert overheads.main([*args, "--margins", str(tmp_path / "margins.json")]) == 0

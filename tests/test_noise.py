@@ -64,6 +64,16 @@ def test_judge_counts_a_call_on_an_untouched_figure_as_a_false_alarm():
     assert summary["false_alarms_by_figure"] == {noise.SHIM_FIGURE: 1}
 
 
+def test_drift_says_how_far_a_a_pairs_strayed_and_the_margin_that_covers_it():
+    pairs = [{"kind": "A/A", "ratios": {"a": 1.12, "b": 0.9}},
+             {"kind": "A/A", "ratios": {"a": 1.31, "b": 1.02}},
+             {"kind": "A/B", "ratios": {"a": 9.0, "b": 9.0}}]
+    assert noise.drift(pairs) == {
+        "a": {"largest_ratio": 1.31, "pairs": 2, "margin": 0.35},
+        "b": {"largest_ratio": 1.02, "pairs": 2, "margin": 0.10}}
+    assert noise.drift([{"kind": "A/A", "ratios": {"a": 1.15}}])["a"]["margin"] == 0.15
+
+
 def test_proportion_has_an_exact_interval():
     p = noise.proportion(0, 20)
     assert p["rate"] == 0 and p["ci_low"] == 0 and p["ci_high"] == pytest.approx(0.168, abs=1e-3)
@@ -84,6 +94,8 @@ def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     assert "injected_delays" in documents[1] and "injected_delays" not in documents[2]
     assert documents[1]["injected_delays"]["switch_us"] > 0
     assert all(d["load"]["wall_s"] > 0 for d in documents)
+    margins = json.loads((out / "margins.json").read_text())
+    assert set(margins) == set(documents[0]["samples"]) and min(margins.values()) >= 0.1
     assert "false alarms (A/A)" in report.read_text() and documents[0]["date"] in \
         report.read_text()
     hogs = [p for p in psutil.process_iter(["cmdline"])

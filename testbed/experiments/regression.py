@@ -61,9 +61,12 @@ class Finding:
 
 
 def check(now: Mapping[str, Sequence[float]], then: Mapping[str, Sequence[float]],
-          margin: float = MARGIN, alpha: float = ALPHA) -> list[Finding]:
-    """Every figure both ``now`` and ``then`` have (sorted by name), compared as above; figures
-    with no finite value on either side are left out."""
+          margin: float = MARGIN, alpha: float = ALPHA,
+          margins: Mapping[str, float] | None = None) -> list[Finding]:
+    """Every figure both ``now`` and ``then`` have (sorted by name), compared as above, with
+    ``margins[figure]`` for the figures it names and ``margin`` for the rest; figures with no
+    finite value on either side are left out."""
+    margins = margins or {}
     names = sorted(name for name in now.keys() & then.keys()
                    if _finite(now[name]) and _finite(then[name]))
     pvalues = [one_sided_rank_test(now[name], then[name]) for name in names]
@@ -72,7 +75,8 @@ def check(now: Mapping[str, Sequence[float]], then: Mapping[str, Sequence[float]
     for name, p, p_adjusted in zip(names, pvalues, adjusted, strict=True):
         ratio = ratio_interval(now[name], then[name])
         regressed = (p_adjusted is not None and p_adjusted < alpha and ratio is not None
-                     and ratio.value > 1 + margin and ratio.low is not None and ratio.low > 1)
+                     and ratio.value > 1 + margins.get(name, margin)
+                     and ratio.low is not None and ratio.low > 1)
         findings.append(Finding(name, median_interval(now[name]), median_interval(then[name]),
                                 ratio, p, p_adjusted, regressed))
     return findings
