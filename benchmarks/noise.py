@@ -25,10 +25,12 @@ both sides, as on a loaded machine.  Each suite run records what else used the C
 figure drifted between runs, and writes ``margins.json``: per figure, the margin that would
 have covered the largest drift seen (for ``overheads --margins`` on this machine).
 ``--report FILE`` writes a Markdown page of the results, with the host and date.
+``--combine K`` also judges the same runs merged K at a time (consecutive A runs together, B
+runs likewise): what K times the rounds a side would give, from the runs already made.
 
 Usage: ``python -m benchmarks.noise [--pairs 20] [--hog-pairs 5] [--rounds 8]
-[--slowdown 0.2] [--margin M] [--margins FILE] [--out DIR] [--from DIR] [--report FILE]
-[--quick]``
+[--slowdown 0.2] [--margin M] [--margins FILE] [--combine 2] [--out DIR] [--from DIR]
+[--report FILE] [--quick]``
 """
 
 from __future__ import annotations
@@ -111,6 +113,29 @@ def proportion(k: int, n: int) -> dict[str, Any]:
         return {"k": 0, "n": 0, "rate": None, "ci_low": None, "ci_high": None}
     ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
     return {"k": k, "n": n, "rate": k / n, "ci_low": ci.low, "ci_high": ci.high}
+
+
+def combine(documents: list[dict[str, Any]], steps: list[dict[str, Any]],
+            k: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Runs merged ``k`` at a time: A(0..k-1) become one A run with their rounds together,
+    A(k..2k-1) the next, and so on, B runs likewise, within the quiet and the hogged block
+    (a trailing group of fewer than ``k`` is left out).  Their pairs are then comparisons
+    of ``k`` times the rounds a side, spread over ``k`` suite runs each."""
+    groups: dict[tuple[bool, str, int], list[dict[str, Any]]] = {}
+    for document, step in zip(documents, steps, strict=True):
+        key = (step["hog"], step["side"], step["index"] // k)
+        groups.setdefault(key, []).append(document)
+    merged, merged_steps = [], []
+    for (hog, side, index), members in groups.items():
+        if len(members) < k:
+            continue
+        samples: dict[str, list[float]] = {}
+        for member in members:
+            for name, values in overheads.sample_sets(member).items():
+                samples.setdefault(name, []).extend(values)
+        merged.append({"samples": samples})
+        merged_steps.append({"side": side, "index": index, "hog": hog})
+    return merged, merged_steps
 
 
 def judge(documents: list[dict[str, Any]], steps: list[dict[str, Any]],
@@ -280,6 +305,13 @@ def rates_table(summary: dict[str, Any]) -> str:
                   "switch p50 B/A", "shim ratio B/A"], rows)
 
 
+def _markdown_row(label: str, s: dict[str, Any]) -> str:
+    cells = [label, _rate(s["false_alarms"]), _rate(s["false_alarms_untouched_in_ab"]),
+             *(_rate(s["detected"][f]) for f in TARGETS),
+             *("-" if s["slowdown"][f] is None else f"{s['slowdown'][f]:.2f}x" for f in TARGETS)]
+    return "| " + " | ".join(cells) + " |"
+
+
 def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: str) -> str:
     """A Markdown page of the results: what was run, on what, and the rates."""
     first = documents[0]
@@ -308,13 +340,13 @@ def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: 
         "| shim ratio detected | switch p50 B/A | shim ratio B/A |",
         "|---|---|---|---|---|---|---|",
     ]
-    for label in ("quiet", "hog", "all"):
-        s = summary[label]
-        cells = [label, _rate(s["false_alarms"]), _rate(s["false_alarms_untouched_in_ab"]),
-                 *(_rate(s["detected"][f]) for f in TARGETS),
-                 *("-" if s["slowdown"][f] is None else f"{s['slowdown'][f]:.2f}x"
-                   for f in TARGETS)]
-        lines.append("| " + " | ".join(cells) + " |")
+    header = len(lines) - 2
+    lines += [_markdown_row(label, summary[label]) for label in ("quiet", "hog", "all")]
+    for rounds, combined in summary.get("combined", {}).items():
+        lines += ["", f"The same runs merged into runs of {rounds} rounds a side (consecutive "
+                  "A runs together, B runs likewise; fewer, longer pairs):", "",
+                  lines[header], lines[header + 1]]
+        lines += [_markdown_row(label, combined[label]) for label in ("quiet", "hog", "all")]
     by_figure = summary["false_alarms_by_figure"]
     lines += ["", "False alarms by figure (A/A pairs): "
               + (", ".join(f"{f} {n}" for f, n in by_figure.items()) or "none"), "",
@@ -326,6 +358,16 @@ def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: 
               for name, d in summary["drift"].items()]
     lines.append("")
     return "\n".join(lines)
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        counts = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        counts = [0]
+    if any(k < 2 for k in counts):
+        raise argparse.ArgumentTypeError(f"counts of runs >= 2, comma-separated; got {text!r}")
+    return counts
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -346,6 +388,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="source", type=Path, default=None,
                    help="derive the rates from an earlier --out instead of running")
     p.add_argument("--report", type=Path, default=None, help="also write a Markdown page")
+    p.add_argument("--combine", type=_counts, default=[2],
+                   help="also judge runs merged K at a time (comma-separated K, default 2)")
     p.add_argument("--quick", action="store_true", help="tiny: shows the benchmark works")
     args = p.parse_args(argv)
     # Ctrl-C works even when started in the background (where SIGINT comes ignored), and
@@ -382,6 +426,14 @@ def main(argv: list[str] | None = None) -> int:
     (out / "margins.json").write_text(json.dumps(
         {name: d["margin"] for name, d in summary["drift"].items()}, indent=2) + "\n")
     print(rates_table(summary), file=sys.stderr)
+    rounds = documents[0]["plan"]["rounds"]
+    summary["combined"] = {}
+    for k in args.combine:
+        merged = judge(*combine(documents, steps, k), args.margin, given)
+        summary["combined"][str(k * rounds)] = {
+            label: merged[label] for label in ("quiet", "hog", "all")}
+        print(f"{k} runs combined, {k * rounds} rounds a side:\n{rates_table(merged)}",
+              file=sys.stderr)
     if args.report is not None:
         command = "python -m benchmarks.noise " + " ".join(argv if argv is not None
                                                            else sys.argv[1:])

@@ -74,6 +74,18 @@ def test_drift_says_how_far_a_a_pairs_strayed_and_the_margin_that_covers_it():
     assert noise.drift([{"kind": "A/A", "ratios": {"a": 1.15}}])["a"]["margin"] == 0.15
 
 
+def test_combine_merges_consecutive_runs_of_each_side_within_a_block():
+    steps = noise.sequence(4, 0)                  # A0 B0 A1 B1 A2 B2 A3 B3 A4
+    documents = [{"samples": {"x": [float(n)]}} for n in range(len(steps))]
+    merged, merged_steps = noise.combine(documents, steps, 2)
+    assert [(s["side"], s["index"]) for s in merged_steps] == [("A", 0), ("B", 0), ("A", 1),
+                                                               ("B", 1)]
+    assert [d["samples"]["x"] for d in merged] == [[0.0, 2.0], [1.0, 3.0], [4.0, 6.0],
+                                                   [5.0, 7.0]]
+    kinds = [p["kind"] for p in noise.pair_up(merged_steps)]
+    assert sorted(kinds) == ["A/A", "A/B", "A/B"]
+
+
 def test_proportion_has_an_exact_interval():
     p = noise.proportion(0, 20)
     assert p["rate"] == 0 and p["ci_low"] == 0 and p["ci_high"] == pytest.approx(0.168, abs=1e-3)
