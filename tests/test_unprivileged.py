@@ -19,6 +19,7 @@ from conftest import events, jobs_csv
 from benchmarks import unprivileged
 from testbed.emulation import memory
 from testbed.emulation.procs import RankPriority, rank_priority
+from testbed.jobs import walk
 
 USER = "testbed-user"
 
@@ -76,6 +77,13 @@ def _unprivileged_user() -> str | None:
 
 _WHY = ""
 _USER = _unprivileged_user()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _walk_library_built() -> None:
+    """The benchmark's walk library, built as root first: the unprivileged user cannot write
+    the build directory (the shim is built at set-up, the walk library on first use)."""
+    walk.lib()
 
 
 @pytest.fixture
