@@ -59,7 +59,7 @@ FULL = {"rounds": 7, "parts": PARTS, "launch_sizes": None, "launch_jobs": 3, "la
         "switch_mpls": (2, 3, 4), "switch_work": 1.0, "switch_timeslice": 0.05,
         "timeslices": (0.2, 0.05, 0.02, 0.01), "mpls": (1, 2, 3, 4), "work": 1.0,
         "pingpong_iterations": 20000, "pingpong_alternations": 3, "waits": 100}
-QUICK = {"rounds": 2, "parts": PARTS, "launch_sizes": None, "launch_jobs": 1, "launch_gap": 0.3,
+QUICK = {"rounds": 1, "parts": PARTS, "launch_sizes": None, "launch_jobs": 1, "launch_gap": 0.3,
          "switch_mpls": (2,), "switch_work": 0.6, "switch_timeslice": 0.05,
          "timeslices": (0.2,), "mpls": (1, 2), "work": 0.4,
          "pingpong_iterations": 500, "pingpong_alternations": 1, "waits": 12}

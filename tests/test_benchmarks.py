@@ -82,7 +82,8 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     # the regression check is tested below and in test_regression.py with given numbers.
     out = tmp_path / "now.json"
     done = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+                           "--rounds", "2", "--out", str(out)], capture_output=True, text=True,
+                          timeout=600)
     assert done.returncode == 0, done.stderr
     now = json.loads(out.read_text())
     assert json.loads(done.stdout) == now
