@@ -62,6 +62,21 @@ def host() -> dict[str, Any]:
             "uname": " ".join(os.uname())}
 
 
+def invocation(module: str, argv: list[str] | None) -> str:
+    """The command line that ran ``python -m module`` with ``argv`` (this process's own
+    arguments when None)."""
+    return f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv)
+
+
+def page_head(title: str, module: str, command: str, machine: dict[str, Any],
+              measured: str) -> list[str]:
+    """The first lines of a Markdown page a benchmark writes: its title, the command that
+    wrote it, the host (as ``host()`` gives it) and when it was measured."""
+    return [f"# {title}", "", f"Written by `{command}` (`{module}`); do not edit by hand.", "",
+            f"- host: {machine['uname']}, {machine['cpus']} CPUs, Python {machine['python']}",
+            f"- measured: {measured}"]
+
+
 def median(values: list[float]) -> float:
     """The median of ``values``."""
     return statistics.median(values)

@@ -52,7 +52,7 @@ from typing import Any
 from scipy.stats import binomtest
 
 from benchmarks import overheads, shim_cost
-from benchmarks.harness import default_out, host, table
+from benchmarks.harness import default_out, host, invocation, page_head, table
 from testbed.emulation import injection
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import library_path
@@ -291,8 +291,13 @@ def _rate(p: dict[str, Any]) -> str:
     return f"{p['k']}/{p['n']} = {p['rate']:.0%} [{p['ci_low']:.0%}, {p['ci_high']:.0%}]"
 
 
-def rates_table(summary: dict[str, Any]) -> str:
-    """The rates, quiet, hogged and all together."""
+RATE_COLUMNS = ["pairs", "false alarms (A/A)", "false alarms (A/B, untouched figures)",
+                "switch p50 slowdown detected", "shim slowdown detected", "switch p50 B/A",
+                "shim ratio B/A"]
+
+
+def _rate_rows(summary: dict[str, Any]) -> list[list[str]]:
+    """A row of ``RATE_COLUMNS`` per group of pairs: quiet, hogged and all together."""
     rows = []
     for label in ("quiet", "hog", "all"):
         s = summary[label]
@@ -300,33 +305,32 @@ def rates_table(summary: dict[str, Any]) -> str:
                      *(_rate(s["detected"][f]) for f in TARGETS),
                      *("-" if s["slowdown"][f] is None else f"{s['slowdown'][f]:.2f}x"
                        for f in TARGETS)])
-    return table(["pairs", "false alarms (A/A)", "false alarms (A/B, untouched figures)",
-                  "switch p50 slowdown detected", "shim slowdown detected",
-                  "switch p50 B/A", "shim ratio B/A"], rows)
+    return rows
 
 
-def _markdown_row(label: str, s: dict[str, Any]) -> str:
-    cells = [label, _rate(s["false_alarms"]), _rate(s["false_alarms_untouched_in_ab"]),
-             *(_rate(s["detected"][f]) for f in TARGETS),
-             *("-" if s["slowdown"][f] is None else f"{s['slowdown'][f]:.2f}x" for f in TARGETS)]
-    return "| " + " | ".join(cells) + " |"
+def rates_table(summary: dict[str, Any]) -> str:
+    """The rates, quiet, hogged and all together, as a plain-text table."""
+    return table(RATE_COLUMNS, _rate_rows(summary))
+
+
+def _markdown_table(summary: dict[str, Any]) -> list[str]:
+    rows = [RATE_COLUMNS, ["---"] * len(RATE_COLUMNS), *_rate_rows(summary)]
+    return ["| " + " | ".join(row) + " |" for row in rows]
 
 
 def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: str) -> str:
     """A Markdown page of the results: what was run, on what, and the rates."""
     first = documents[0]
-    plan, h = first["plan"], first["host"]
+    plan = first["plan"]
     seconds = sum(d["seconds"] for d in documents)
     disturbed = sum(d["load"]["disturbed"] for d in documents if not d["noise_step"]["hog"])
     delays = next((d["injected_delays"] for d in documents if "injected_delays" in d), {})
     lines = [
-        "# False alarms and detections of the overhead regression check",
-        "",
-        f"Written by `{command}` (`benchmarks.noise`); do not edit by hand.",
-        "",
-        f"- host: {h['uname']}, {h['cpus']} CPUs, Python {h['python']}",
-        f"- measured: {first['date']} to {documents[-1]['date']}, {len(documents)} suite runs, "
-        f"{seconds / 60:.0f} min of suite time ({seconds / len(documents):.0f} s a run)",
+        *page_head("False alarms and detections of the overhead regression check",
+                   "benchmarks.noise", command, first["host"],
+                   f"{first['date']} to {documents[-1]['date']}, {len(documents)} suite runs, "
+                   f"{seconds / 60:.0f} min of suite time ({seconds / len(documents):.0f} s "
+                   "a run)"),
         f"- suite: parts {', '.join(plan['parts'])}, {plan['rounds']} rounds a run",
         "- margins: " + ", ".join(f"{name} {m:g}" for name, m in summary["margins"].items()),
         f"- injected in B runs: switch {delays.get('switch_us', 0):g} us, "
@@ -336,17 +340,12 @@ def markdown(summary: dict[str, Any], documents: list[dict[str, Any]], command: 
         "Rates with 95 % Clopper-Pearson intervals; B/A is the median over A/B pairs of the "
         "ratio of medians.",
         "",
-        "| pairs | false alarms (A/A) | false alarms (A/B, untouched) | switch p50 detected "
-        "| shim ratio detected | switch p50 B/A | shim ratio B/A |",
-        "|---|---|---|---|---|---|---|",
+        *_markdown_table(summary),
     ]
-    header = len(lines) - 2
-    lines += [_markdown_row(label, summary[label]) for label in ("quiet", "hog", "all")]
     for rounds, combined in summary.get("combined", {}).items():
         lines += ["", f"The same runs merged into runs of {rounds} rounds a side (consecutive "
                   "A runs together, B runs likewise; fewer, longer pairs):", "",
-                  lines[header], lines[header + 1]]
-        lines += [_markdown_row(label, combined[label]) for label in ("quiet", "hog", "all")]
+                  *_markdown_table(combined)]
     by_figure = summary["false_alarms_by_figure"]
     lines += ["", "False alarms by figure (A/A pairs): "
               + (", ".join(f"{f} {n}" for f, n in by_figure.items()) or "none"), "",
@@ -435,10 +434,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k} runs combined, {k * rounds} rounds a side:\n{rates_table(merged)}",
               file=sys.stderr)
     if args.report is not None:
-        command = "python -m benchmarks.noise " + " ".join(argv if argv is not None
-                                                           else sys.argv[1:])
         args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(markdown(summary, documents, command))
+        args.report.write_text(markdown(summary, documents,
+                                        invocation("benchmarks.noise", argv)))
     print(json.dumps({"benchmark": "noise", "host": host(), **summary}, indent=2))
     return 0
 

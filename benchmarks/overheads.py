@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
-from benchmarks.harness import events, host, run_workload, table
+from benchmarks.harness import events, host, invocation, page_head, run_workload, table
 from testbed.emulation import injection
 from testbed.experiments.regression import MARGIN, Finding, check, least_rounds
 from testbed.experiments.stats import median_interval
@@ -242,20 +242,19 @@ def findings_table(findings: list[Finding]) -> str:
 def markdown(result: dict[str, Any], findings: list[Finding] | None, command: str) -> str:
     """A Markdown page of a run of the suite (and its comparison with a baseline): what was
     run, on what host and when, and every figure with its interval."""
-    h = result["host"]
-    lines = ["# The testbed's overheads", "",
-             f"Written by `{command}` (`benchmarks.overheads`); do not edit by hand.", "",
-             f"- host: {h['uname']}, {h['cpus']} CPUs, Python {h['python']}",
-             f"- measured: {result['date']}" + (f", {result['seconds'] / 60:.0f} min"
-                                                if "seconds" in result else ""), ""]
+    minutes = f", {result['seconds'] / 60:.0f} min" if "seconds" in result else ""
+    lines = page_head("The testbed's overheads", "benchmarks.overheads", command,
+                      result["host"], result["date"] + minutes)
+    if "root" not in result:
+        plan = result["plan"]
+        lines.append(f"- {plan['rounds']} rounds of {', '.join(plan['parts'])}")
+    lines.append("")
     if "root" in result:
         lines += ["| figure | root | unprivileged |", "|---|---:|---:|"]
         root, user = (result[side]["figures"] for side in SIDES)
         lines += [f"| {name} | {_interval(root[name])} | {_interval(user[name])} |"
                   for name in root if name in user]
     else:
-        plan = result["plan"]
-        lines[-1:-1] = [f"- {plan['rounds']} rounds of {', '.join(plan['parts'])}"]
         lines += ["Median over the rounds [95 % bootstrap interval].", "",
                   "| figure | median [95 % interval] | rounds |", "|---|---:|---:|"]
         lines += [f"| {name} | {_interval(f)} | {f['n']} |"
@@ -418,10 +417,9 @@ def main(argv: list[str] | None = None) -> int:
     findings = None if baseline is None else check(sample_sets(result), sample_sets(baseline),
                                                    margins=margins)
     if args.markdown is not None:
-        command = "python -m benchmarks.overheads " + " ".join(
-            argv if argv is not None else sys.argv[1:])
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(result, findings, command))
+        args.markdown.write_text(markdown(result, findings,
+                                          invocation("benchmarks.overheads", argv)))
     return 0 if baseline is None else compare(result, baseline, margins, findings)
 
 

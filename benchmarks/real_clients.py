@@ -78,7 +78,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, jobs, median, run_workload
+from benchmarks.harness import (
+    default_out,
+    host,
+    invocation,
+    jobs,
+    median,
+    page_head,
+    run_workload,
+)
 from testbed.emulation import build
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import mpicc
@@ -366,13 +374,10 @@ def render(results: list[Result], reference: str, quick: bool) -> str:
 def markdown(doc: dict[str, Any], tables: str, command: str) -> str:
     """A Markdown page of a run of this benchmark: the command, host, date and settings, then
     the tables as printed."""
-    h = doc["host"]
+    minutes = f", {doc['wall_s'] / 60:.0f} min" if "wall_s" in doc else ""
     return "\n".join([
-        "# Unmodified MPI programs under the schedulers", "",
-        f"Written by `{command}` (`benchmarks.real_clients`); do not edit by hand.", "",
-        f"- host: {h['uname']}, {h['cpus']} CPUs, Python {h['python']}",
-        f"- measured: {doc['date']}" + (f", {doc['wall_s'] / 60:.0f} min" if "wall_s" in doc
-                                        else ""),
+        *page_head("Unmodified MPI programs under the schedulers", "benchmarks.real_clients",
+                   command, doc["host"], doc["date"] + minutes),
         f"- {doc['copies']} copies of each program at MPL {doc['mpl']}, timeslice "
         f"{doc['timeslice_s']:g} s, {doc['repeats']} repeats in {doc['order']} order; "
         f"schedulers {', '.join(doc['labels'])}", "",
@@ -441,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     order = run_order(args.programs, names, args.repeats, args.order, args.order_seed)
     cases: dict[str, dict[tuple[str, int], dict[str, Any]]] = {n: {} for n in args.programs}
     began = time.monotonic()
-    date = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    first_run = time.time()     # when the runs began (read back: the oldest one's summary)
     for done, (repeat, name, label) in enumerate(order, start=1):
         out = run_dir(runs, name, label, repeat)
         if args.source:
@@ -449,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
                 p.error(f"{out}: no finished run there (read with --repeats, --schedulers "
                         "and --programs as it was run)")
             cases[name][(label, repeat)] = read_case(out, PROGRAMS[name])
+            first_run = min(first_run, (out / "summary.json").stat().st_mtime)
             continue
         started = time.monotonic()
         case = run_case(commands[name], PROGRAMS[name], schedulers[label], pes, options, out)
@@ -465,7 +471,8 @@ def main(argv: list[str] | None = None) -> int:
            "labels": schedulers, "metrics": list(METRICS), "target_limits": TARGETS,
            "programs": {name: {"argv": commands[name], "tests": list(PROGRAMS[name].tests)}
                         for name in args.programs},
-           "results": [r.as_dict() for r in results], "runs": str(runs), "date": date}
+           "results": [r.as_dict() for r in results], "runs": str(runs),
+           "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(first_run))}
     if not args.source:
         doc["wall_s"] = round(time.monotonic() - began, 1)
     text = json.dumps(doc, indent=2)
@@ -473,10 +480,9 @@ def main(argv: list[str] | None = None) -> int:
     tables = render(results, reference, args.quick)
     print(tables, file=sys.stderr if to_stdout else sys.stdout)
     if args.markdown is not None:
-        invocation = "python -m benchmarks.real_clients " + " ".join(
-            argv if argv is not None else sys.argv[1:])
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(doc, tables, invocation))
+        args.markdown.write_text(markdown(doc, tables,
+                                          invocation("benchmarks.real_clients", argv)))
     if to_stdout:
         print(text)
     else:

@@ -99,17 +99,14 @@ def measure(rounds: int, iterations: int, waits: int,
                 "ratio": statistics.median(shimmed) / statistics.median(plain),
                 "rounds": rounds, "iterations": iterations}
     blocking = {**preload, "TESTBED_SPIN": "fixed:0.0001"}
-    if not long_waits:
-        return {"pingpong": pingpong, "wakeup": {
-            "shim_spin_block_100us": _run("wakeup", waits, blocking), "waits": waits}}
-    return {
-        "pingpong": pingpong,
-        "wakeup": {"mpich_busy_poll": _run("wakeup", waits, {}),
-                   "shim_spin_block_100us": _run("wakeup", waits, blocking),
-                   "shim_long_waits_20_50ms": _run("wakeup", max(1, waits // 3), blocking,
-                                                   "20:50"),
-                   "waits": waits},
-    }
+    wakeup: dict[str, object] = {}
+    if long_waits:
+        wakeup["mpich_busy_poll"] = _run("wakeup", waits, {})
+    wakeup["shim_spin_block_100us"] = _run("wakeup", waits, blocking)
+    if long_waits:
+        wakeup["shim_long_waits_20_50ms"] = _run("wakeup", max(1, waits // 3), blocking, "20:50")
+    wakeup["waits"] = waits
+    return {"pingpong": pingpong, "wakeup": wakeup}
 
 
 def main(argv: list[str] | None = None) -> int:

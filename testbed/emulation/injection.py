@@ -18,7 +18,11 @@ SWITCH_ENV = "TESTBED_DELAY_SWITCH_US"
 SHIM_ENV = "TESTBED_DELAY_SHIM_NS"
 
 
-def _amount(env: Mapping[str, str], name: str) -> float:
+# Each delay: its key in ``config.json``, its environment variable and its unit.
+DELAYS = (("switch_us", SWITCH_ENV, "microseconds"), ("shim_ns", SHIM_ENV, "nanoseconds"))
+
+
+def _amount(env: Mapping[str, str], name: str, unit: str) -> float:
     text = env.get(name, "").strip()
     if not text:
         return 0.0
@@ -27,7 +31,6 @@ def _amount(env: Mapping[str, str], name: str) -> float:
     except ValueError:
         value = -1.0
     if not 0 <= value < float("inf"):
-        unit = "microseconds" if name == SWITCH_ENV else "nanoseconds"
         raise ValueError(f"{name}={text!r}: not a number of {unit} >= 0")
     return value
 
@@ -35,13 +38,11 @@ def _amount(env: Mapping[str, str], name: str) -> float:
 def switch_delay_s(env: Mapping[str, str]) -> float:
     """The switch delay ``env`` asks for, in seconds (0 when unset); ``ValueError`` when it
     is not a number >= 0."""
-    return _amount(env, SWITCH_ENV) / 1e6
+    return _amount(env, SWITCH_ENV, "microseconds") / 1e6
 
 
 def describe(env: Mapping[str, str]) -> dict[str, float] | None:
     """The injected delays ``env`` sets (``{"switch_us": ..., "shim_ns": ...}``, only those
     set), None when none is; ``ValueError`` when one is not a number >= 0."""
-    found = {key: _amount(env, name) for key, name in (("switch_us", SWITCH_ENV),
-                                                       ("shim_ns", SHIM_ENV))}
-    found = {key: value for key, value in found.items() if value}
-    return found or None
+    found = {key: _amount(env, name, unit) for key, name, unit in DELAYS}
+    return {key: value for key, value in found.items() if value} or None

@@ -54,6 +54,8 @@ from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
 from testbed.policies.spin import Spin
 
 SAMPLE_INTERVAL = 0.5
+
+
 def _busy_wait(seconds: float) -> None:
     until = time.perf_counter() + seconds
     while time.perf_counter() < until:
