@@ -65,13 +65,19 @@ TARGETS = (SWITCH_FIGURE, SHIM_FIGURE)
 # The figures the injected delays act on: every switch figure, and everything the shim times.
 TOUCHED = ("switch_", "shim_", "wakeup_", "blocked_")
 CALIBRATION_NS = 2000.0
+SIDES = ("A", "A2", "B")
 
 
-def noise_plan(rounds: int) -> dict[str, Any]:
-    """The suite as measured here: launch (N = all PEs), switch (MPL 2) and shim parts."""
-    return {**overheads.FULL, "rounds": rounds, "parts": ("launch", "switch", "shim"),
+def noise_plan(rounds: int, design: str = "interleaved") -> dict[str, Any]:
+    """The suite as measured here: switch (MPL 2) and shim parts, and the launch part
+    (N = all PEs) in the sequential design; interleaved, the switch runs are shorter (0.6 s
+    of work a job: some 30 switches) to fit three sides' rounds in the time."""
+    plan = {**overheads.FULL, "rounds": rounds, "parts": ("launch", "switch", "shim"),
             "launch_sizes": (len(os.sched_getaffinity(0)),), "launch_jobs": 2,
             "switch_mpls": (2,), "waits": 60}
+    if design == "interleaved":
+        plan.update(parts=("switch", "shim"), switch_work=0.6)
+    return plan
 
 
 def quick_plan() -> dict[str, Any]:
@@ -92,15 +98,25 @@ def sequence(pairs: int, hog_pairs: int) -> list[dict[str, Any]]:
     return steps
 
 
+def groups(pairs: int, hog_pairs: int) -> list[dict[str, Any]]:
+    """The interleaved design's sides in order: group i (quiet groups first, then the last
+    ``hog_pairs`` hogged) has sides A, A2 (the same code again) and B (slowed), measured with
+    their rounds interleaved."""
+    return [{"side": side, "index": i, "hog": i >= pairs - hog_pairs}
+            for i in range(pairs) for side in SIDES]
+
+
 def pair_up(steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The comparisons of a sequence: A/A (A(i+1) against A(i)) and A/B (B(i) against A(i)),
-    each with the positions of its baseline and subject in ``steps``."""
+    """The comparisons of a sequence: A/A (A2(i) against A(i) in the interleaved design,
+    A(i+1) against A(i) in the sequential one) and A/B (B(i) against A(i)), each with the
+    positions of its baseline and subject in ``steps``."""
     where = {(s["hog"], s["side"], s["index"]): n for n, s in enumerate(steps)}
     found = []
     for (hog, side, index), n in sorted(where.items()):
         if side != "A":
             continue
-        for kind, subject in (("A/A", (hog, "A", index + 1)), ("A/B", (hog, "B", index))):
+        same = (hog, "A2", index) if (hog, "A2", index) in where else (hog, "A", index + 1)
+        for kind, subject in (("A/A", same), ("A/B", (hog, "B", index))):
             if subject in where:
                 found.append({"kind": kind, "hog": hog, "baseline": n,
                               "subject": where[subject]})
@@ -268,6 +284,46 @@ def run(steps: list[dict[str, Any]], plan: dict[str, Any], slowdown: float,
     return documents
 
 
+def run_interleaved(steps: list[dict[str, Any]], plan: dict[str, Any], slowdown: float,
+                    out: Path) -> list[dict[str, Any]]:
+    """Run every group of ``steps`` (``groups``): its sides' rounds interleaved
+    (``overheads.measure_interleaved``), the B rounds slowed, writing each side's document to
+    ``out``; the documents in the order of ``steps``."""
+    calibration = calibrate_shim(slowdown, plan["pingpong_iterations"])
+    switch = overheads.measure({**plan, "parts": ("switch",), "rounds": 3})
+    delays = {"switch_us": round(slowdown * switch["figures"][SWITCH_FIGURE]["median"], 1),
+              "shim_ns": calibration["shim_ns"]}
+    print(f"noise: delays in B rounds: switch {delays['switch_us']:g} us, shim "
+          f"{delays['shim_ns']:g} ns per call", file=sys.stderr)
+
+    def one_round(side: str) -> dict[str, Any]:
+        with injected(delays if side == "B" else None):
+            return overheads.measure({**plan, "rounds": 1})
+
+    documents: list[dict[str, Any]] = []
+    started = time.monotonic()
+    count = len(steps) // len(SIDES)
+    for index in range(count):
+        hog = steps[index * len(SIDES)]["hog"]
+        with cpu_hog(hog):
+            before = load.snapshot()
+            sides = overheads.measure_interleaved(plan["rounds"], SIDES, one_round)
+            disturbance = load.disturbance(before, load.snapshot())
+        for side in SIDES:
+            document = {**sides[side], "load": disturbance,
+                        "noise_step": {"side": side, "index": index, "hog": hog,
+                                       "calibration": calibration}}
+            if side == "B":
+                document["injected_delays"] = delays
+            n = len(documents)
+            (out / f"suite-{n:02d}.json").write_text(json.dumps(document, indent=2) + "\n")
+            documents.append(document)
+        left = (time.monotonic() - started) / (index + 1) * (count - index - 1)
+        print(f"noise: group {index + 1} of {count}{', hog' if hog else ''} done; about "
+              f"{left / 60:.0f} min left", file=sys.stderr, flush=True)
+    return documents
+
+
 def read_runs(directory: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The suite documents of an earlier run of this benchmark and their steps;
     ``ValueError`` when ``directory`` holds none."""
@@ -379,7 +435,10 @@ def main(argv: list[str] | None = None) -> int:
                                             "suite's regression check")
     p.add_argument("--pairs", type=int, default=20, help="A/A pairs (and A/B pairs)")
     p.add_argument("--hog-pairs", type=int, default=5, help="of them with a CPU hog")
-    p.add_argument("--rounds", type=int, default=8, help="rounds of the suite a run")
+    p.add_argument("--rounds", type=int, default=12, help="rounds of the suite a side")
+    p.add_argument("--design", choices=("interleaved", "sequential"), default="interleaved",
+                   help="sides' rounds interleaved in groups A A2 B (default), or whole suite "
+                        "runs in turn A0 B0 A1 ...")
     p.add_argument("--slowdown", type=float, default=0.2, help="injected in B runs")
     p.add_argument("--margin", type=float, default=None, help="as overheads --margin")
     p.add_argument("--margins", type=Path, default=None, help="as overheads --margins")
@@ -412,10 +471,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         out = args.out or default_out("noise")
         out.mkdir(parents=True, exist_ok=True)
-        plan = quick_plan() if args.quick else noise_plan(args.rounds)
-        steps = sequence(args.pairs, args.hog_pairs)
+        plan = quick_plan() if args.quick else noise_plan(args.rounds, args.design)
+        interleaved = args.design == "interleaved"
+        steps = (groups if interleaved else sequence)(args.pairs, args.hog_pairs)
         try:
-            documents = run(steps, plan, args.slowdown, out)
+            documents = (run_interleaved if interleaved else run)(steps, plan, args.slowdown,
+                                                                  out)
         except KeyboardInterrupt:
             print(f"noise: interrupted; the suite runs done so far are in {out} (--from reads "
                   "them)", file=sys.stderr)

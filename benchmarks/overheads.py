@@ -42,8 +42,10 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -197,9 +199,57 @@ def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
     return document
 
 
+def round_order(rounds: int, sides: Sequence[str]) -> list[tuple[int, str]]:
+    """The order of interleaved rounds, as (round, side): every round takes each side in
+    turn, in the given order in even rounds and reversed in odd ones (A B, B A, A B, ...), so
+    a drift of the machine that is linear in time costs every side alike."""
+    return [(r, side) for r in range(rounds)
+            for side in (sides if r % 2 == 0 else tuple(reversed(sides)))]
+
+
+def measure_interleaved(rounds: int, sides: Sequence[str],
+                        one_round: Callable[[str], dict[str, Any]],
+                        progress: Any = None) -> dict[str, dict[str, Any]]:
+    """Per side, a suite document of ``rounds`` rounds taken in turn with the other sides'
+    (``round_order``): ``one_round(side)`` measures one round of that side and returns its
+    one-round document; each side's samples are those rounds' together, with their
+    figures, and its seconds the sum of its rounds'."""
+    documents: dict[str, dict[str, Any]] = {}
+    for round_index, side in round_order(rounds, sides):
+        if progress is not None:
+            progress(f"round {round_index + 1} of {rounds}, {side}")
+        done = one_round(side)
+        if side not in documents:
+            documents[side] = {**done, "samples": {}, "seconds": 0.0}
+        kept = documents[side]
+        kept["seconds"] = round(kept["seconds"] + done["seconds"], 1)
+        for name, values in done["samples"].items():
+            kept["samples"].setdefault(name, []).extend(values)
+    for document in documents.values():
+        document["figures"] = summarise(document["samples"])
+        document["plan"] = {**document["plan"], "rounds": rounds}
+    return documents
+
+
+def round_in(checkout: Path, parts: tuple[str, ...], quick: bool) -> dict[str, Any]:
+    """One round of the suite as measured by the code of ``checkout`` (its testbed, shim and
+    benchmarks: ``python -m benchmarks.overheads --rounds 1`` run there); its document.
+    ``RuntimeError`` with the end of its error output when that run fails."""
+    argv = [sys.executable, "-m", "benchmarks.overheads", "--rounds", "1",
+            "--parts", ",".join(parts), *(["--quick"] if quick else [])]
+    done = subprocess.run(argv, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the suite failed in {checkout}: {done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout)
+
+
 def sample_sets(result: dict[str, Any]) -> dict[str, list[float]]:
     """The samples compared against a baseline; those of a side-by-side document are named
-    ``root:...`` and ``unprivileged:...``."""
+    ``root:...`` and ``unprivileged:...``; an interleaved document (``--against``) gives
+    its own side's."""
+    if "sides" in result:
+        return result["sides"]["this"]["samples"]
     if "root" in result:
         return {f"{side}:{name}": values for side in SIDES
                 for name, values in sample_sets(result[side]).items()}
@@ -214,7 +264,9 @@ def _interval(figure: dict[str, Any]) -> str:
 
 def figures_table(result: dict[str, Any]) -> str:
     """A table of every figure: median [95 % interval] and rounds (both halves of a
-    side-by-side document)."""
+    side-by-side document; this checkout's of an interleaved one)."""
+    if "sides" in result:
+        return figures_table(result["sides"]["this"])
     if "root" in result:
         root, user = (result[side]["figures"] for side in SIDES)
         rows = [[name, _interval(root[name]), _interval(user[name])]
@@ -245,6 +297,10 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
     minutes = f", {result['seconds'] / 60:.0f} min" if "seconds" in result else ""
     lines = page_head("The testbed's overheads", "benchmarks.overheads", command,
                       result["host"], result["date"] + minutes)
+    if "sides" in result:
+        baseline = result["interleaved"]["checkouts"]["baseline"]
+        lines.append(f"- rounds interleaved with those of {baseline} (the baseline)")
+        result = {**result["sides"]["this"], "date": result["date"]}
     if "root" not in result:
         plan = result["plan"]
         lines.append(f"- {plan['rounds']} rounds of {', '.join(plan['parts'])}")
@@ -260,8 +316,9 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
         lines += [f"| {name} | {_interval(f)} | {f['n']} |"
                   for name, f in result["figures"].items()]
         linear = result["mpl_linearity"]["smallest_linear_timeslice_ms"]
-        lines += ["", "Smallest timeslice with every linearity ratio within 3 %: "
-                  + ("none" if linear is None else f"{linear:g} ms")]
+        if "linearity" in result["plan"]["parts"]:
+            lines += ["", "Smallest timeslice with every linearity ratio within 3 %: "
+                      + ("none" if linear is None else f"{linear:g} ms")]
     if findings is not None:
         lines += ["", "Against the baseline:", "", "```", findings_table(findings), "```"]
     return "\n".join(lines) + "\n"
@@ -352,6 +409,33 @@ def compare(result: dict[str, Any], baseline: dict[str, Any], margins: dict[str,
     return 1 if any(f.regressed for f in findings) else 0
 
 
+def against(checkout: Path, plan: dict[str, Any], quick: bool,
+            progress: Any = None) -> dict[str, Any]:
+    """The suite measured by the code of ``checkout`` (side ``baseline``) and by this
+    checkout's (side ``this``), ``plan["rounds"]`` rounds each, interleaved
+    (``measure_interleaved``), every round a fresh process of its checkout."""
+    here = Path(__file__).resolve().parents[1]
+    checkouts = {"baseline": checkout.resolve(), "this": here}
+    started = time.time()
+    sides = measure_interleaved(
+        plan["rounds"], tuple(checkouts),
+        lambda side: round_in(checkouts[side], plan["parts"], quick), progress)
+    return {"benchmark": "overheads", "host": host(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+            "seconds": round(time.time() - started, 1), "quick": quick,
+            "interleaved": {"rounds": plan["rounds"], "parts": list(plan["parts"]),
+                            "checkouts": {side: str(path) for side, path in checkouts.items()}},
+            "sides": sides}
+
+
+def _checkout(text: str) -> Path:
+    path = Path(text)
+    if not (path / "benchmarks" / "overheads.py").is_file():
+        raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
+                                         "benchmarks/overheads.py)")
+    return path
+
+
 def _parts(text: str) -> tuple[str, ...]:
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
     unknown = [p for p in parts if p not in PARTS]
@@ -370,6 +454,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parts", type=_parts, default=PARTS,
                    help=f"comma-separated, of {','.join(PARTS)} (default all)")
     p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
+    p.add_argument("--against", type=_checkout, default=None, metavar="CHECKOUT",
+                   help="measure that checkout's code too, rounds interleaved with this one's, "
+                        "and compare this one against it")
     p.add_argument("--margin", type=float, default=None,
                    help="relative shift below which nothing is called, for every figure "
                         "(default 0.10, and more for figures that drift: DRIFT_MARGINS)")
@@ -386,14 +473,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.as_user is not None and (os.geteuid() != 0 or unprivileged.missing_tools()):
         print("overheads: --as-user needs root, runuser and unshare", file=sys.stderr)
         return 2
+    if args.against is not None and (args.baseline is not None or args.as_user is not None):
+        print("overheads: --against compares with another checkout; it takes neither "
+              "--baseline nor --as-user", file=sys.stderr)
+        return 2
     baseline, given = None, None
-    if args.baseline is not None:
-        try:
+    try:
+        if args.baseline is not None:
             baseline = read_baseline(args.baseline)
-            given = read_margins(args.margins) if args.margins is not None else None
-        except ValueError as err:
-            print(f"overheads: {err}", file=sys.stderr)
-            return 2
+        if args.margins is not None:
+            given = read_margins(args.margins)
+    except ValueError as err:
+        print(f"overheads: {err}", file=sys.stderr)
+        return 2
     plan = {**(QUICK if args.quick else FULL), "parts": args.parts}
     if args.rounds is not None:
         plan["rounds"] = args.rounds
@@ -401,8 +493,16 @@ def main(argv: list[str] | None = None) -> int:
     def progress(message: str) -> None:
         print(f"overheads: {message}", file=sys.stderr, flush=True)
 
-    result = measure(plan, progress)
-    result["quick"] = args.quick
+    if args.against is not None:
+        try:
+            result = against(args.against, plan, args.quick, progress)
+        except RuntimeError as err:
+            print(f"overheads: {err}", file=sys.stderr)
+            return 1
+        baseline = result["sides"]["baseline"]
+    else:
+        result = measure(plan, progress)
+        result["quick"] = args.quick
     if args.as_user is not None:
         result = {"benchmark": "overheads", "host": result["host"], "date": result["date"],
                   "quick": args.quick, "root": result,
