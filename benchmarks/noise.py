@@ -1,34 +1,43 @@
 """How often the overhead suite's regression check raises a false alarm, and how often it
 catches a known slowdown, measured on this host.
 
-The overhead suite (``benchmarks.overheads``, here its launch, switch and shim parts) runs
-again and again on the same code, in this order: A0 B0 A1 B1 ... An.  The A runs are the code
-as it is; the B runs carry a known slowdown, injected through ``testbed.emulation.injection``:
-every switch delayed by ``--slowdown`` (20 %) of A0's median switch latency, and every MPI call
-the shim wraps delayed so that the ping-pong round trip with the shim grows by ``--slowdown``
-(the delay per call is calibrated first: ping-pongs with and without a test delay, alternated).
+The overhead suite (``benchmarks.overheads``) is measured again and again on the same code,
+some of it carrying a known slowdown injected through ``testbed.emulation.injection``: every
+switch delayed by ``--slowdown`` (20 %) of the median switch latency, and every MPI call the
+shim wraps delayed so that the ping-pong round trip with the shim grows by ``--slowdown`` (the
+delay per call is calibrated first: ping-pongs with and without a test delay, alternated).
 
-* An **A/A pair** compares A(i+1) against A(i) as its baseline, exactly as ``overheads
-  --baseline`` would: any figure called a regression is a false alarm.
-* An **A/B pair** compares B(i) against A(i): the pair *detects* the slowdown of a figure when
-  that figure is called.  The figures aimed at are ``switch_p50_us[mpl=2]`` and
-  ``shim_pingpong_ratio``.  The delays touch the other switch and shim figures too (a switch
-  p99 or a wake-up grows with them), but not the launch overhead: a call on an untouched
-  figure is a false alarm too.
+Two designs (``--design``):
+
+* ``interleaved`` (the default; what ``overheads --against`` does): ``--pairs`` groups, each of
+  three sides measured with their rounds interleaved (``overheads.measure_interleaved``: A A2
+  B, then B A2 A, ...): A and A2 the code as it is, B slowed.  Its switch and shim parts run,
+  the switch runs with 0.6 s of work a job.  A2 against A is an **A/A pair**; B against A an
+  **A/B pair**.
+* ``sequential`` (what ``overheads --baseline`` does): whole suite runs (launch, switch and
+  shim parts) in the order A0 B0 A1 B1 ... An; A(i+1) against A(i) is an A/A pair, B(i)
+  against A(i) an A/B pair.
+
+In an A/A pair any figure called a regression is a false alarm.  An A/B pair *detects* the
+slowdown of a figure when that figure is called; the figures aimed at are
+``switch_p50_us[mpl=2]`` and ``shim_pingpong_ratio``.  The delays touch the other switch and
+shim figures too (a switch p99 or a wake-up grows with them), but not the launch overhead: a
+call on an untouched figure is a false alarm too.
 
 The last ``--hog-pairs`` pairs run with a CPU hog (a busy loop) pinned to the last CPU through
-both sides, as on a loaded machine.  Each suite run records what else used the CPUs
-(``testbed.experiments.load``).  The rates come with 95 % Clopper-Pearson intervals
-(``scipy.stats.binomtest``).  Every suite document is kept in the output directory, and
-``--from DIR`` derives the rates again from them (with other margins if asked: ``--margin``,
-``--margins``, as ``overheads`` takes them).  From the A/A pairs it also reports how far each
-figure drifted between runs, and writes ``margins.json``: per figure, the margin that would
-have covered the largest drift seen (for ``overheads --margins`` on this machine).
+both sides, as on a loaded machine.  Each suite run (each group, interleaved) records what
+else used the CPUs (``testbed.experiments.load``).  The rates come with 95 % Clopper-Pearson
+intervals (``scipy.stats.binomtest``).  Every side's document is kept in the output
+directory, and ``--from DIR`` derives the rates again from them (with other margins if asked:
+``--margin``, ``--margins``, as ``overheads`` takes them).  From the A/A pairs it also reports
+how far each figure drifted between sides, and writes ``margins.json``: per figure, the margin
+that would have covered the largest drift seen (for ``overheads --margins`` on this machine).
 ``--report FILE`` writes a Markdown page of the results, with the host and date.
-``--combine K`` also judges the same runs merged K at a time (consecutive A runs together, B
-runs likewise): what K times the rounds a side would give, from the runs already made.
+``--combine K`` also judges the same sides merged K at a time (the A sides of K consecutive
+groups or runs together, A2 and B likewise): what K times the rounds a side would give.
 
-Usage: ``python -m benchmarks.noise [--pairs 20] [--hog-pairs 5] [--rounds 8]
+Usage: ``python -m benchmarks.noise [--pairs 20] [--hog-pairs 5] [--rounds 12]
+[--design interleaved|sequential]
 [--slowdown 0.2] [--margin M] [--margins FILE] [--combine 2] [--out DIR] [--from DIR]
 [--report FILE] [--quick]``
 """
@@ -290,7 +299,7 @@ def run_interleaved(steps: list[dict[str, Any]], plan: dict[str, Any], slowdown:
     (``overheads.measure_interleaved``), the B rounds slowed, writing each side's document to
     ``out``; the documents in the order of ``steps``."""
     calibration = calibrate_shim(slowdown, plan["pingpong_iterations"])
-    switch = overheads.measure({**plan, "parts": ("switch",), "rounds": 3})
+    switch = overheads.measure({**plan, "parts": ("switch",), "rounds": min(3, plan["rounds"])})
     delays = {"switch_us": round(slowdown * switch["figures"][SWITCH_FIGURE]["median"], 1),
               "shim_ns": calibration["shim_ns"]}
     print(f"noise: delays in B rounds: switch {delays['switch_us']:g} us, shim "

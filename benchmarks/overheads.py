@@ -24,15 +24,18 @@ figures, and a ratio of medians above 1 + the figure's margin with its interval 
 larger is worse for every figure; the margins are 0.10, more for the figures that drift
 between runs, ``DRIFT_MARGINS``, or ``--margin`` for all, or per figure from ``--margins``),
 prints a table of the comparison and exits 1 when a figure regressed.
-``--parts`` measures only some parts; ``--markdown FILE`` also writes the table (and the
-comparison) as a Markdown page with the host and date.  ``--as-user USER`` (as root) runs the
-suite twice, as root and then as that unprivileged user, side by side (``root`` and
-``unprivileged`` halves in the JSON).  ``--quick`` runs a tiny version to show the suite
-works (CI); its figures mean nothing.
+``--against CHECKOUT`` measures that checkout's code as the baseline instead, in the same
+invocation: the two sides' rounds take turns (A B, B A, A B, ...: a drift of the machine lands
+on both alike), every round a fresh process run in its checkout, and this side is checked
+against the other as with ``--baseline``.  ``--parts`` measures only some parts;
+``--markdown FILE`` also writes the table (and the comparison) as a Markdown page with the
+host and date.  ``--as-user USER`` (as root) runs the suite twice, as root and then as that
+unprivileged user, side by side (``root`` and ``unprivileged`` halves in the JSON).
+``--quick`` runs a tiny version to show the suite works (CI); its figures mean nothing.
 
 Usage: ``python -m benchmarks.overheads [--quick] [--rounds N] [--parts launch,switch,...]
-[--as-user USER] [--baseline FILE] [--margin M] [--margins FILE] [--out FILE]
-[--markdown FILE]``
+[--as-user USER] [--baseline FILE | --against CHECKOUT] [--margin M] [--margins FILE]
+[--out FILE] [--markdown FILE]``
 """
 
 from __future__ import annotations
@@ -315,8 +318,8 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
                   "| figure | median [95 % interval] | rounds |", "|---|---:|---:|"]
         lines += [f"| {name} | {_interval(f)} | {f['n']} |"
                   for name, f in result["figures"].items()]
-        linear = result["mpl_linearity"]["smallest_linear_timeslice_ms"]
         if "linearity" in result["plan"]["parts"]:
+            linear = result["mpl_linearity"]["smallest_linear_timeslice_ms"]
             lines += ["", "Smallest timeslice with every linearity ratio within 3 %: "
                       + ("none" if linear is None else f"{linear:g} ms")]
     if findings is not None:

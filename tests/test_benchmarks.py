@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -108,6 +109,14 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "switch_p50_us[mpl=2]" in again.stderr and "no regression can be called" in \
         again.stderr
+    # Against this very checkout, a round a side: both sides measured, each in its process.
+    here = Path(overheads.__file__).resolve().parents[1]
+    same = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
+                           "--rounds", "1", "--parts", "switch", "--against", str(here)],
+                          capture_output=True, text=True, timeout=600)
+    assert same.returncode == 0, same.stderr
+    sides = json.loads(same.stdout)["sides"]
+    assert all(len(sides[s]["samples"]["switch_p50_us[mpl=2]"]) == 1 for s in ("baseline", "this"))
 
 
 def _document(samples: dict[str, list[float]]) -> dict[str, Any]:
@@ -153,6 +162,72 @@ def test_main_with_a_baseline_exits_1_only_on_a_regression(tmp_path, monkeypatch
     assert ("no regression can be called" in err) == (rounds == 2)
     assert json.loads(out.read_text())["samples"]["switch_p50_us[mpl=2]"] == \
         _rounds(switch, rounds)
+
+
+def test_round_order_takes_the_sides_in_turn_reversing_every_other_round():
+    assert overheads.round_order(3, ("a", "b")) == [(0, "a"), (0, "b"), (1, "b"), (1, "a"),
+                                                    (2, "a"), (2, "b")]
+    assert overheads.round_order(2, ("x", "y", "z")) == [(0, "x"), (0, "y"), (0, "z"),
+                                                         (1, "z"), (1, "y"), (1, "x")]
+
+
+def _one_round(value: float, seconds: float = 1.5) -> dict[str, Any]:
+    return {"plan": {"rounds": 1, "parts": ["switch"]}, "seconds": seconds,
+            "samples": {"switch_p50_us[mpl=2]": [value]}}
+
+
+def test_measure_interleaved_gathers_each_sides_rounds_in_the_order_they_ran():
+    calls = []
+
+    def one_round(side: str) -> dict[str, Any]:
+        calls.append(side)
+        return _one_round(len(calls))
+
+    sides = overheads.measure_interleaved(2, ("old", "new"), one_round)
+    assert calls == ["old", "new", "new", "old"]
+    assert sides["old"]["samples"] == {"switch_p50_us[mpl=2]": [1, 4]}
+    assert sides["new"]["samples"] == {"switch_p50_us[mpl=2]": [2, 3]}
+    assert sides["new"]["seconds"] == 3.0 and sides["new"]["plan"]["rounds"] == 2
+    assert sides["old"]["figures"]["switch_p50_us[mpl=2]"]["median"] == 2.5
+
+
+@pytest.mark.parametrize(("slower", "status"), [(1.3, 1), (1.0, 0), (0.7, 0)])
+def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatch, capsys,
+                                                            slower, status):
+    here = Path(overheads.__file__).resolve().parents[1]
+    asked = []
+
+    def round_in(checkout: Path, parts: tuple[str, ...], quick: bool) -> dict[str, Any]:
+        asked.append((checkout, parts, quick))
+        factor = slower if checkout == here else 1.0
+        return _one_round(100.0 * factor * (1 + 0.004 * len(asked)))
+
+    monkeypatch.setattr(overheads, "round_in", round_in)
+    other = tmp_path / "other"
+    (other / "benchmarks").mkdir(parents=True)
+    (other / "benchmarks" / "overheads.py").write_text("")
+    out = tmp_path / "now.json"
+    assert overheads.main(["--rounds", "8", "--parts", "switch", "--against", str(other),
+                           "--out", str(out), "--markdown", str(tmp_path / "now.md")]) == status
+    assert [a[0] for a in asked[:4]] == [other.resolve(), here, here, other.resolve()]
+    assert {a[1:] for a in asked} == {(("switch",), False)} and len(asked) == 16
+    result = json.loads(out.read_text())
+    assert set(result["sides"]) == {"baseline", "this"}
+    assert result["interleaved"]["checkouts"]["baseline"] == str(other.resolve())
+    err = capsys.readouterr().err
+    assert ("regression: switch_p50_us[mpl=2]" in err) == (status == 1)
+    assert "rounds interleaved with those of" in (tmp_path / "now.md").read_text()
+
+
+def test_main_against_refuses_what_is_not_a_checkout_and_a_baseline_beside_it(tmp_path,
+                                                                                capsys):
+    with pytest.raises(SystemExit) as stopped:
+        overheads.main(["--against", str(tmp_path)])
+    assert stopped.value.code == 2
+    assert "not a checkout of the testbed" in capsys.readouterr().err
+    here = str(Path(overheads.__file__).resolve().parents[1])
+    assert overheads.main(["--against", here, "--baseline", str(tmp_path / "b.json")]) == 2
+    assert "takes neither --baseline nor --as-user" in capsys.readouterr().err
 
 
 def test_smallest_linear_timeslice_reads_the_median_ratios():

@@ -33,6 +33,19 @@ def test_pairs_never_cross_from_quiet_to_hogged_runs():
     assert all(steps[p["baseline"]]["hog"] == steps[p["subject"]]["hog"] for p in pairs)
 
 
+def test_groups_give_each_index_sides_a_a2_and_b_and_hog_the_last():
+    steps = noise.groups(3, 1)
+    assert [(s["side"], s["index"], s["hog"]) for s in steps] == [
+        ("A", 0, False), ("A2", 0, False), ("B", 0, False), ("A", 1, False), ("A2", 1, False),
+        ("B", 1, False), ("A", 2, True), ("A2", 2, True), ("B", 2, True)]
+
+
+def test_interleaved_pairs_stay_within_their_group():
+    pairs = noise.pair_up(noise.groups(2, 1))
+    assert [(p["kind"], p["baseline"], p["subject"], p["hog"]) for p in pairs] == [
+        ("A/A", 0, 1, False), ("A/B", 0, 2, False), ("A/A", 3, 4, True), ("A/B", 3, 5, True)]
+
+
 def _suite(switch: float, shim: float, seed: int) -> dict[str, Any]:
     spread = [1 + 0.003 * ((i * 7 + seed) % 8) for i in range(8)]
     return {"samples": {noise.SWITCH_FIGURE: [switch * s for s in spread],
@@ -102,9 +115,10 @@ def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     summary = json.loads(done.stdout)
     assert summary["benchmark"] == "noise" and summary["all"]["false_alarms"]["n"] == 1
     documents = [json.loads(p.read_text()) for p in sorted(out.glob("suite-*.json"))]
-    assert [d["noise_step"]["side"] for d in documents] == ["A", "B", "A"]
-    assert "injected_delays" in documents[1] and "injected_delays" not in documents[2]
-    assert documents[1]["injected_delays"]["switch_us"] > 0
+    assert [d["noise_step"]["side"] for d in documents] == ["A", "A2", "B"]
+    assert [("injected_delays" in d) for d in documents] == [False, False, True]
+    assert documents[2]["injected_delays"]["switch_us"] > 0
+    assert all(d["plan"]["rounds"] == 1 for d in documents)
     assert all(d["load"]["wall_s"] > 0 for d in documents)
     margins = json.loads((out / "margins.json").read_text())
     assert set(margins) == set(documents[0]["samples"]) and min(margins.values()) >= 0.1
