@@ -846,9 +846,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         dirs = run_dirs(args.dir)
-    except (FileNotFoundError, NotADirectoryError) as err:
+        summaries = {name: write_results(path) for name, path in dirs.items()}
+    except (FileNotFoundError, NotADirectoryError, ValueError) as err:
         raise UsageError(str(err)) from None
-    summaries = {name: write_results(path) for name, path in dirs.items()}
     repeated = (args.dir / "experiment.json").exists()
     if repeated:
         try:

@@ -117,14 +117,19 @@ class EventLog:
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    """Read an event log; a torn last line (the writer was killed mid-write) is skipped."""
+    """Read an event log up to its last whole event: reading stops at the first line that is
+    not one (a torn last line, when the writer was killed mid-write, or a damaged one), since
+    what follows damage cannot be trusted to follow on from what came before."""
     events = []
-    with open(path) as f:
+    with open(path, errors="replace") as f:
         for line in f:
             try:
-                events.append(json.loads(line))
+                event = json.loads(line)
             except json.JSONDecodeError:
-                continue
+                break
+            if not isinstance(event, dict) or "t" not in event or "event" not in event:
+                break
+            events.append(event)
     return events
 
 
