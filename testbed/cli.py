@@ -41,7 +41,7 @@ from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.emulation.paging import may_page_out
 from testbed.emulation.procs import RankPriority
 from testbed.emulation.remote import NodesError
-from testbed.events import read_events
+from testbed.events import WriteFailed, read_events
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
 from testbed.experiments.figures import check_names
 from testbed.experiments.plan import (
@@ -108,6 +108,7 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_NO_MPI = 3
 EXIT_UNAVAILABLE = 4
+EXIT_WRITE_FAILED = 5
 SWAP_DIR = Path("/var/tmp")
 EXIT_INTERRUPTED = 130
 
@@ -1249,6 +1250,9 @@ def main(argv: list[str] | None = None) -> int:
     except NodesError as err:
         print(f"testbed: cannot start the node managers: {err}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except WriteFailed as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
 
 
 if __name__ == "__main__":

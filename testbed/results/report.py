@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from testbed.events import read_events
+from testbed.events import WriteFailed, read_events
 from testbed.results.metrics import GROUPS, METRICS, compression, job_rows, summarize
 from testbed.workloads.swf import SwfJob
 
@@ -21,9 +21,14 @@ CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "respo
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all; ``WriteFailed`` when it cannot be written."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise WriteFailed(path, err) from None
 
 
 def _cell(value: Any) -> Any:
@@ -32,7 +37,8 @@ def _cell(value: Any) -> Any:
 
 def write_results(run_dir: Path) -> dict[str, Any]:
     """Derive ``jobs.csv`` and ``summary.json`` from the run's event log; return the summary.
-    ``ValueError`` when the log has no whole ``run_start`` event."""
+    ``ValueError`` when the log has no whole ``run_start`` event, ``WriteFailed`` when a file
+    cannot be written (none is left half-written)."""
     events = read_events(run_dir / "events.jsonl")
     if not any(ev["event"] == "run_start" for ev in events):
         raise ValueError(f"{run_dir / 'events.jsonl'}: no whole run_start event: not the log "
