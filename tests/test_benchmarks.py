@@ -422,3 +422,14 @@ def test_a_margins_file_widens_one_figure(tmp_path, monkeypatch, capsys):
     args = ["--quick", "--baseline", str(tmp_path / "baseline.json")]
     assert overheads.main(args) == 1
     assert overheads.main([*args, "--margins", str(tmp_path / "margins.json")]) == 0
+
+
+def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left():
+    done = subprocess.run([sys.executable, "-m", "benchmarks.chaos", "--quick", "--seed", "3"],
+                          capture_output=True, text=True, timeout=600)
+    result = json.loads(done.stdout)
+    assert done.returncode == 0, result["failures"]
+    assert result["trials"] == 2 and result["passed"] == 2
+    assert [r["multihost"] for r in result["records"]] == [False, True]
+    assert result["records"][1]["killed"].startswith("nm")
+    assert all(v == 0 for v in result["survivors"].values())
