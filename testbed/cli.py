@@ -89,6 +89,7 @@ from testbed.service.protocol import (
     Shutdown,
     SubmitWorkload,
     Suspend,
+    job_exit_code,
 )
 from testbed.service.server import Service, ServiceError, listen
 from testbed.simulation.executor import SimulationExecutor
@@ -900,7 +901,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     if status == "interrupted":
         return EXIT_INTERRUPTED
     row = job_rows(read_events(run_dir / "events.jsonl"))[0]
-    return row.exit_code if row.status == "done" or (row.exit_code or 0) > 0 else 1
+    return job_exit_code(row.status, row.exit_code)
 
 
 def cmd_mix(args: argparse.Namespace) -> int:
