@@ -34,7 +34,6 @@ from testbed.emulation.memory import (
     NodeCgroups,
     SwapFile,
     cgroup_parent,
-    parse_size,
     remove_swap,
 )
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
@@ -93,6 +92,7 @@ from testbed.service.protocol import (
 )
 from testbed.service.server import Service, ServiceError, listen
 from testbed.simulation.executor import SimulationExecutor
+from testbed.sizes import parse_size
 from testbed.workloads import lublin
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
 from testbed.workloads.mix import MixParams, generate_mix

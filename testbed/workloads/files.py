@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.emulation.memory import parse_size
 from testbed.jobs.bsp import build_parser as bsp_parser
+from testbed.sizes import parse_size
 
 OPTION_KEYS = ("limit", "user", "mem", "id", "estimate", "after", "class")
 
