@@ -102,13 +102,6 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     assert now["mpl_linearity"]["limit"] == overheads.LINEARITY_LIMIT
     assert now["mpl_linearity"]["smallest_linear_timeslice_ms"] in (None, 200.0)
     assert "median [95 % interval]" in done.stderr
-    # Against itself with two rounds a side nothing can be called, and the check says why.
-    again = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
-                            "--rounds", "1", "--parts", "switch", "--baseline", str(out)],
-                           capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0, again.stderr
-    assert "switch_p50_us[mpl=2]" in again.stderr and "no regression can be called" in \
-        again.stderr
     # Against this very checkout, a round a side: both sides measured, each in its process.
     here = Path(overheads.__file__).resolve().parents[1]
     same = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
