@@ -134,8 +134,8 @@ def format_table(summaries: dict[str, dict[str, Any]]) -> str:
     rows: list[list[str]] = [["", *names]]
     rows.append(["status", *(_status(s) for s in summaries.values())])
     rows.append(["jobs done/failed", *(f"{s['done']}/{s['failed']}" for s in summaries.values())])
-    if any(s["unfinished"] for s in summaries.values()):
-        rows.append(["jobs unfinished", *(str(s["unfinished"]) for s in summaries.values())])
+    if any(s.get("unfinished") for s in summaries.values()):
+        rows.append(["jobs unfinished", *(str(s.get("unfinished", 0)) for s in summaries.values())])
     for metric in METRICS:
         for stat in ("mean", "median"):
             for group in GROUPS:
