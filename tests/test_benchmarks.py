@@ -426,3 +426,14 @@ def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left()
     assert [r["multihost"] for r in result["records"]] == [False, True]
     assert result["records"][1]["killed"].startswith("nm")
     assert all(v == 0 for v in result["survivors"].values())
+
+
+def test_soak_quick_accounts_for_every_job_and_leaves_nothing():
+    done = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--quick", "--clients", "3"],
+                          capture_output=True, text=True, timeout=600)
+    result = json.loads(done.stdout)
+    assert result["jobs"]["arrived"] > 5 and result["jobs"]["unaccounted"] == 0, result["jobs"]
+    assert result["requests"].get("mpirun", 0) > 0 and result["status"] == "stopped"
+    assert all(v == 0 for v in result["survivors"].values())
+    assert result["samples"] and {"rss_kib", "fds", "threads"} <= set(result["samples"][0])
+    assert not result["client_errors"], result["client_errors"]
