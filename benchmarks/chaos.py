@@ -13,7 +13,7 @@ random moment kills:
 Then it checks what a site would:
 
 * every client has exited, and every client whose job had not ended exited non-zero with a
-  clear message (a line starting ``testbed:``, no traceback);
+  clear message (its last line from ``testbed``, no traceback);
 * nothing of the run survives: no process carrying the run's marker (ranks, launchers, node
   managers, stopped ones included), no shared-memory record, no launch directory, no new
   ``/tmp/hydra_hwloc_xmlfile_*``;
@@ -172,7 +172,7 @@ def trial(rng: random.Random, directory: Path, multihost: bool, clients: int) ->
         ends.append({"code": client.returncode, "last_line": last[:200]})
         if "Traceback" in err:
             record["failed"].append(f"a client printed a traceback: {last[:200]}")
-        elif client.returncode != 0 and not last.startswith("testbed:"):
+        elif client.returncode != 0 and not last.startswith("testbed"):
             record["failed"].append(f"a client exited {client.returncode} without saying why")
     record["clients"] = ends
     _wait_for(lambda: not any(survivors(run_id, before).values()), GRACE)
