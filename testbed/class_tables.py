@@ -52,6 +52,8 @@ def load_class_table(path: Path | None, pes: int) -> ClassTable:
         data = tomllib.loads(path.read_text())
     except OSError as err:
         raise ClassTableError(path, "file", err.strerror or str(err)) from None
+    except UnicodeDecodeError:
+        raise ClassTableError(path, "file", "not a text file") from None
     except tomllib.TOMLDecodeError as err:
         raise ClassTableError(path, "syntax", str(err)) from None
     unknown = set(data) - TOP_KEYS

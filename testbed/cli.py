@@ -34,14 +34,13 @@ from testbed.emulation.memory import (
     NodeCgroups,
     SwapFile,
     cgroup_parent,
-    parse_size,
     remove_swap,
 )
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.emulation.paging import may_page_out
 from testbed.emulation.procs import RankPriority
 from testbed.emulation.remote import NodesError
-from testbed.events import read_events
+from testbed.events import WriteFailed, read_events
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
 from testbed.experiments.figures import check_names
 from testbed.experiments.plan import (
@@ -89,9 +88,11 @@ from testbed.service.protocol import (
     Shutdown,
     SubmitWorkload,
     Suspend,
+    job_exit_code,
 )
 from testbed.service.server import Service, ServiceError, listen
 from testbed.simulation.executor import SimulationExecutor
+from testbed.sizes import parse_size
 from testbed.workloads import lublin
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
 from testbed.workloads.mix import MixParams, generate_mix
@@ -108,6 +109,7 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 EXIT_NO_MPI = 3
 EXIT_UNAVAILABLE = 4
+EXIT_WRITE_FAILED = 5
 SWAP_DIR = Path("/var/tmp")
 EXIT_INTERRUPTED = 130
 
@@ -846,9 +848,9 @@ def cmd_report(args: argparse.Namespace) -> int:
 
     try:
         dirs = run_dirs(args.dir)
-    except (FileNotFoundError, NotADirectoryError) as err:
+        summaries = {name: write_results(path) for name, path in dirs.items()}
+    except (FileNotFoundError, NotADirectoryError, ValueError) as err:
         raise UsageError(str(err)) from None
-    summaries = {name: write_results(path) for name, path in dirs.items()}
     repeated = (args.dir / "experiment.json").exists()
     if repeated:
         try:
@@ -899,7 +901,7 @@ def cmd_exec(args: argparse.Namespace) -> int:
     if status == "interrupted":
         return EXIT_INTERRUPTED
     row = job_rows(read_events(run_dir / "events.jsonl"))[0]
-    return row.exit_code if row.status == "done" or (row.exit_code or 0) > 0 else 1
+    return job_exit_code(row.status, row.exit_code)
 
 
 def cmd_mix(args: argparse.Namespace) -> int:
@@ -1249,6 +1251,9 @@ def main(argv: list[str] | None = None) -> int:
     except NodesError as err:
         print(f"testbed: cannot start the node managers: {err}", file=sys.stderr)
         return EXIT_UNAVAILABLE
+    except WriteFailed as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
 
 
 if __name__ == "__main__":

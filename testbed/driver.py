@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from testbed.events import EventLog
+from testbed.events import EventLog, WriteFailed
 from testbed.memory_history import MemoryHistory, program_of
 from testbed.policies import Action, JobRequest, Launch, Migrate, Policy, Requeue, Run
 from testbed.workloads.files import JobSpec, Workload
@@ -216,6 +216,8 @@ class Driver:
         Writes ``config.json``, ``events.jsonl`` and (emulated) job outputs under ``jobs/``.
         An executor raising ``Interrupted`` ends the run as interrupted; it is asked first
         thing in every round, before anything due is handled (nothing starts after a signal).
+        A file of the run that cannot be written (``WriteFailed``: a full disk) ends the run
+        at once, every job killed, and is raised again once the executor has ended.
         With an observer the driver serves: it runs until ``stop`` or a signal, which end it
         ``stopped``, and jobs come in through ``submit``.
         """
@@ -241,7 +243,11 @@ class Driver:
 
     def _begin(self, log: EventLog) -> None:
         self.executor.begin(log, self.config)
-        (self.run_dir / "config.json").write_text(json.dumps(self.config, indent=2) + "\n")
+        config = self.run_dir / "config.json"
+        try:
+            config.write_text(json.dumps(self.config, indent=2) + "\n")
+        except OSError as err:
+            raise WriteFailed(config, err) from None
         log.emit("run_start", 0.0, run_id=self.run_id, wall_time=time.time(), config=self.config)
         self._log_workload(0.0, self.workload)
 

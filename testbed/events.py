@@ -84,17 +84,31 @@ class SchemaError(ValueError):
     """An event does not match its kind's fields (a bug in the writer, never user input)."""
 
 
+class WriteFailed(Exception):
+    """A run's file could not be written (a full disk, a quota, an I/O error): the path and
+    the system's reason, as one line."""
+
+    def __init__(self, path: Path | str, err: OSError) -> None:
+        super().__init__(f"cannot write {path}: {err.strerror or err}")
+        self.path = str(path)
+        self.errno = err.errno
+
+
 class EventLog:
     """Writes events, checking each against ``FIELDS``.
 
     ``flush_each`` (the default) flushes every event to the OS as it is written, so a live
     view and a killed run see every event up to the last; the simulator, whose runs are
-    re-made at will and write hundreds of thousands of events, buffers instead.
+    re-made at will and write hundreds of thousands of events, buffers instead.  The first
+    write that fails raises ``WriteFailed``; the log writes nothing more after it (what it
+    holds stays readable up to its last whole event).
     """
 
     def __init__(self, path: Path, flush_each: bool = True) -> None:
+        self.path = path
         self.file: TextIO = open(path, "x", buffering=1 if flush_each else 1 << 20)  # noqa: SIM115
         self.flush_each = flush_each
+        self.failed: WriteFailed | None = None
 
     def emit(self, event: str, t: float, **fields: Any) -> None:
         """Append one event at ``t`` (s); raise ``SchemaError`` if its fields are not its
@@ -106,25 +120,43 @@ class EventLog:
                 raise SchemaError(f"unknown event {event!r} or missing fields")
         elif fields.keys() != expected:
             raise SchemaError(f"{event}: fields {sorted(fields)} != {sorted(expected)}")
-        # t >= 0; to the microsecond, as round(t, 6) but several times faster
-        self.file.write(_encode({"t": int(t * 1e6 + 0.5) / 1e6, "event": event, **fields}) + "\n")
-        if self.flush_each:
-            self.file.flush()
+        if self.failed is not None:
+            return
+        try:
+            # t >= 0; to the microsecond, as round(t, 6) but several times faster
+            self.file.write(_encode({"t": int(t * 1e6 + 0.5) / 1e6, "event": event, **fields})
+                            + "\n")
+            if self.flush_each:
+                self.file.flush()
+        except OSError as err:
+            self.failed = WriteFailed(self.path, err)
+            raise self.failed from None
 
     def close(self) -> None:
-        """Flush and close the file."""
-        self.file.close()
+        """Flush and close the file (after a failed write, what could not be written is
+        dropped); ``WriteFailed`` if the last flush fails."""
+        try:
+            self.file.close()
+        except OSError as err:
+            if self.failed is None:
+                self.failed = WriteFailed(self.path, err)
+                raise self.failed from None
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    """Read an event log; a torn last line (the writer was killed mid-write) is skipped."""
+    """Read an event log up to its last whole event: reading stops at the first line that is
+    not one (a torn last line, when the writer was killed mid-write, or a damaged one), since
+    what follows damage cannot be trusted to follow on from what came before."""
     events = []
-    with open(path) as f:
+    with open(path, errors="replace") as f:
         for line in f:
             try:
-                events.append(json.loads(line))
+                event = json.loads(line)
             except json.JSONDecodeError:
-                continue
+                break
+            if not isinstance(event, dict) or "t" not in event or "event" not in event:
+                break
+            events.append(event)
     return events
 
 

@@ -35,6 +35,8 @@ def read_hostfile(path: Path) -> tuple[Host, ...]:
         text = path.read_text()
     except OSError as err:
         raise HostsError(f"{path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise HostsError(f"{path}: not a text file") from None
     hosts = []
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.split("#", 1)[0].strip()

@@ -5,8 +5,10 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -72,8 +74,26 @@ def workload(tmp_path: Path):
     return write
 
 
+LAUNCH_DIR = re.compile(r"testbed-(.+)-nm\d+-[^-]+")
+
+
+def hydra_files() -> set[str]:
+    """hydra's topology files in /tmp (one a launch, left behind when a launch is killed)."""
+    return {name for name in os.listdir("/tmp") if name.startswith("hydra_hwloc_xmlfile_")}
+
+
+def launch_dirs() -> dict[str, str]:
+    """The launches' temporary directories in the temporary directory, by name: their run."""
+    found = {}
+    for name in os.listdir(tempfile.gettempdir()):
+        if match := LAUNCH_DIR.fullmatch(name):
+            found[name] = match.group(1)
+    return found
+
+
 def leftovers(started: float) -> set[str]:
-    """MPI segments created since ``started`` and shim records that no live process maps.
+    """MPI segments created since ``started``, shim records that no live process maps, and
+    launch directories of runs with no live process.
 
     A record some live process maps belongs to a run still going (perhaps another test run on
     the same machine): the node manager maps its ranks' records until it removes them.
@@ -83,12 +103,14 @@ def leftovers(started: float) -> set[str]:
     if records:
         for pid in psutil.pids():
             records -= procs.shm_segments(pid)
-    return procs.orphan_segments(since=started) | records
+    dirs = {name for name, rid in launch_dirs().items() if not procs.marked(rid)}
+    return procs.orphan_segments(since=started) | records | dirs
 
 
 @pytest.fixture(autouse=True)
 def _no_leftovers():
-    """Every test must leave no orphaned MPI segment and no shim record behind."""
+    """Every test must leave no orphaned MPI segment, shim record or launch directory
+    behind."""
     started = time.time()
     yield
     # Another run on the machine may be between unmapping a record and removing it (or its
@@ -97,7 +119,7 @@ def _no_leftovers():
     deadline = time.monotonic() + 10
     while (leaked := leftovers(started)) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert not leaked, f"shared memory left behind: {leaked}"
+    assert not leaked, f"shared memory or launch directories left behind: {leaked}"
 
 
 def fast_classes(tmp_path: Path) -> Path:

@@ -16,8 +16,9 @@ from conftest import TESTBED, events, jobs_csv, run_id, run_processes, run_testb
 
 from testbed import cli
 from testbed.emulation import memory, paging
-from testbed.emulation.memory import cgroup_parent, parse_size
+from testbed.emulation.memory import cgroup_parent
 from testbed.memory_history import MemoryHistory, program_of
+from testbed.sizes import parse_size
 
 
 def _can_page() -> str | None:

@@ -13,7 +13,16 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_processes
+from conftest import (
+    TESTBED,
+    events,
+    hydra_files,
+    jobs_csv,
+    launch_dirs,
+    live_events,
+    run_id,
+    run_processes,
+)
 
 LONG = "0 2 bsp --work 60 --pattern nn\n0 2 bsp --work 60 --pattern aa\n"
 
@@ -46,10 +55,13 @@ def _stopped(rid: str) -> list[int]:
 @pytest.mark.parametrize(("sig", "scheduler"), [(signal.SIGINT, "gang"), (signal.SIGTERM, "gang"),
                                                 (signal.SIGINT, "fcs")])
 def test_interrupt_kills_everything_and_says_so(tmp_path, workload, sig, scheduler):
+    before = hydra_files()
     proc, rid = _start(tmp_path, workload(LONG), scheduler)  # a job is stopped mid-run
+    assert rid in launch_dirs().values()
     proc.send_signal(sig)
     assert proc.wait(timeout=30) == 130
     assert run_processes(rid) == []
+    assert rid not in launch_dirs().values() and hydra_files() <= before
     summary = json.loads((tmp_path / "r" / "summary.json").read_text())
     assert summary["status"] == "interrupted"
     assert {row["status"] for row in jobs_csv(tmp_path / "r").values()} == {"killed"}
@@ -59,6 +71,7 @@ def test_interrupt_kills_everything_and_says_so(tmp_path, workload, sig, schedul
 
 @pytest.mark.parametrize("scheduler", ["gang", "fcs"])
 def test_sigkill_of_the_coordinator_leaves_nothing_within_5s(tmp_path, workload, scheduler):
+    before = hydra_files()
     proc, rid = _start(tmp_path, workload(LONG), scheduler)  # a job is stopped mid-run
     proc.kill()
     proc.wait()
@@ -68,5 +81,8 @@ def test_sigkill_of_the_coordinator_leaves_nothing_within_5s(tmp_path, workload,
     assert run_processes(rid) == []
     while any(n.startswith(f"testbed-{rid}") for n in os.listdir("/dev/shm")):
         assert time.monotonic() < deadline, "shim records outlived the run"
+        time.sleep(0.05)
+    while rid in launch_dirs().values() or not hydra_files() <= before:
+        assert time.monotonic() < deadline, "launch directories or hydra's files outlived it"
         time.sleep(0.05)
     assert not (tmp_path / "r" / "summary.json").exists(), "a killed run must not look complete"

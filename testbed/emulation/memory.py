@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import subprocess
 import time
@@ -29,8 +28,6 @@ CGROUP_FS = Path("/sys/fs/cgroup")
 MOUNTINFO = Path("/proc/self/mountinfo")
 OWN_CGROUPS = Path("/proc/self/cgroup")
 COORDINATOR_LEAF = "coordinator"
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
-_UNITS = {"": 2**20, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _DELEGATE_HINT = ("start the testbed in a cgroup delegated to you (e.g. `systemd-run --user "
                   "--scope -p Delegate=yes testbed run ...`, or a Slurm step whose cgroup is "
                   "yours), or run it as root")
@@ -38,15 +35,6 @@ _DELEGATE_HINT = ("start the testbed in a cgroup delegated to you (e.g. `systemd
 
 class MemorySetupError(RuntimeError):
     """The machine cannot give the run the memory set-up it asked for."""
-
-
-def parse_size(text: str) -> int:
-    """Bytes in ``text``: a number with an optional K, M, G or T (powers of 1024); a bare
-    number means MiB.  Raises ``ValueError`` naming the text."""
-    match = _SIZE.match(text)
-    if not match or float(match.group(1)) <= 0:
-        raise ValueError(f"not a size: {text!r} (use e.g. 512M or 2G)")
-    return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
 
 
 def _require_root(what: str, why: str) -> None:

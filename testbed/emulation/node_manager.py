@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from testbed.emulation import injection, paging, procs
+from testbed.emulation.launch_tmp import LaunchDirs
 from testbed.emulation.memory import NodeCgroups
 from testbed.emulation.messages import (
     Heartbeat,
@@ -170,6 +171,7 @@ class NodeManager:
         self.rank_priority = procs.RankPriority()
         self.signalled_at: float | None = None
         self.switch_delay = injection.switch_delay_s(env)
+        self.launch_dirs: LaunchDirs | None = None
 
     def handle(self, msg: Message) -> list[object]:
         """Carry out one message from the MM; return the replies."""
@@ -241,8 +243,11 @@ class NodeManager:
             self._apply()
         if msg.pes[0] not in self.node.pes:
             return []
-        env = {**self.env, **dict(msg.env), procs.MARKER: self.env[procs.MARKER],
-               "TESTBED_JOB": msg.job}
+        if self.launch_dirs is None:
+            self.launch_dirs = LaunchDirs(f"testbed-{self.run_id}-nm{self.node.index}")
+        env = self.launch_dirs.env(msg.job, {**self.env, **dict(msg.env),
+                                             procs.MARKER: self.env[procs.MARKER],
+                                             "TESTBED_JOB": msg.job})
         if resolve_command(msg.argv[0], env, msg.cwd) is None:
             return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
         preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
@@ -496,6 +501,7 @@ class NodeManager:
         os.close(job.pidfd)
         job.pidfd = None
         procs.kill_marked(self.run_id, name)
+        self._remove_launch_dir(name)
         procs.reap_orphans(keep=self._popen_pids())
         if code != 0:
             procs.unlink_all(procs.orphan_segments(since=job.launched_epoch - 1.0))
@@ -522,6 +528,7 @@ class NodeManager:
             job.popen.wait()
             os.close(job.pidfd)
             job.pidfd = None
+        self._remove_launch_dir(name)
         for rank in job.ranks.values():
             os.close(rank.pidfd)
         self.policy.remove(name)
@@ -536,10 +543,17 @@ class NodeManager:
             record.remove()
         return [JobCounters(name, counters)] if counters else []
 
+    def _remove_launch_dir(self, name: str) -> None:
+        if self.launch_dirs is not None:
+            self.launch_dirs.remove(name)
+
     def close(self) -> None:
-        """Remove what is left of the records and close the event socket."""
+        """Remove what is left of the records and of the launches' temporary directories, and
+        close the event socket."""
         for record in self.records.values():
             record.remove()
         self.records.clear()
+        if self.launch_dirs is not None:
+            self.launch_dirs.close()
         if self.events is not None:
             self.events.close()

@@ -2,8 +2,9 @@
 
 Started by the coordinator in a session of its own with a pipe on stdin.  When the pipe closes
 (the coordinator ended, however it ended, SIGKILL included) it SIGKILLs every process carrying
-the run's marker, stopped ones too, and removes the run's shim records and the MPI
-shared-memory segments created during the run that no live process maps any more.
+the run's marker, stopped ones too, and removes the run's shim records, its launches'
+temporary directories and the files their launchers left in /tmp, and the MPI shared-memory
+segments created during the run that no live process maps any more.
 
 It also removes the run's node memory cgroups and swap file when named; with
 ``--cgroup-home`` (v2 below a delegated cgroup) it moves itself and the coordinator's leaf back
@@ -20,6 +21,7 @@ import signal
 import sys
 import time
 
+from testbed.emulation.launch_tmp import remove_run
 from testbed.emulation.memory import remove_cgroup, remove_swap
 from testbed.emulation.procs import kill_marked, orphan_segments, unlink_all
 from testbed.emulation.shim import remove_run_records
@@ -39,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     while sys.stdin.buffer.read(4096):
         pass
     kill_marked(args.run_id)
+    remove_run(args.run_id)
     unlink_all(orphan_segments(since=started - 1.0))
     remove_run_records(args.run_id)
     if args.cgroup:

@@ -180,7 +180,10 @@ def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) ->
     Metrics cover jobs that ended ``done``.  Utilization is the CPU time delivered to ranks,
     useful utilization the work x size of the ``done`` jobs (None when one of them has no
     work), each divided by PE-seconds over the makespan (first arrival to last end).  ``rows``
-    are the events' ``job_rows`` when the caller already has them.
+    are the events' ``job_rows`` when the caller already has them.  ``failed`` counts the jobs
+    that ended otherwise than ``done``; ``unfinished`` those with no end in the log (a run
+    whose log was cut: its ``status`` is ``incomplete`` and ``log_ends_at`` the time of its
+    last whole event, s).
     """
     rows = job_rows(events) if rows is None else rows
     start = next(ev for ev in events if ev["event"] == "run_start")
@@ -205,11 +208,13 @@ def summarize(events: list[dict[str, Any]], rows: list[JobRow] | None = None) ->
     switches = [ev["latency_us"] for ev in events if ev["event"] == "switch"]
     return {
         "status": end["status"] if end else "incomplete",
+        "log_ends_at": events[-1]["t"],
         "scheduler": start["config"]["scheduler"],
         "jobs": len(rows),
         "counts": counts,
         "done": len(done),
-        "failed": len(rows) - len(done),
+        "failed": sum(r.end is not None and r.status != "done" for r in rows),
+        "unfinished": sum(r.end is None for r in rows),
         "metrics": metrics,
         "makespan": makespan,
         "utilization": cpu / capacity if capacity > 0 else None,

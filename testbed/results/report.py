@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from testbed.events import read_events
+from testbed.events import WriteFailed, read_events
 from testbed.results.metrics import GROUPS, METRICS, compression, job_rows, summarize
 from testbed.workloads.swf import SwfJob
 
@@ -21,9 +21,14 @@ CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "respo
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    """Write ``path`` whole or not at all; ``WriteFailed`` when it cannot be written."""
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise WriteFailed(path, err) from None
 
 
 def _cell(value: Any) -> Any:
@@ -31,8 +36,13 @@ def _cell(value: Any) -> Any:
 
 
 def write_results(run_dir: Path) -> dict[str, Any]:
-    """Derive ``jobs.csv`` and ``summary.json`` from the run's event log; return the summary."""
+    """Derive ``jobs.csv`` and ``summary.json`` from the run's event log; return the summary.
+    ``ValueError`` when the log has no whole ``run_start`` event, ``WriteFailed`` when a file
+    cannot be written (none is left half-written)."""
     events = read_events(run_dir / "events.jsonl")
+    if not any(ev["event"] == "run_start" for ev in events):
+        raise ValueError(f"{run_dir / 'events.jsonl'}: no whole run_start event: not the log "
+                         "of a run, or cut before the run started")
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
     writer.writeheader()
@@ -110,13 +120,22 @@ def _label(key: str) -> str:
     return key.replace("_", " ")
 
 
+def _status(summary: dict[str, Any]) -> str:
+    """The run's status; an incomplete log (no ``run_end``) says when it ends (s)."""
+    if summary["status"] != "incomplete":
+        return summary["status"]
+    return f"incomplete, log ends at {summary['log_ends_at']:.3f} s"
+
+
 def format_table(summaries: dict[str, dict[str, Any]]) -> str:
     """A plain-text table, one column per run (scheduler), one row per figure (times in
     seconds), each row named after its ``summary.json`` key."""
     names = list(summaries)
     rows: list[list[str]] = [["", *names]]
-    rows.append(["status", *(s["status"] for s in summaries.values())])
+    rows.append(["status", *(_status(s) for s in summaries.values())])
     rows.append(["jobs done/failed", *(f"{s['done']}/{s['failed']}" for s in summaries.values())])
+    if any(s.get("unfinished") for s in summaries.values()):
+        rows.append(["jobs unfinished", *(str(s.get("unfinished", 0)) for s in summaries.values())])
     for metric in METRICS:
         for stat in ("mean", "median"):
             for group in GROUPS:

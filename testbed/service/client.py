@@ -110,7 +110,13 @@ def follow(path: Path, request: MpirunRequest, out: BinaryIO, err: BinaryIO) -> 
                 stream.write(protocol.decode_output(reply))
                 stream.flush()
             elif kind == "exited":
-                return 128 + caught[0] if caught else protocol.exit_code_of(reply)
+                if caught:
+                    return 128 + caught[0]
+                ended = {"killed": "killed", "timeout": "killed at its limit"}
+                if reply["status"] in ended:            # the testbed's doing: say so
+                    print(f"testbed mpirun: job {job} was {ended[reply['status']]}",
+                          file=sys.stderr)
+                return protocol.exit_code_of(reply)
             elif kind == "error":
                 print(f"testbed mpirun: {reply['message']}", file=sys.stderr)
                 if job is None:

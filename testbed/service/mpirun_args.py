@@ -54,7 +54,6 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from testbed.emulation.memory import parse_size
 from testbed.service.protocol import (
     MAX_RANKS,
     Submit,
@@ -63,6 +62,7 @@ from testbed.service.protocol import (
     valid_job_class,
     valid_user_label,
 )
+from testbed.sizes import parse_size
 
 MAX_SOCKET_PATH = 107
 """Longest AF_UNIX socket path on Linux, in bytes (``sun_path`` is 108 with its NUL)."""

@@ -678,12 +678,18 @@ def check_reply(obj: Mapping[str, Any]) -> dict[str, Any]:
     return dict(obj)
 
 
-def exit_code_of(reply: Mapping[str, Any]) -> int:
-    """The exit code for a following client (mpirun) to exit with, from an ``exited`` reply:
-    the job's exit code if it ended ``done`` or with a positive code, otherwise 1 (as
-    ``testbed exec`` does)."""
-    code = reply.get("exit_code")
-    code = code if isinstance(code, int) and not isinstance(code, bool) else None
-    if reply.get("status") == "done" or (code or 0) > 0:
+def job_exit_code(status: str, code: int | None) -> int:
+    """The exit code a command standing for one job exits with (``testbed exec``, ``mpirun``):
+    the job's own exit code if it ended ``done`` or with a positive code, otherwise 1 (killed,
+    timed out, failed to start, a rank lost to a signal)."""
+    if status == "done" or (code or 0) > 0:
         return code or 0
     return 1
+
+
+def exit_code_of(reply: Mapping[str, Any]) -> int:
+    """The exit code for a following client (mpirun) to exit with, from an ``exited`` reply
+    (``job_exit_code``)."""
+    code = reply.get("exit_code")
+    code = code if isinstance(code, int) and not isinstance(code, bool) else None
+    return job_exit_code(str(reply.get("status")), code)

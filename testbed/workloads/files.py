@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.emulation.memory import parse_size
 from testbed.jobs.bsp import build_parser as bsp_parser
+from testbed.sizes import parse_size
 
 OPTION_KEYS = ("limit", "user", "mem", "id", "estimate", "after", "class")
 
@@ -251,7 +251,7 @@ def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
         raise WorkloadError(name, 0, "file", "not a text file") from None
     jobs: list[JobSpec] = []
     meta: dict[str, str] = {}
-    ids: set[int] = set()
+    ids: dict[int, int] = {}
     owners: list[Owner] = []
     for number, text in enumerate(lines, start=1):
         if text.lstrip().startswith("#"):
@@ -267,7 +267,10 @@ def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
         if job.after is not None and job.after not in ids:
             raise WorkloadError(name, number, "after", f"no job with id={job.after} before it")
         if job.source_id is not None:
-            ids.add(job.source_id)
+            if job.source_id in ids:
+                raise WorkloadError(name, number, "id", f"id={job.source_id} is taken already "
+                                                        f"(line {ids[job.source_id]})")
+            ids[job.source_id] = number
         jobs.append(job)
     if "compress" in meta:
         _number(name, 0, "compress", meta["compress"], 0.0, strict=True)

@@ -59,6 +59,10 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:.2f}"
 
 
+INTEGER_FIELDS = {"job", "procs", "req_procs", "status", "user", "group", "executable", "queue",
+                  "partition", "preceding"}
+
+
 def read_swf(path: str | Path) -> tuple[list[str], list[SwfJob]]:
     """The header comment lines and the jobs of an SWF file; ``SwfError`` names bad lines."""
     header, jobs = [], []
@@ -82,9 +86,12 @@ def read_swf(path: str | Path) -> tuple[list[str], list[SwfJob]]:
             bad = next(w for w in words if not _is_number(w))
             raise SwfError(f"{path}:{number}: field {words.index(bad) + 1} "
                            f"({FIELDS[words.index(bad)]}) is not a number: {bad!r}") from None
-        ints = {"job", "procs", "req_procs", "status", "user", "group", "executable", "queue",
-                "partition", "preceding"}
-        jobs.append(SwfJob(*(int(v) if name in ints else v
+        for index, (name, value) in enumerate(zip(FIELDS, values, strict=True)):
+            if not math.isfinite(value) or (name in INTEGER_FIELDS and value != int(value)):
+                kind = "a whole number" if name in INTEGER_FIELDS else "a finite number"
+                raise SwfError(f"{path}:{number}: field {index + 1} ({name}) is not {kind}: "
+                               f"{words[index]!r}")
+        jobs.append(SwfJob(*(int(v) if name in INTEGER_FIELDS else v
                              for name, v in zip(FIELDS, values, strict=True))))
     return header, jobs
 
