@@ -31,7 +31,8 @@ def whole_log(tmp_path_factory) -> bytes:
     policy = make_policy("gang", PolicyConfig(2, 2, 1.0, "buddy"))
     executor = SimulationExecutor({j.id: j.work for j in workload.jobs}, 0.0)
     (tmp / "run").mkdir()
-    config = {"scheduler": "gang", "machine": {"pes": 2, "oversubscribed": False}}
+    config = {"scheduler": "gang", "mpl": 2, "timeslice": 1.0,
+              "machine": {"pes": 2, "oversubscribed": False}}
     Driver(workload, policy, executor, tmp / "run", config, None, None, False,
            flush_each=False).run()
     return (tmp / "run" / "events.jsonl").read_bytes()
