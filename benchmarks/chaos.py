@@ -31,6 +31,7 @@ Usage: ``python -m benchmarks.chaos [--trials 100] [--seed 1] [--hosts-share 0.3
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import random
@@ -42,6 +43,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from benchmarks.harness import host
 from testbed.emulation import procs
@@ -94,19 +97,15 @@ def _serve(directory: Path, sock: Path, hosts: Path | None, out: str) -> subproc
                             start_new_session=True)
 
 
-def _node_managers(run_id: str) -> list[int]:
-    """The run's node-manager processes (``nm_daemon``), in node order as far as their
-    start order tells."""
+def _node_managers(service: int) -> list[int]:
+    """The node-manager processes (``nm_daemon``) the service started, in start order."""
     found = []
-    for pid in procs.marked(run_id):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if b"testbed.emulation.nm_daemon" in argv:
-            found.append(pid)
-    return sorted(found)
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process(service).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if "testbed.emulation.nm_daemon" in child.cmdline():
+                    found.append((child.create_time(), child.pid))
+    return [pid for _, pid in sorted(found)]
 
 
 def trial(rng: random.Random, directory: Path, multihost: bool, clients: int) -> dict[str, Any]:
@@ -122,12 +121,12 @@ def trial(rng: random.Random, directory: Path, multihost: bool, clients: int) ->
     before = hydra_files()
     service = _serve(directory, sock, hosts, "run")
     record: dict[str, Any] = {"multihost": multihost, "failed": []}
-    if not _wait_for(lambda: sock.exists() and (directory / "run" / "events.jsonl").exists(),
-                     30):
+    log = directory / "run" / "events.jsonl"
+    if not _wait_for(lambda: sock.exists() and log.exists() and read_events(log), 60):
         service.kill()
         record["failed"].append(f"the service did not start: {service.communicate()[1][-300:]}")
         return record
-    run_id = read_events(directory / "run" / "events.jsonl")[0]["run_id"]
+    run_id = read_events(log)[0]["run_id"]
     env = dict(os.environ, TESTBED_SOCKET=str(sock))
     started = []
     for _ in range(clients):
@@ -139,7 +138,7 @@ def trial(rng: random.Random, directory: Path, multihost: bool, clients: int) ->
     served = time.monotonic()
     time.sleep(rng.uniform(0.3, 3.0))
     if multihost:
-        managers = _node_managers(run_id)
+        managers = _node_managers(service.pid)
         which = rng.choice([0, 1])
         record["killed"] = f"nm{which} SIGKILL"
         if which < len(managers):

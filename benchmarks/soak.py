@@ -181,11 +181,12 @@ def soak(minutes: float, clients: int, seed: int) -> dict[str, Any]:
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
-        while not (sock.exists() and (directory / "run" / "events.jsonl").exists()):
+        log = directory / "run" / "events.jsonl"
+        while not (sock.exists() and log.exists() and read_events(log)):
             if time.monotonic() > deadline or service.poll() is not None:
                 raise RuntimeError(f"the service did not start: {service.communicate()[1]}")
             time.sleep(0.05)
-        run_id = read_events(directory / "run" / "events.jsonl")[0]["run_id"]
+        run_id = read_events(log)[0]["run_id"]
         traffic, samples, stop = Traffic(), [], threading.Event()
         sampler = threading.Thread(target=_sample, args=(service.pid, stop, samples))
         sampler.start()

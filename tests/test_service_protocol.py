@@ -391,7 +391,7 @@ def test_parse_request_copies_what_it_keeps():
 def test_reply_shapes():
     assert protocol.accepted("j1") == {"type": "accepted", "job": "j1"}
     assert protocol.exited("j1", "done", 0) == {"type": "exited", "job": "j1",
-                                                "status": "done", "exit_code": 0}
+                                                "status": "done", "exit_code": 0, "reason": ""}
     assert protocol.error("no such job") == {"type": "error", "message": "no such job"}
     assert protocol.ok() == {"type": "ok"}
     assert protocol.queue_reply([{"job": "j1", "state": "running"}]) == {

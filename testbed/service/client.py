@@ -112,11 +112,13 @@ def follow(path: Path, request: MpirunRequest, out: BinaryIO, err: BinaryIO) -> 
             elif kind == "exited":
                 if caught:
                     return 128 + caught[0]
-                ended = {"killed": "killed", "timeout": "killed at its limit"}
-                if reply["status"] in ended:            # the testbed's doing: say so
-                    print(f"testbed mpirun: job {job} was {ended[reply['status']]}",
+                code = protocol.exit_code_of(reply)
+                if code != reply["exit_code"] or reply["status"] in ("killed", "timeout"):
+                    # not the program's own exit: the testbed's doing, or the launch's; say so
+                    reason = reply.get("reason") or reply["status"]
+                    print(f"testbed mpirun: job {job} ended {reply['status']}: {reason}",
                           file=sys.stderr)
-                return protocol.exit_code_of(reply)
+                return code
             elif kind == "error":
                 print(f"testbed mpirun: {reply['message']}", file=sys.stderr)
                 if job is None:

@@ -618,11 +618,13 @@ def decode_output(reply: Mapping[str, Any]) -> bytes:
         raise ProtocolError(f"output: field 'data': not base64: {err}", "data") from None
 
 
-def exited(job: str, status: str, exit_code: int | None) -> dict[str, Any]:
-    """``job`` ended: ``{"type": "exited", "job", "status", "exit_code"}``; ``status`` as in
-    the event log (done, failed, timeout, killed...), ``exit_code`` the launcher's exit code or
-    None when there is none (never started, killed by a signal)."""
-    return {"type": "exited", "job": job, "status": status, "exit_code": exit_code}
+def exited(job: str, status: str, exit_code: int | None, reason: str = "") -> dict[str, Any]:
+    """``job`` ended: ``{"type": "exited", "job", "status", "exit_code", "reason"}``;
+    ``status`` as in the event log (done, failed, timeout, killed...), ``exit_code`` the
+    launcher's exit code or None when there is none (never started, killed by a signal),
+    ``reason`` the event log's (why it was killed or failed; empty when done)."""
+    return {"type": "exited", "job": job, "status": status, "exit_code": exit_code,
+            "reason": reason}
 
 
 def error(message: str) -> dict[str, Any]:

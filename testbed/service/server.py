@@ -145,7 +145,8 @@ class Service:
         if followed is None:
             return
         self._forward(end.job, followed)
-        self._send(followed.client, protocol.exited(end.job, end.status, end.exit_code))
+        self._send(followed.client, protocol.exited(end.job, end.status, end.exit_code,
+                                                           end.reason))
         followed.client.follows.discard(end.job)
 
     def poll(self, now: float) -> None:
