@@ -71,9 +71,10 @@ QUICK = {"rounds": 1, "parts": PARTS, "launch_sizes": None, "launch_jobs": 1, "l
 SIDES = ("root", "unprivileged")
 # Figures that drift between runs more than the rounds of one run show: a larger shift is
 # needed before one is called.  Set to cover the largest ratio of medians seen between two
-# runs of the same code in ``benchmarks.noise`` on a 2-core VM (docs/results/noise.md): launch
-# 1.36 (1.71 beside a slowed run), blocked CPU share 1.22, switch p99 1.20, wake-up p99 4.9
-# (the p99 of 100 waits is nearly their maximum; a doubling is the least worth calling).
+# runs of the same code in ``benchmarks.noise`` on a 2-core VM, sequential design
+# (docs/results/noise-sequential.md): launch 1.36 (1.71 beside a slowed run), blocked CPU
+# share 1.22, switch p99 1.20, wake-up p99 4.9 (the p99 of 100 waits is nearly their maximum;
+# a doubling is the least worth calling).
 DRIFT_MARGINS = {"launch_overhead_s": 0.75, "blocked_cpu_share": 0.25, "switch_p99_us": 0.25,
                  "wakeup_p99_us": 1.0}
 
