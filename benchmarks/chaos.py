@@ -48,6 +48,7 @@ import psutil
 
 from benchmarks.harness import host
 from testbed.emulation import procs
+from testbed.emulation.launch_tmp import hydra_files, run_dirs
 from testbed.events import read_events
 
 TESTBED = [sys.executable, "-m", "testbed"]
@@ -63,19 +64,13 @@ print("done", MPI.COMM_WORLD.Get_rank())
 GRACE = 5.0
 
 
-def hydra_files() -> set[str]:
-    """hydra's topology files in /tmp."""
-    return {n for n in os.listdir("/tmp") if n.startswith("hydra_hwloc_xmlfile_")}
-
-
 def survivors(run_id: str, hydra_before: set[str]) -> dict[str, list[str]]:
     """What is left of run ``run_id``: processes carrying its marker, its shared-memory
     records, its launch directories, and hydra files that were not there before it."""
-    temp = tempfile.gettempdir()
     return {
         "processes": [str(pid) for pid in procs.marked(run_id)],
         "records": [n for n in os.listdir(procs.SHM_PREFIX) if n.startswith(f"testbed-{run_id}")],
-        "launch_dirs": [n for n in os.listdir(temp) if n.startswith(f"testbed-{run_id}-nm")],
+        "launch_dirs": [path.name for path in run_dirs(run_id)],
         "hydra_files": sorted(hydra_files() - hydra_before),
     }
 

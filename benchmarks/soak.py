@@ -45,7 +45,8 @@ from typing import Any
 import numpy as np
 import psutil
 
-from benchmarks.chaos import TESTBED, hydra_files, survivors
+from benchmarks.chaos import TESTBED, survivors
+from testbed.emulation.launch_tmp import hydra_files
 from testbed.events import read_events
 from testbed.service import client, protocol
 

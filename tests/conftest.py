@@ -77,11 +77,6 @@ def workload(tmp_path: Path):
 LAUNCH_DIR = re.compile(r"testbed-(.+)-nm\d+-[^-]+")
 
 
-def hydra_files() -> set[str]:
-    """hydra's topology files in /tmp (one a launch, left behind when a launch is killed)."""
-    return {name for name in os.listdir("/tmp") if name.startswith("hydra_hwloc_xmlfile_")}
-
-
 def launch_dirs() -> dict[str, str]:
     """The launches' temporary directories in the temporary directory, by name: their run."""
     found = {}

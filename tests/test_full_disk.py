@@ -9,8 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import TESTBED, hydra_files, launch_dirs, run_processes
+from conftest import TESTBED, launch_dirs, run_processes
 
+from testbed.emulation.launch_tmp import hydra_files
 from testbed.events import EventLog, WriteFailed, read_events
 from testbed.results.report import _write_atomic
 

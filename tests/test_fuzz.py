@@ -13,6 +13,7 @@ import json
 import tempfile
 from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -95,22 +96,25 @@ def scratch():
         yield Path(directory)
 
 
-def _one_line_naming(err: Exception, path: Path) -> None:
-    message = str(err)
-    assert "\n" not in message.strip(), message
-    assert message.startswith(str(path)), message
+def _read(scratch: Path, name: str, data: bytes, reader: Any, error: type[Exception]) -> Any:
+    """``reader`` of ``data`` written to ``scratch/name``: its result, or None when it raised
+    ``error`` as one line starting with the file's path (any other exception fails)."""
+    path = scratch / name
+    path.write_bytes(data)
+    try:
+        return reader(path)
+    except error as err:
+        message = str(err)
+        assert "\n" not in message.strip(), message
+        assert message.startswith(str(path)), message
+        return None
 
 
 @FUZZ
 @given(data=_mutated(WORKLOAD))
 def test_workload_files(scratch, data):
-    path = scratch / "workload.txt"
-    path.write_bytes(data)
-    try:
-        workload = load_workload(path)
-    except WorkloadError as err:
-        _one_line_naming(err, path)
-    else:
+    workload = _read(scratch, "workload.txt", data, load_workload, WorkloadError)
+    if workload is not None:
         ids = [j.source_id for j in workload.jobs if j.source_id is not None]
         assert len(ids) == len(set(ids))
         assert all(j.pes >= 1 and j.arrival >= 0 for j in workload.jobs)
@@ -119,35 +123,21 @@ def test_workload_files(scratch, data):
 @FUZZ
 @given(data=_mutated(SWF))
 def test_swf_files(scratch, data):
-    path = scratch / "trace.swf"
-    path.write_bytes(data)
-    try:
-        read_swf(path)
-    except SwfError as err:
-        _one_line_naming(err, path)
+    _read(scratch, "trace.swf", data, read_swf, SwfError)
 
 
 @FUZZ
 @given(data=_mutated(DEFAULT_TABLE.read_text()), pes=st.integers(1, 512))
 def test_class_tables(scratch, data, pes):
-    path = scratch / "classes.toml"
-    path.write_bytes(data)
-    try:
-        load_class_table(path, pes)
-    except ClassTableError as err:
-        _one_line_naming(err, path)
+    _read(scratch, "classes.toml", data, lambda path: load_class_table(path, pes),
+          ClassTableError)
 
 
 @FUZZ
 @given(data=_mutated(HOSTFILE))
 def test_hostfiles(scratch, data):
-    path = scratch / "hosts"
-    path.write_bytes(data)
-    try:
-        hosts = read_hostfile(path)
-    except HostsError as err:
-        _one_line_naming(err, path)
-    else:
+    hosts = _read(scratch, "hosts", data, read_hostfile, HostsError)
+    if hosts is not None:
         assert hosts and all(h.slots >= 1 for h in hosts)
 
 

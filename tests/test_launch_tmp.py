@@ -8,9 +8,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from conftest import hydra_files
-
 from testbed.emulation import launch_tmp
+from testbed.emulation.launch_tmp import hydra_files
 from testbed.emulation.mpi_info import detect_mpi
 
 

@@ -16,13 +16,14 @@ import pytest
 from conftest import (
     TESTBED,
     events,
-    hydra_files,
     jobs_csv,
     launch_dirs,
     live_events,
     run_id,
     run_processes,
 )
+
+from testbed.emulation.launch_tmp import hydra_files
 
 LONG = "0 2 bsp --work 60 --pattern nn\n0 2 bsp --work 60 --pattern aa\n"
 

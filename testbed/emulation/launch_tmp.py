@@ -23,6 +23,7 @@ from testbed.emulation import build
 SOURCE = build.NATIVE / "launch_tmp.c"
 RECORD_ENV = "TESTBED_TMP_RECORD"
 RECORD_NAME = ".launcher-files"
+HYDRA_PREFIX = "hydra_hwloc_xmlfile_"
 
 
 def library() -> Path:
@@ -75,11 +76,23 @@ class LaunchDirs:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
+def hydra_files() -> set[str]:
+    """The names of hydra's topology files in /tmp (one a bound launch; what a killed launch
+    leaves behind unless its node manager removes it)."""
+    return {name for name in os.listdir("/tmp") if name.startswith(HYDRA_PREFIX)}
+
+
+def run_dirs(run_id: str) -> list[Path]:
+    """The launch directories of run ``run_id``'s node managers still in the temporary
+    directory."""
+    return sorted(Path(tempfile.gettempdir()).glob(f"testbed-{run_id}-nm*"))
+
+
 def remove_run(run_id: str) -> None:
     """Remove what the launches of run ``run_id`` left in the temporary directory: their
     directories and the files their launchers noted (the watchdog's sweep, when the node
     managers could not do it themselves)."""
-    for root in Path(tempfile.gettempdir()).glob(f"testbed-{run_id}-nm*"):
+    for root in run_dirs(run_id):
         for record in root.glob(f"*/{RECORD_NAME}"):
             for path in _noted(record):
                 _remove_own_file(path)
