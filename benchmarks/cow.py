@@ -39,7 +39,7 @@ from typing import Any
 
 from benchmarks.harness import default_out, host, table
 from testbed.driver import Driver, OwnerStream
-from testbed.events import read_events
+from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.results.metrics import job_rows
 from testbed.simulation.executor import SimulationExecutor
@@ -80,7 +80,8 @@ def replication(policy: str, cell: tuple[float, float, float], jobs: int, seed: 
     redraw = (lambda _job: draws.expovariate(1.0)) if redo == "fresh" else None
     Driver(workload, make_policy(policy, PolicyConfig(PES)),
            SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs}, redraw=redraw), out,
-           {"scheduler": policy, "machine": {"pes": PES}}, flush_each=False,
+           {"scheduler": policy, "machine": {"pes": PES}},
+           log=EventLog(out / "events.jsonl", flush_each=False),
            owners=OwnerStream(1 / inv_owner, mean_owner, seed + 1_000_003)).run()
     rows = sorted((r for r in job_rows(read_events(out / "events.jsonl"))
                    if r.status == "done"), key=lambda r: r.end or 0.0)

@@ -25,6 +25,7 @@ from typing import Any
 
 from benchmarks.harness import host, table
 from testbed.driver import Driver
+from testbed.events import EventLog
 from testbed.policies import PolicyConfig, make_policy
 from testbed.results.report import write_results
 from testbed.simulation.executor import SimulationExecutor
@@ -53,7 +54,7 @@ def simulate(workload: Workload, scheduler: str, pes: int, out: Path) -> tuple[f
     executor = SimulationExecutor({job.id: job.work or 0.0 for job in workload.jobs})
     began = time.perf_counter()
     Driver(workload, policy, executor, out, {"scheduler": scheduler, "machine": {"pes": pes,
-           "oversubscribed": False}}, flush_each=False).run()
+           "oversubscribed": False}}, log=EventLog(out / "events.jsonl", flush_each=False)).run()
     simulated = time.perf_counter()
     write_results(out)
     return simulated - began, time.perf_counter() - simulated

@@ -43,7 +43,7 @@ from typing import Any
 
 from benchmarks.harness import default_out, host, table
 from testbed.driver import Driver
-from testbed.events import read_events
+from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.results.metrics import job_rows
 from testbed.simulation.executor import SimulationExecutor
@@ -128,7 +128,7 @@ def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
     executor = SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs})
     out = Path(tempfile.mkdtemp(dir=tmp))
     Driver(workload, policy, executor, out, {"scheduler": scheme.policy,
-           "machine": {"pes": PES}}, flush_each=False).run()
+           "machine": {"pes": PES}}, log=EventLog(out / "events.jsonl", flush_each=False)).run()
     rows = [r for r in job_rows(read_events(out / "events.jsonl")) if r.status == "done"]
     rows.sort(key=lambda r: (r.end, r.id))
     mean, half, batches = batch_means([r.response_slowdown for r in rows

@@ -40,7 +40,7 @@ from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.emulation.paging import may_page_out
 from testbed.emulation.procs import RankPriority
 from testbed.emulation.remote import NodesError
-from testbed.events import WriteFailed, read_events
+from testbed.events import EventLog, WriteFailed, read_events
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
 from testbed.experiments.figures import check_names
 from testbed.experiments.plan import (
@@ -416,8 +416,9 @@ def _run_coordinator(workload: Workload, scheduler: str, mpl: int, machine: Mach
         service = Service(*listening, run_dir, executor, args.timeslice)
         config["service"] = {"socket": str(listening[1])}
     driver = Driver(_with_estimates(workload, args.estimates), policy, executor, run_dir,
-                    config, args.job_timeout, args.history, _kills_at_estimate(policy, args),
-                    run_id, observer=service, owners=owners)
+                    config, log=EventLog(run_dir / "events.jsonl"), job_timeout=args.job_timeout,
+                    history=args.history, kill_at_estimate=_kills_at_estimate(policy, args),
+                    run_id=run_id, observer=service, owners=owners)
     if service is not None:
         service.attach(driver)
     try:
@@ -521,8 +522,10 @@ def _simulate_one(workload: Workload, scheduler: str, pes: int, args: argparse.N
     executor = SimulationExecutor(durations, args.switch_cost, args.launch_cost)
     if owners is not None:
         config["owners"] = dataclasses.asdict(owners)
-    driver = Driver(workload, policy, executor, run_dir, config, args.job_timeout, None,
-                    _kills_at_estimate(policy, args), flush_each=False, owners=owners)
+    driver = Driver(workload, policy, executor, run_dir, config,
+                    log=EventLog(run_dir / "events.jsonl", flush_each=False),
+                    job_timeout=args.job_timeout,
+                    kill_at_estimate=_kills_at_estimate(policy, args), owners=owners)
     try:
         status = driver.run()
     except Stalled as err:

@@ -18,20 +18,20 @@ both; only ``advance`` (wait until a time, or until something happens) differs.
 from __future__ import annotations
 
 import dataclasses
-import heapq
-import itertools
 import json
 import math
 import random
 import time
 import uuid
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from testbed.agenda import Agenda, Entry, Kind
 from testbed.events import EventLog, WriteFailed
+from testbed.job_table import JobTable
 from testbed.memory_history import MemoryHistory, program_of
 from testbed.policies import Action, JobRequest, Launch, Migrate, Policy, Requeue, Run
 from testbed.workloads.files import JobSpec, Workload
@@ -168,47 +168,49 @@ class Stalled(RuntimeError):
 
 
 class Driver:
-    """Runs ``workload`` under ``policy`` on ``executor`` into ``run_dir``.
+    """Runs ``workload`` under ``policy`` on ``executor`` into ``run_dir``, writing ``log``
+    (which it closes when the run ends).
 
     ``job_timeout`` (s) is the runtime limit of jobs without ``limit=``; with ``kill_at_estimate``
     a job with an ``estimate=`` is also killed at it (batch systems kill at the requested time).
+    What is due when is on ``agenda``; the jobs not yet ended are in ``jobs``.
     """
 
     def __init__(self, workload: Workload, policy: Policy, executor: Executor, run_dir: Path,
-                 config: dict[str, Any], job_timeout: float | None = None,
+                 config: dict[str, Any], *, log: EventLog, job_timeout: float | None = None,
                  history: MemoryHistory | None = None, kill_at_estimate: bool = False,
-                 run_id: str | None = None, flush_each: bool = True,
-                 observer: Observer | None = None, owners: OwnerStream | None = None) -> None:
+                 run_id: str | None = None, observer: Observer | None = None,
+                 owners: OwnerStream | None = None) -> None:
         self.workload = workload
-        self.owners = owners
-        self.owner_ends: list[tuple[float, int]] = []
-        self.owned: set[int] = set()
-        self.states: dict[str, str] = {}
-        self.observer = observer
-        self.serving = observer is not None
-        self.stopping = False
-        self.cancelled: set[str] = set()
-        self.specs = {job.id: job for job in workload.jobs}
         self.policy = policy
         self.executor = executor
         self.run_dir = run_dir
         self.config = config
+        self.log = log
         self.job_timeout = job_timeout
         self.history = history
         self.kill_at_estimate = kill_at_estimate
         self.run_id = run_id or new_run_id()
-        self.flush_each = flush_each
+        self.observer = observer
+        self.owners = owners
+        self.owner_rng = random.Random(owners.seed if owners else 0)
+        self.owned: set[int] = set()
+        self.states: dict[str, str] = {}
+        self.stopping = False
+        self.jobs = JobTable()
         self.successors: dict[int, list[JobSpec]] = defaultdict(list)
-        self.arrivals: list[tuple[float, int, JobSpec]] = []
-        self.order = itertools.count()
-        self.deadlines: list[tuple[float, str]] = []
-        self.limits: dict[str, float] = {}
+        self.next_tick: float | None = None
+        self.agenda = Agenda({Kind.WAKE: policy.wake_at, Kind.HEARTBEAT: self._tick_at})
         self.slot_seen: int | None = None
         self.seq = 0
-        self.log: EventLog | None = None
-        self.ended_jobs: set[str] = set()
-        self.arrived_at: dict[str, float] = {}
-        self.started_at: dict[str, float] = {}
+        if workload.owners and not policy.supports_owners:
+            raise ValueError(f"{workload.path}: owner lines need a scheduler with owners "
+                             f"(afcfs, lgfs), not {policy.name}")
+
+    @property
+    def serving(self) -> bool:
+        """Whether the driver serves (runs until stopped, jobs come through ``submit``)."""
+        return self.observer is not None
 
     def run(self) -> str:
         """Run the workload to the end; return ``complete`` or ``interrupted``.
@@ -221,13 +223,13 @@ class Driver:
         With an observer the driver serves: it runs until ``stop`` or a signal, which end it
         ``stopped``, and jobs come in through ``submit``.
         """
-        (self.run_dir / "jobs").mkdir()
-        self.log = log = EventLog(self.run_dir / "events.jsonl", self.flush_each)
-        self.config["executor"] = self.executor.kind
+        log = self.log
         status = "error"
         try:
+            (self.run_dir / "jobs").mkdir()
+            self.config["executor"] = self.executor.kind
             try:
-                self._begin(log)
+                self._begin()
                 self._loop()
                 status = "stopped" if self.serving else "complete"
             except Interrupted:
@@ -241,41 +243,44 @@ class Driver:
             log.close()
         return status
 
-    def _begin(self, log: EventLog) -> None:
-        self.executor.begin(log, self.config)
+    def _begin(self) -> None:
+        self.executor.begin(self.log, self.config)
         config = self.run_dir / "config.json"
         try:
             config.write_text(json.dumps(self.config, indent=2) + "\n")
         except OSError as err:
             raise WriteFailed(config, err) from None
-        log.emit("run_start", 0.0, run_id=self.run_id, wall_time=time.time(), config=self.config)
-        self._log_workload(0.0, self.workload)
+        self.log.emit("run_start", 0.0, run_id=self.run_id, wall_time=time.time(),
+                      config=self.config)
+        self._enter(0.0, self.workload)
+        for visit in self.workload.owners:
+            self.agenda.push(visit.arrival, Kind.OWNER_VISIT, visit)
+        if self.owners is not None:
+            self.agenda.push(self.owner_rng.expovariate(self.owners.rate), Kind.OWNER_ARRIVAL)
 
-    def _log_workload(self, now: float, workload: Workload) -> None:
-        assert self.log is not None
+    def _enter(self, now: float, workload: Workload) -> None:
+        """Log ``workload`` and enter its jobs: each arrives its ``arrival`` seconds from
+        ``now``, or that long after its predecessor ends."""
         self.log.emit("workload", now, path=workload.path, meta=workload.meta,
                       jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
                              "work": j.work, "limit": j.limit, "estimate": j.estimate,
                              "after": j.after, "source_id": j.source_id,
                              "class": j.job_class or None, "prime": j.prime}
                             for j in workload.jobs])
+        for spec in workload.jobs:
+            if spec.after is None:
+                record = self.jobs.add(spec, "pending")
+                record.arrival = self.agenda.push(now + spec.arrival, Kind.ARRIVAL, spec)
+            else:
+                self.jobs.add(spec, "waiting")
+                self.successors[spec.after].append(spec)
+
+    def _tick_at(self) -> float | None:
+        return self.next_tick
 
     def _loop(self) -> None:
-        for spec in self.workload.jobs:
-            if spec.after is None:
-                self.arrivals.append((spec.arrival, next(self.order), spec))
-            else:
-                self.successors[spec.after].append(spec)
-        heapq.heapify(self.arrivals)
-        next_tick = math.inf
         executor = self.executor
-        owners = self.owners
-        rng = random.Random(owners.seed if owners else 0)
-        next_owner = rng.expovariate(owners.rate) if owners else math.inf
-        visits = deque(self.workload.owners)
-        if visits and not self.policy.supports_owners:
-            raise ValueError(f"{self.workload.path}: owner lines need a scheduler with owners "
-                             f"(afcfs, lgfs), not {self.policy.name}")
+        agenda = self.agenda
         while True:
             executor.check()
             now = executor.now()
@@ -283,81 +288,84 @@ class Driver:
                 self.observer.poll(now)
                 if self.stopping:
                     return
-            while self.owner_ends and self.owner_ends[0][0] <= now:
-                self._owner_leaves(heapq.heappop(self.owner_ends)[1], now)
-            while visits and visits[0].arrival <= now:
-                visit = visits.popleft()
-                if visit.pe not in self.owned:
-                    self._owner_takes(visit.pe, visit.duration, now)
-            while next_owner <= now:
-                assert owners is not None
-                self._owner_arrives(rng, owners, now)
-                next_owner += rng.expovariate(owners.rate)
-            while self.arrivals and self.arrivals[0][0] <= now:
-                due, _, spec = heapq.heappop(self.arrivals)
-                if spec.id not in self.cancelled:
-                    self._arrive(spec, due, now)
-            wake = self.policy.wake_at()
-            if wake is not None and wake <= now:
-                self._apply(self.policy.wake(now))
-                wake = self.policy.wake_at()
-            timeslice = self.policy.timeslice
-            if timeslice is None or not self.policy.busy():
-                next_tick = math.inf
-            elif next_tick == math.inf:
-                next_tick = now + timeslice
-            elif now >= next_tick:
-                self._apply(self.policy.tick(now), due=next_tick)
-                timeslice = self.policy.timeslice or timeslice      # adapted by the switch
-                next_tick += timeslice * max(1, math.ceil((now - next_tick) / timeslice))
-            self._expire(now)
-            if (not self.serving and not self.arrivals and not self.successors_waiting()
-                    and self.policy.idle()):
+            for entry in agenda.due(now):
+                self._handle(entry, now)
+            self._arm_heartbeat(now)
+            if (not self.serving and not agenda.count(Kind.ARRIVAL)
+                    and not self.successors_waiting() and self.policy.idle()):
                 return
-            wake_at = min(next_tick, wake if wake is not None else math.inf, next_owner,
-                          visits[0].arrival if visits else math.inf,
-                          self.owner_ends[0][0] if self.owner_ends else math.inf,
-                          self.deadlines[0][0] if self.deadlines else math.inf,
-                          self.arrivals[0][0] if self.arrivals else math.inf)
-            ended = executor.advance(wake_at)
-            if not ended and wake_at == math.inf and executor.kind == "simulation":
-                raise Stalled(f"t={now:.3f}: jobs wait but no event is due")
-            for end in ended:
+            for end in executor.advance(agenda.next_at()):
                 self._ended(end)
+
+    def _handle(self, entry: Entry, now: float) -> None:
+        """Do what ``entry`` says, due now (``now``, s)."""
+        kind = entry.kind
+        if kind is Kind.OWNER_END:
+            self._owner_leaves(entry.what, now)
+        elif kind is Kind.OWNER_VISIT:
+            if entry.what.pe not in self.owned:
+                self._owner_takes(entry.what.pe, entry.what.duration, now)
+        elif kind is Kind.OWNER_ARRIVAL:
+            assert self.owners is not None
+            self._owner_arrives(self.owner_rng, self.owners, now)
+            self.agenda.push(entry.at + self.owner_rng.expovariate(self.owners.rate),
+                             Kind.OWNER_ARRIVAL)
+        elif kind is Kind.ARRIVAL:
+            self._arrive(entry.what, entry.at, now)
+        elif kind is Kind.WAKE:
+            self._apply(self.policy.wake(now))
+        elif kind is Kind.HEARTBEAT:
+            self._heartbeat(entry.at, now)
+        else:
+            record = self.jobs.get(entry.what)
+            assert record is not None and record.limit is not None
+            self.log.emit("limit", now, job=entry.what, limit=record.limit)
+            record.limit = record.deadline = None
+            self.executor.kill(entry.what)
+
+    def _heartbeat(self, due: float, now: float) -> None:
+        """The heartbeat due at ``due`` (s) comes at ``now``: the policy's tick, and the next
+        heartbeat a whole timeslice on (beats missed meanwhile are skipped)."""
+        timeslice = self.policy.timeslice
+        if timeslice is None or not self.policy.busy():
+            self.next_tick = None
+            return
+        self._apply(self.policy.tick(now), due=due)
+        timeslice = self.policy.timeslice or timeslice      # adapted by the switch
+        self.next_tick = due + timeslice * max(1, math.ceil((now - due) / timeslice))
+
+    def _arm_heartbeat(self, now: float) -> None:
+        """Heartbeats while jobs are placed: the first a timeslice from ``now`` (s)."""
+        timeslice = self.policy.timeslice
+        if timeslice is None or not self.policy.busy():
+            self.next_tick = None
+        elif self.next_tick is None:
+            self.next_tick = now + timeslice
 
     def submit(self, workload: Workload) -> None:
         """Jobs submitted while the driver runs (logged as one more ``workload`` event): each
         arrives its ``arrival`` seconds from now (or, with ``after``, that long after its
         predecessor ends)."""
-        assert self.log is not None
-        now = self.executor.now()
-        self._log_workload(now, workload)
-        for spec in workload.jobs:
-            self.specs[spec.id] = spec
-            if spec.after is None:
-                heapq.heappush(self.arrivals, (now + spec.arrival, next(self.order), spec))
-            else:
-                self.successors[spec.after].append(spec)
+        self._enter(self.executor.now(), workload)
 
     def cancel(self, job: str, kill: Callable[[str], None]) -> str:
         """Cancel ``job``: not arrived yet, or still queued, it ends ``killed`` at once; running,
         ``kill`` is called on it and it ends when its ranks are gone.  Returns what happened:
         ``cancelled``, ``killing`` or ``unknown`` (no such job, or it has ended)."""
-        assert self.log is not None
-        now = self.executor.now()
-        if job in self.ended_jobs:
+        record = self.jobs.get(job)
+        if record is None:
             return "unknown"
-        if job in self.started_at:
+        if record.state == "started":
             kill(job)
             return "killing"
-        actions = self.policy.cancel(job, now)
-        waiting = any(spec.id == job for _, _, spec in self.arrivals) or any(
-            spec.id == job for specs in self.successors.values() for spec in specs)
-        if actions is None and not waiting:
-            return "unknown"
-        self.cancelled.add(job)
-        for specs in self.successors.values():
-            specs[:] = [spec for spec in specs if spec.id != job]
+        actions = None
+        if record.state == "queued":
+            actions = self.policy.cancel(job, self.executor.now())
+        elif record.state == "pending":
+            self.agenda.cancel(record.arrival)
+        else:
+            after = self.successors[record.spec.after]     # type: ignore[index]
+            after[:] = [spec for spec in after if spec.id != job]
         self._ended(Ended(job, "killed", None, "killed: cancelled"), started=False)
         if actions:
             self._apply(actions)
@@ -365,26 +373,29 @@ class Driver:
 
     def hold(self, job: str, held: bool) -> bool:
         """Suspend (``held``) or resume a started job; False if it is not running."""
-        if job not in self.started_at or job in self.ended_jobs:
+        if self.jobs.state(job) != "started":
             return False
-        assert self.log is not None
         self.log.emit("hold", self.executor.now(), job=job, held=held)
         self._apply(self.policy.hold(job) if held else self.policy.release(job))
         return True
 
+    def held(self, job: str) -> bool:
+        """Whether ``job`` is held stopped (``hold``)."""
+        return job in self.policy.held
+
     def set_class(self, job: str, name: str) -> str | None:
         """Move ``job`` to class ``name`` (logged as ``job_class``); None when done, else why
-        not (the policy has no classes, no such class, the job has ended)."""
-        assert self.log is not None
-        if job in self.ended_jobs:
-            return f"{job} has ended"
+        not (the policy has no classes, no such class, no such job or it has ended)."""
+        record = self.jobs.get(job)
+        if record is None:
+            return f"{job} has ended or does not exist"
         now = self.executor.now()
         try:
             old, actions = self.policy.set_class(job, name, now)
         except ValueError as err:
             return str(err)
         self.log.emit("job_class", now, job=job, old=old, new=name)
-        self.specs[job] = dataclasses.replace(self.specs[job], job_class=name)
+        record.spec = dataclasses.replace(record.spec, job_class=name)
         self._apply(actions)
         return None
 
@@ -394,7 +405,6 @@ class Driver:
 
     def _owner_arrives(self, rng: random.Random, owners: OwnerStream, now: float) -> None:
         """An owner arrives at a PE without one (none free: the arrival is dropped)."""
-        assert self.log is not None
         duration = rng.expovariate(1 / owners.mean_s)
         free = [pe for pe in range(self.policy.config.pes) if pe not in self.owned]
         if not free:
@@ -402,15 +412,13 @@ class Driver:
         self._owner_takes(rng.choice(free), duration, now)
 
     def _owner_takes(self, pe: int, duration: float, now: float) -> None:
-        assert self.log is not None
         self.owned.add(pe)
-        heapq.heappush(self.owner_ends, (now + duration, pe))
+        self.agenda.push(now + duration, Kind.OWNER_END, pe, key=pe)
         self.log.emit("owner_start", now, pe=pe, duration=round(duration, 6))
         self.executor.owner_start(pe, duration)
         self._apply(self.policy.owner_arrive(pe, now))
 
     def _owner_leaves(self, pe: int, now: float) -> None:
-        assert self.log is not None
         self.owned.discard(pe)
         self.log.emit("owner_end", now, pe=pe)
         self.executor.owner_end(pe)
@@ -420,19 +428,9 @@ class Driver:
         """Whether some job still waits for its predecessor to end."""
         return any(self.successors.values())
 
-    def _expire(self, now: float) -> None:
-        """Kill the jobs whose limit has come."""
-        assert self.log is not None
-        while self.deadlines and self.deadlines[0][0] <= now:
-            _, job = heapq.heappop(self.deadlines)
-            if job in self.limits:
-                self.log.emit("limit", now, job=job, limit=self.limits.pop(job))
-                self.executor.kill(job)
-
     def _arrive(self, spec: JobSpec, due: float, now: float) -> None:
         """``spec`` arrives at ``now``; ``due`` (s) is when it was due (its workload arrival,
         or its predecessor's end plus its think time)."""
-        assert self.log is not None
         mem_mb, source = spec.mem_mb, "declared"
         if mem_mb is None:
             source = "none"
@@ -444,7 +442,9 @@ class Driver:
                       work=spec.work, limit=spec.limit, estimate=spec.estimate, user=spec.user,
                       argv=list(spec.argv), mem_mb=mem_mb and round(mem_mb, 3),
                       mem_source=source)
-        self.arrived_at[spec.id] = due
+        record = self.jobs.get(spec.id)
+        assert record is not None
+        record.state, record.arrived_at, record.arrival = "queued", due, None
         request = JobRequest(spec.id, spec.pes, due, mem_mb, spec.estimate, spec.job_class,
                              spec.interactive, spec.prime)
         refusal = self.policy.refuse(request)
@@ -462,21 +462,21 @@ class Driver:
             elif isinstance(action, Migrate):
                 self._migrate(action)
             elif isinstance(action, Requeue):
-                assert self.log is not None
                 lost, cpu = self.executor.requeue(action.job)
                 self.log.emit("interrupt", self.executor.now(), job=action.job, pe=action.pe,
                               lost_s=round(lost, 6), cpu_s=cpu)
-                self.limits.pop(action.job, None)
+                record = self.jobs.get(action.job)
+                assert record is not None
+                self.agenda.cancel(record.deadline)
+                record.state, record.limit, record.deadline = "queued", None, None
         states = self.policy.states()
         if states is not None:
-            assert self.log is not None
             changed = {job: s for job, s in states.items() if self.states.get(job) != s}
             if changed:
                 self.log.emit("states", self.executor.now(), changed=changed)
             self.states = states
 
     def _migrate(self, move: Migrate) -> None:
-        assert self.log is not None
         problem = self.executor.migrate(move.job, move.slot, move.pes)
         now = self.executor.now()
         self.log.emit("migrate", now, job=move.job, slot=move.slot, pes=list(move.pes),
@@ -488,7 +488,7 @@ class Driver:
     def migrate(self, job: str, pes: tuple[int, ...]) -> str | None:
         """Move ``job`` to ``pes`` by hand (an operator's ``testbed migrate``); None when
         done, else why not."""
-        if job not in self.started_at or job in self.ended_jobs:
+        if self.jobs.state(job) != "started":
             return f"{job} is not running"
         try:
             actions = self.policy.migrate(job, pes, self.executor.now())
@@ -498,17 +498,17 @@ class Driver:
         return None
 
     def _launch(self, action: Launch) -> None:
-        assert self.log is not None
-        spec = self.specs[action.job]
+        record = self.jobs.get(action.job)
+        assert record is not None
+        spec = record.spec
         now = self.executor.now()
         self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
                       cpus=None if self.executor.cpus is None
                       else [self.executor.cpus[pe] for pe in action.pes])
-        limit = self._limit(spec)
+        record.state, record.started_at = "started", now
+        record.limit = limit = self._limit(spec)
         if limit is not None:
-            self.limits[spec.id] = limit
-            heapq.heappush(self.deadlines, (now + limit, spec.id))
-        self.started_at[spec.id] = now
+            record.deadline = self.agenda.push(now + limit, Kind.DEADLINE, spec.id, key=spec.id)
         failed = self.executor.launch(spec, action)
         if self.observer is not None:
             self.observer.started(spec.id)
@@ -525,7 +525,6 @@ class Driver:
         return self.job_timeout
 
     def _switch(self, action: Run, due: float | None) -> None:
-        assert self.log is not None
         self.seq += 1
         sent = self.executor.now()
         change = self.executor.switch(action.jobs, action.slot)
@@ -545,7 +544,6 @@ class Driver:
             self.log.emit("resume", sent, job=job)
 
     def _finish_event(self, end: Ended) -> float:
-        assert self.log is not None
         now = self.executor.now()
         self.log.emit("finish", now, job=end.job, status=end.status, exit_code=end.exit_code,
                       reason=end.reason, swap_in=end.swap_in, swap_out=end.swap_out,
@@ -554,9 +552,9 @@ class Driver:
 
     def _ended(self, end: Ended, started: bool = True) -> None:
         now = self._finish_event(end)
-        self.ended_jobs.add(end.job)
-        self.limits.pop(end.job, None)
-        spec = self.specs[end.job]
+        record = self.jobs.remove(end.job)
+        self.agenda.cancel(record.deadline)
+        spec = record.spec
         if self.history is not None and end.status == "done" and end.peak_mib is not None:
             self.history.record(program_of(spec.argv), spec.pes, spec.user, end.peak_mib)
             self.history.save()
@@ -566,5 +564,8 @@ class Driver:
             self.observer.ended(end)
         if spec.source_id is not None:
             for successor in self.successors.pop(spec.source_id, []):
-                heapq.heappush(self.arrivals, (now + successor.arrival, next(self.order),
-                                               successor))
+                waiting = self.jobs.get(successor.id)
+                assert waiting is not None
+                waiting.state = "pending"
+                waiting.arrival = self.agenda.push(now + successor.arrival, Kind.ARRIVAL,
+                                                   successor)

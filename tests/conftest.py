@@ -102,10 +102,31 @@ def leftovers(started: float) -> set[str]:
     return procs.orphan_segments(since=started) | records | dirs
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "realtime: starts real processes (ranks, mpiexec, the testbed command, a "
+        "service); `pytest -m 'not realtime'` runs the pure tests alone")
+
+
+def _refuse_processes(nodeid: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make starting a process fail in test ``nodeid`` (it is not marked realtime)."""
+
+    def refuse(*_args: Any, **_kwargs: Any) -> None:
+        raise AssertionError(f"{nodeid} starts a process: mark it realtime")
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    for name in ("fork", "posix_spawn", "posix_spawnp"):
+        monkeypatch.setattr(os, name, refuse)
+
+
 @pytest.fixture(autouse=True)
-def _no_leftovers():
-    """Every test must leave no orphaned MPI segment, shim record or launch directory
-    behind."""
+def _no_leftovers(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """A test not marked realtime must start no process; a realtime test must leave no
+    orphaned MPI segment, shim record or launch directory behind."""
+    if request.node.get_closest_marker("realtime") is None:
+        _refuse_processes(request.node.nodeid, monkeypatch)
+        yield
+        return
     started = time.time()
     yield
     # Another run on the machine may be between unmapping a record and removing it (or its

@@ -80,6 +80,7 @@ def test_without_a_balancer_nothing_moves():
     assert not any(isinstance(a, Launch | Migrate) for a in policy.wake(1.0))
 
 
+@pytest.mark.realtime
 def test_simulated_migration_shortens_the_makespan(tmp_path, workload):
     path = workload("0 1 bsp --work 6\n0 1 bsp --work 1\n0.1 1 bsp --work 4\n")
     spans = {}
@@ -92,6 +93,7 @@ def test_simulated_migration_shortens_the_makespan(tmp_path, workload):
     assert spans == {"0": pytest.approx(10.0), "1": pytest.approx(6.4)}
 
 
+@pytest.mark.realtime
 def test_a_migrated_rank_runs_on_its_new_cpu(tmp_path, workload):
     cpus = build_machine(2).cpus
     path = workload("0 1 bsp --work 6\n0 1 bsp --work 1\n"

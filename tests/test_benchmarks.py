@@ -20,6 +20,7 @@ def _bench(module: str, *args: str) -> dict:
     return json.loads(done.stdout)
 
 
+@pytest.mark.realtime
 def test_launch_overhead_reports_each_job_size():
     out = _bench("benchmarks.launch_overhead", "--repeats", "2", "--gap", "0.3")
     assert out["host"]["cpus"] >= 1
@@ -30,6 +31,7 @@ def test_launch_overhead_reports_each_job_size():
         assert r["ranks_found_median_s"] > 0
 
 
+@pytest.mark.realtime
 def test_switch_latency_reports_percentiles():
     out = _bench("benchmarks.switch_latency", "--work", "0.6", "--timeslice", "0.1")["results"]
     assert out["switches"] >= 3 and out["ranks_per_switch"] == 2 * out["pes"]
@@ -37,6 +39,7 @@ def test_switch_latency_reports_percentiles():
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
 
 
+@pytest.mark.realtime
 def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
     out = _bench("benchmarks.shim_cost", "--rounds", "1", "--iterations", "300", "--waits", "12")
     assert out["pingpong"]["ratio"] > 0 and out["pingpong"]["without_us"] > 0
@@ -53,12 +56,14 @@ def _experiment(module: str, tmp_path, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.realtime
 def test_granularity_experiment_prints_five_cases(tmp_path):
     lines = _experiment("benchmarks.granularity", tmp_path, "--work", "0.3").splitlines()
     assert lines[0].split() == ["#", "G", "V", "work", "runtime", "comm", "wait"]
     assert [line.split()[0] for line in lines[1:6]] == ["1", "2", "3", "4", "5"]
 
 
+@pytest.mark.realtime
 def test_fcs_classification_experiment_prints_every_process(tmp_path):
     out = _experiment("benchmarks.fcs_classification", tmp_path, "--work", "0.4",
                       "--timeslice", "0.05")
@@ -68,6 +73,7 @@ def test_fcs_classification_experiment_prints_every_process(tmp_path):
     assert all(row[-2] in ("INIT_CS", "INIT_DC", "CS", "F", "DC") for row in rows)
 
 
+@pytest.mark.realtime
 def test_fcs_classification_fit_variant_never_oversubscribes(tmp_path):
     out = _experiment("benchmarks.fcs_classification", tmp_path, "--variant", "fit", "--work",
                       "0.3", "--timeslice", "0.05")
@@ -78,6 +84,7 @@ def test_fcs_classification_fit_variant_never_oversubscribes(tmp_path):
     assert sorted({int(row[4]) for row in rows}) == list(range(6))  # one job a row
 
 
+@pytest.mark.realtime
 def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     # The figures of a quick run mean nothing: only their presence and shape are checked here;
     # the regression check is tested below and in test_regression.py with given numbers.
@@ -251,6 +258,7 @@ def test_main_refuses_a_baseline_that_is_not_one_before_measuring(tmp_path, monk
     assert out == "" and f"{path}: not a baseline of this suite" in err
 
 
+@pytest.mark.realtime
 def test_simulator_benchmark_reports_jobs_per_second():
     done = subprocess.run([sys.executable, "-m", "benchmarks.simulator", "--jobs", "300",
                            "--pes", "64", "--json"], capture_output=True, text=True,
@@ -261,6 +269,7 @@ def test_simulator_benchmark_reports_jobs_per_second():
         assert r["jobs"] == 300 and r["pes"] == 64 and r["jobs_per_s"] > 0
 
 
+@pytest.mark.realtime
 def test_t3d_fig6_writes_one_record_per_policy_and_load(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_fig6", "--batches", "3",
                            "--batch-size", "40", "--loads", "0.4,0.8", "--json", "--out",
@@ -284,6 +293,7 @@ def test_batch_means_drop_the_first_batch_and_use_students_t():
     assert half == pytest.approx(t_quantile_95(1) * 2.8284271 / 2 ** 0.5, rel=1e-3)
 
 
+@pytest.mark.realtime
 def test_service_benchmark_reports_overhead_and_throughput():
     out = _bench("benchmarks.service", "--repeats", "2", "--jobs", "4", "--clients", "2",
                  "--json")
@@ -292,6 +302,7 @@ def test_service_benchmark_reports_overhead_and_throughput():
     assert out["service_latency_ms"]["median"] > 0
 
 
+@pytest.mark.realtime
 def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.cow", "--set", "1",
                            "--replications", "2", "--jobs", "150", "--json", "--out",
@@ -305,6 +316,7 @@ def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
     assert (tmp_path / "cow-set1.png").exists()
 
 
+@pytest.mark.realtime
 def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.cow_emulated", "--gangs", "2",
                            "--mean-work", "0.3", "--inv-lambda", "0.5", "--owners", "1:0.3",
@@ -318,6 +330,7 @@ def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
     assert (tmp_path / "sim-afcfs" / "gantt.png").exists()
 
 
+@pytest.mark.realtime
 def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_classes", "--span", "12",
                            "--scale", "0.15", "--json", "--out", str(tmp_path)],
@@ -339,6 +352,7 @@ def test_nersc_mix_primes_only_the_large_jobs():
     assert "prime" not in mix(16, 200, 3, prime=False)
 
 
+@pytest.mark.realtime
 def test_nersc_benchmark_simulated_primes_shorten_large_turnaround(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.nersc", "--simulate", "--pes", "16",
                            "--span", "300", "--seeds", "1", "--json", "--out", str(tmp_path)],
@@ -417,6 +431,7 @@ def test_a_margins_file_widens_one_figure(tmp_path, monkeypatch, capsys):
     assert overheads.main([*args, "--margins", str(tmp_path / "margins.json")]) == 0
 
 
+@pytest.mark.realtime
 def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left():
     done = subprocess.run([sys.executable, "-m", "benchmarks.chaos", "--quick", "--seed", "3"],
                           capture_output=True, text=True, timeout=600)
@@ -428,6 +443,7 @@ def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left()
     assert all(v == 0 for v in result["survivors"].values())
 
 
+@pytest.mark.realtime
 def test_soak_quick_accounts_for_every_job_and_leaves_nothing():
     done = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--quick", "--clients", "3"],
                           capture_output=True, text=True, timeout=600)

@@ -28,6 +28,7 @@ def bsp(n: int, *args: str, tmp: Path) -> list[dict]:
     return [json.loads(line) for line in stats.read_text().splitlines()]
 
 
+@pytest.mark.realtime
 def test_records_every_rank_and_burns_cpu_time(tmp_path):
     records = bsp(2, "--work", "0.6", "--pattern", "aa", "--granularity", "0.5",
                   "--io-blocks", "2", tmp=tmp_path)
@@ -47,6 +48,7 @@ def test_records_every_rank_and_burns_cpu_time(tmp_path):
         "scratch files must be removed"
 
 
+@pytest.mark.realtime
 def test_imbalance_makes_one_rank_compute_more(tmp_path):
     records = bsp(2, "--work", "0.4", "--pattern", "nn", "--imbalance", "1:2", tmp=tmp_path)
     slow, fast = records[1], records[0]
@@ -54,6 +56,7 @@ def test_imbalance_makes_one_rank_compute_more(tmp_path):
     assert fast["comm_s"] > slow["comm_s"]
 
 
+@pytest.mark.realtime
 def test_variance_draws_are_per_rank_and_seeded(tmp_path):
     first = bsp(2, "--work", "0.2", "--variance", "0.5", "--seed", "4", tmp=tmp_path)
     again = bsp(2, "--work", "0.2", "--variance", "0.5", "--seed", "4", tmp=tmp_path)
@@ -63,6 +66,7 @@ def test_variance_draws_are_per_rank_and_seeded(tmp_path):
     assert targets[0] != pytest.approx(targets[1], rel=0.05)
 
 
+@pytest.mark.realtime
 def test_rank_variance_overrides_the_job_variance(tmp_path):
     common = ("--work", "0.2", "--granularity", "0.1", "--seed", "3")
     mixed = bsp(2, *common, "--rank-variance", "1:0.5", tmp=tmp_path)
@@ -73,6 +77,7 @@ def test_rank_variance_overrides_the_job_variance(tmp_path):
     assert wild[1]["compute_target_s"] != pytest.approx(calm[1]["compute_target_s"], rel=1e-3)
 
 
+@pytest.mark.realtime
 def test_memory_walk_is_resident_and_timed(tmp_path):
     plain = bsp(1, "--work", "0.2", tmp=tmp_path)[0]
     walked = bsp(1, "--work", "0.2", "--mem-mb", "48", "--theta", "1", "--accesses", "20000",
@@ -97,17 +102,20 @@ def test_the_dedicated_runtime_waits_for_the_slowest_rank_every_iteration():
     assert dedicated_runtime(4, 0.1, 0.0, 3, [1.0] * 3, [0.5] * 3) == pytest.approx(0.5)
 
 
+@pytest.mark.realtime
 def test_empty_job_does_no_iterations(tmp_path):
     records = bsp(1, "--work", "0", tmp=tmp_path)
     assert records[0]["iterations"] == 0
 
 
+@pytest.mark.realtime
 def test_bad_option_exits_2():
     done = subprocess.run([sys.executable, "-m", "testbed.jobs.bsp", "--imbalance", "x"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "RANK:VALUE" in done.stderr
 
 
+@pytest.mark.realtime
 def test_time_stopped_by_gang_scheduling_counts_in_no_phase(tmp_path):
     """THESIS §3.4: two jobs share 2 PEs at MPL 2, so each rank is stopped about half the
     time; that time is reported as stopped_s and never as communication wait."""

@@ -9,6 +9,7 @@ import pytest
 from conftest import PROGRAMS, jobs_csv, run_testbed
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize(("text", "field"), [
     ("0 1 bsp --work 0.1\nabc 1 bsp\n", "arrival"),
     ("0 1 bsp --work 0.1\n-2 1 bsp\n", "arrival"),
@@ -24,12 +25,14 @@ def test_malformed_workload_exits_2_and_makes_no_run(tmp_path, workload, text, f
     assert not (tmp_path / "out").exists() and not (tmp_path / "runs").exists()
 
 
+@pytest.mark.realtime
 def test_unknown_scheduler_exits_2(tmp_path, workload):
     done = run_testbed("run", str(workload("0 1 bsp\n")), "--scheduler", "lottery", cwd=tmp_path)
     assert done.returncode == 2 and "unknown scheduler 'lottery'" in done.stderr
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.realtime
 def test_existing_run_dir_is_never_overwritten(tmp_path, workload):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "keep").write_text("x")
@@ -38,6 +41,7 @@ def test_existing_run_dir_is_never_overwritten(tmp_path, workload):
     assert os.listdir(tmp_path / "out") == ["keep"]
 
 
+@pytest.mark.realtime
 def test_mix_writes_the_same_file_for_the_same_seed(tmp_path):
     args = ("workload", "mix", "--jobs", "20", "--pes", "4", "--load", "0.8", "--seed", "3")
     first = run_testbed(*args, "--compress", "50", cwd=tmp_path)
@@ -47,6 +51,7 @@ def test_mix_writes_the_same_file_for_the_same_seed(tmp_path):
     assert "compress=50" in first.stdout.splitlines()[0]
 
 
+@pytest.mark.realtime
 def test_exec_runs_one_mpi_command_and_passes_its_output(tmp_path):
     done = run_testbed("exec", "-n", "2", "--pes", "2", "--out", "x", "--",
                    sys.executable, "-c",
@@ -59,12 +64,14 @@ def test_exec_runs_one_mpi_command_and_passes_its_output(tmp_path):
     assert jobs_csv(tmp_path / "x")["j1"]["status"] == "done"
 
 
+@pytest.mark.realtime
 def test_exec_passes_the_exit_code_on(tmp_path):
     done = run_testbed("exec", "-n", "1", "--out", "x", "--", sys.executable, "-c",
                    "import sys; sys.exit(7)", cwd=tmp_path)
     assert done.returncode == 7
 
 
+@pytest.mark.realtime
 def test_report_rederives_results(tmp_path):
     run_testbed("exec", "-n", "1", "--out", "x", "--", sys.executable, str(PROGRAMS / "noop.py"),
             cwd=tmp_path)

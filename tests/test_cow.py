@@ -75,6 +75,7 @@ def _simulate(tmp_path, text: str, scheduler: str = "afcfs", pes: int = 2, *extr
     return events, {r.id: r for r in job_rows(events)}
 
 
+@pytest.mark.realtime
 def test_all_work_is_lost_and_counted_as_repeated_work(tmp_path):
     events, rows = _simulate(tmp_path, "0 2 bsp --work 2\nowner 0.5 1 1\n")
     row = rows["j1"]
@@ -86,11 +87,13 @@ def test_all_work_is_lost_and_counted_as_repeated_work(tmp_path):
         "start", "owner_start", "interrupt", "owner_end", "start", "finish"]
 
 
+@pytest.mark.realtime
 def test_an_owner_arriving_as_a_job_ends_does_not_interrupt_it(tmp_path):
     _, rows = _simulate(tmp_path, "0 1 bsp --work 1\nowner 1 0 1\n", "lgfs", 1)
     assert (rows["j1"].end, rows["j1"].restarts) == (1.0, 0)
 
 
+@pytest.mark.realtime
 def test_a_random_owner_stream_is_seeded(tmp_path):
     text = "".join(f"{i * 0.2:.1f} {1 + i % 2} bsp --work 1\n" for i in range(20))
     runs = []
@@ -102,6 +105,7 @@ def test_a_random_owner_stream_is_seeded(tmp_path):
     assert runs[0]
 
 
+@pytest.mark.realtime
 def test_owners_are_refused_by_schedulers_without_them(tmp_path):
     path = tmp_path / "w.txt"
     path.write_text("0 1 bsp --work 1\nowner 0.5 0 1\n")

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import sys
 
+import pytest
 from conftest import PROGRAMS, events, jobs_csv, run_id, run_processes, run_testbed
 
 from testbed.events import read_events
 from testbed.machine import build_machine
 from testbed.results.trace import build_trace
+
+pytestmark = pytest.mark.realtime
 
 ORDERED = ("start", "interrupt", "owner_start", "owner_end", "finish")
 

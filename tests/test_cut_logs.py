@@ -10,7 +10,7 @@ import pytest
 from conftest import run_testbed
 
 from testbed.driver import Driver
-from testbed.events import read_events
+from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.results.metrics import job_rows, summarize
 from testbed.results.report import format_table, write_results
@@ -33,8 +33,8 @@ def whole_log(tmp_path_factory) -> bytes:
     (tmp / "run").mkdir()
     config = {"scheduler": "gang", "mpl": 2, "timeslice": 1.0,
               "machine": {"pes": 2, "oversubscribed": False}}
-    Driver(workload, policy, executor, tmp / "run", config, None, None, False,
-           flush_each=False).run()
+    Driver(workload, policy, executor, tmp / "run", config,
+           log=EventLog(tmp / "run" / "events.jsonl", flush_each=False)).run()
     return (tmp / "run" / "events.jsonl").read_bytes()
 
 
@@ -85,6 +85,7 @@ def test_a_damaged_line_ends_the_reading_there(whole_log, tmp_path):
     assert len(read_events(tmp_path / "events.jsonl")) == middle
 
 
+@pytest.mark.realtime
 def test_a_log_without_its_start_is_one_clear_message(whole_log, tmp_path):
     run = tmp_path / "r"
     run.mkdir()
@@ -96,6 +97,7 @@ def test_a_log_without_its_start_is_one_clear_message(whole_log, tmp_path):
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.realtime
 def test_report_on_a_cut_log_says_incomplete_and_unfinished(whole_log, tmp_path):
     run = tmp_path / "r"
     run.mkdir()

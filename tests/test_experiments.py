@@ -181,6 +181,7 @@ def _records(stdout: str) -> list[dict]:
     return json.loads(stdout[stdout.index("["):stdout.rindex("]") + 1])
 
 
+@pytest.mark.realtime
 def test_simulated_comparison_calls_gang_against_fcfs_and_not_fcfs_against_itself(tmp_path):
     done = run_testbed("compare", "mix:jobs=30,pes=16,load=0.9,compress=100", "--pes", "16",
                        "--executor", "simulation", "--schedulers", "fcfs,gang,fcfs",
@@ -201,6 +202,7 @@ def test_simulated_comparison_calls_gang_against_fcfs_and_not_fcfs_against_itsel
     assert (tmp_path / "c" / "results.csv").read_text().count("\n") == 1 + 24 * 9
 
 
+@pytest.mark.realtime
 def test_a_simulated_comparison_of_a_file_with_repeats_is_refused(tmp_path, workload):
     path = workload("0 1 bsp --work 1\n")
     done = run_testbed("compare", str(path), "--executor", "simulation", "--repeats", "3",
@@ -209,6 +211,7 @@ def test_a_simulated_comparison_of_a_file_with_repeats_is_refused(tmp_path, work
     assert not (tmp_path / "c").exists()
 
 
+@pytest.mark.realtime
 def test_until_ci_adds_rounds_until_the_budget(tmp_path):
     done = run_testbed("compare", "mix:jobs=20,pes=8,load=0.9", "--pes", "8", "--executor",
                        "simulation", "--schedulers", "fcfs,gang", "--repeats", "2",
@@ -219,6 +222,7 @@ def test_until_ci_adds_rounds_until_the_budget(tmp_path):
     assert len(list((tmp_path / "c").glob("*/*/run.json"))) > 4
 
 
+@pytest.mark.realtime
 def test_an_experiment_resumes_and_keeps_what_it_completed(tmp_path):
     path = _experiment(tmp_path, GOOD)
     first = subprocess.run([*TESTBED, "experiment", "run", str(path), "--out", "e"],
@@ -242,6 +246,7 @@ def test_an_experiment_resumes_and_keeps_what_it_completed(tmp_path):
     assert sorted(p.name for p in (tmp_path / "e" / "plots").iterdir())[0].endswith(".png")
 
 
+@pytest.mark.realtime
 def test_an_emulated_aa_comparison_comes_out_no_difference(tmp_path, workload):
     path = workload("0 1 bsp --work 0.3\n0 1 bsp --work 0.3\n0 2 bsp --work 0.2\n")
     done = run_testbed("compare", str(path), "--schedulers", "gang,gang", "--repeats", "3",
@@ -261,6 +266,7 @@ def test_an_emulated_aa_comparison_comes_out_no_difference(tmp_path, workload):
     assert (tmp_path / "c" / "gantt.png").exists()
 
 
+@pytest.mark.realtime
 def test_an_interrupted_experiment_resumes_without_redoing_runs(tmp_path):
     (tmp_path / "w.txt").write_text("0 2 bsp --work 1.5\n")
     path = _experiment(tmp_path, """

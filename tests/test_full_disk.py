@@ -15,7 +15,8 @@ from testbed.emulation.launch_tmp import hydra_files
 from testbed.events import EventLog, WriteFailed, read_events
 from testbed.results.report import _write_atomic
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small file system needs root")
+pytestmark = [pytest.mark.realtime, pytest.mark.skipif(
+    os.geteuid() != 0, reason="mounting a small file system needs root")]
 
 
 @pytest.fixture

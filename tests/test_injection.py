@@ -39,6 +39,7 @@ def test_a_malformed_delay_names_the_variable(text):
         injection.describe({injection.SHIM_ENV: text})
 
 
+@pytest.mark.realtime
 def test_run_refuses_a_malformed_delay_before_starting(tmp_path, workload, monkeypatch):
     monkeypatch.setenv(injection.SWITCH_ENV, "soon")
     done = run_testbed("run", str(workload("0 1 bsp --work 0.1\n")), "--out",
@@ -48,6 +49,7 @@ def test_run_refuses_a_malformed_delay_before_starting(tmp_path, workload, monke
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.realtime
 def test_switch_delay_makes_every_switch_at_least_that_long_and_is_recorded(
         tmp_path, workload, monkeypatch):
     monkeypatch.setenv(injection.SWITCH_ENV, "20000")
@@ -65,6 +67,7 @@ def test_switch_delay_makes_every_switch_at_least_that_long_and_is_recorded(
     assert config["injected_delays"] == {"switch_us": 20000.0}
 
 
+@pytest.mark.realtime
 def test_shim_delay_makes_every_round_trip_at_least_two_delays():
     # Rank 0 makes two wrapped calls (send, receive) per round trip, each delayed 200 us.
     preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}

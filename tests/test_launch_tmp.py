@@ -8,11 +8,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from testbed.emulation import launch_tmp
 from testbed.emulation.launch_tmp import hydra_files
 from testbed.emulation.mpi_info import detect_mpi
 
 
+@pytest.mark.realtime
 def test_a_launch_has_its_own_tmpdir_and_its_launchers_files_go_with_it():
     dirs = launch_tmp.LaunchDirs("testbed-unit-nm0")
     before = hydra_files()

@@ -68,6 +68,7 @@ def test_history_ages_by_month(tmp_path):
     assert MemoryHistory(path, month="2026-08").estimate("/bin/app", 2, "") is None
 
 
+@pytest.mark.realtime
 def test_a_bad_history_file_is_reported(tmp_path, workload):
     (tmp_path / "h.json").write_text("{not json")
     done = run_testbed("run", str(workload("0 1 bsp --work 0\n")), "--memory-history", "h.json",
@@ -147,6 +148,7 @@ def test_no_memory_hierarchy_is_reported(tmp_path, monkeypatch):
         memory.cgroup_parent()
 
 
+@pytest.mark.realtime
 def test_history_learns_from_finished_jobs(tmp_path, workload):
     path = workload("0 1 bsp --work 0.2 --mem-mb 40\n")
     for out in ("a", "b"):
@@ -163,6 +165,7 @@ def test_history_learns_from_finished_jobs(tmp_path, workload):
 PAGING_JOB = "0 2 bsp --work 1.5 --pattern nn --mem-mb 160 --theta 1 --accesses 30000\n"
 
 
+@pytest.mark.realtime
 @needs_root
 def test_a_node_limit_below_the_footprint_makes_real_paging(tmp_path, workload):
     path = workload(PAGING_JOB)
@@ -195,6 +198,7 @@ def _leftovers(rid: str) -> list[str]:
                     or p in swaps]
 
 
+@pytest.mark.realtime
 @needs_root
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
 def test_cgroups_and_swap_are_removed_on_every_exit_path(tmp_path, workload, sig):
@@ -226,6 +230,7 @@ def _experiment(module: str, out: Path, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.realtime
 @needs_root
 def test_fig5_experiment_writes_csv_plot_and_table(tmp_path):
     out = _experiment("benchmarks.memory_fig5", tmp_path / "f5", "--counts", "2",
@@ -238,6 +243,7 @@ def test_fig5_experiment_writes_csv_plot_and_table(tmp_path):
     assert "node memory" in out
 
 
+@pytest.mark.realtime
 @needs_root
 def test_fig7_experiment_writes_csv_plot_and_table(tmp_path):
     _experiment("benchmarks.memory_fig7", tmp_path / "f7", "--loads", "0.8", "--jobs", "3",

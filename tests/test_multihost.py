@@ -79,6 +79,7 @@ def _gone(out: Path, seconds: float = 20.0) -> bool:
     return not run_processes(rid) and not _daemons(out)
 
 
+@pytest.mark.realtime
 def test_a_job_spans_two_hosts_each_nm_pins_its_own_rank(tmp_path, workload):
     cpus = build_machine(2).cpus
     program = tmp_path / "affinity.py"          # each rank writes its own file: their output
@@ -107,6 +108,7 @@ def test_a_job_spans_two_hosts_each_nm_pins_its_own_rank(tmp_path, workload):
     assert _gone(out)
 
 
+@pytest.mark.realtime
 def test_a_lost_node_manager_fails_only_its_jobs(tmp_path, workload):
     path = workload("0 1 bsp --work 3\n0 1 bsp --work 60\n")
     out = tmp_path / "run"
@@ -129,6 +131,7 @@ def test_a_lost_node_manager_fails_only_its_jobs(tmp_path, workload):
     assert _gone(out)
 
 
+@pytest.mark.realtime
 def test_a_lost_machine_manager_makes_every_nm_kill_its_ranks(tmp_path, workload):
     path = workload("0 2 bsp --work 60\n")
     out = tmp_path / "run"
@@ -144,6 +147,7 @@ def test_a_lost_machine_manager_makes_every_nm_kill_its_ranks(tmp_path, workload
     assert _gone(out)
 
 
+@pytest.mark.realtime
 def test_hosts_refuse_a_machine_size(tmp_path, workload):
     path = workload("0 1 bsp --work 1\n")
     done = subprocess.run([*TESTBED, "run", str(path), "--hosts", str(_hostfile(tmp_path)),
@@ -220,6 +224,7 @@ def _reaped(pidfile: Path) -> bool:
     return not psutil.pid_exists(pid) or psutil.Process(pid).ppid() != os.getpid()
 
 
+@pytest.mark.realtime
 def test_nms_that_never_connect_end_the_start_with_the_hosts_named(tmp_path, monkeypatch):
     monkeypatch.setattr(remote, "CONNECT_TIMEOUT", 1.0)
     script, pidfile = _launcher(tmp_path, "exec sleep 600")
@@ -228,12 +233,14 @@ def test_nms_that_never_connect_end_the_start_with_the_hosts_named(tmp_path, mon
     assert _reaped(pidfile)
 
 
+@pytest.mark.realtime
 def test_a_launcher_that_exits_ends_the_start(tmp_path):
     script, _ = _launcher(tmp_path, "exit 3")
     with pytest.raises(NodesError, match=r"launcher exited \(3\)"):
         _start(script)
 
 
+@pytest.mark.realtime
 def test_an_interrupt_during_start_up_stops_the_launcher(tmp_path):
     script, pidfile = _launcher(tmp_path, "exec sleep 600")
 
@@ -271,6 +278,7 @@ def test_a_peer_without_the_runs_key_is_refused():
         assert (got == hello) is accepted and (got is None) is not accepted
 
 
+@pytest.mark.realtime
 def test_peers_failing_to_authenticate_do_not_hold_the_start_open(tmp_path, monkeypatch):
     """Four threads knock with a wrong key without pause, so that accept never times out:
     the start still ends at its deadline (the alarm, 60 times later, only guards the test)."""
@@ -517,6 +525,7 @@ def control_job(tmp_path):
             control.wait()
 
 
+@pytest.mark.realtime
 def test_the_control_job_is_asked_to_stop_before_it_is_killed(tmp_path, monkeypatch,
                                                               control_job):
     monkeypatch.setattr(remote, "TERM_GRACE", 600.0)
@@ -526,6 +535,7 @@ def test_the_control_job_is_asked_to_stop_before_it_is_killed(tmp_path, monkeypa
     assert control.returncode == 0 and stopped.exists()
 
 
+@pytest.mark.realtime
 def test_a_control_job_deaf_to_sigterm_is_killed(monkeypatch, control_job):
     monkeypatch.setattr(remote, "TERM_GRACE", 0.5)
     control = control_job("trap '' TERM", "exec sleep 600")

@@ -105,6 +105,7 @@ def test_proportion_has_an_exact_interval():
     assert noise.proportion(0, 0)["rate"] is None
 
 
+@pytest.mark.realtime
 def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     out = tmp_path / "runs"
     report = tmp_path / "noise.md"
@@ -134,6 +135,7 @@ def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     assert overheads.sample_sets(documents[0])
 
 
+@pytest.mark.realtime
 def test_from_a_directory_without_runs_is_one_clear_message(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--from", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)

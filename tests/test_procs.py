@@ -87,6 +87,7 @@ def _exited(pid: int) -> None:
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
 
 
+@pytest.mark.realtime
 def test_descendants_lists_the_whole_tree_parents_first(spawn: Spawn) -> None:
     root, line = spawn(TREE)
     kids_and_leaves = [int(pid) for pid in line.split()]
@@ -98,6 +99,7 @@ def test_descendants_lists_the_whole_tree_parents_first(spawn: Spawn) -> None:
         assert parent == root.pid or parent in found[:i]
 
 
+@pytest.mark.realtime
 def test_read_environ_and_its_failures(spawn: Spawn) -> None:
     marker = uuid.uuid4().hex
     proc, _ = spawn(BUSY, **{procs.MARKER: marker, "TESTBED_JOB": "j1"})
@@ -109,6 +111,7 @@ def test_read_environ_and_its_failures(spawn: Spawn) -> None:
     assert procs.read_environ(proc.pid) == {}
 
 
+@pytest.mark.realtime
 def test_usage_of_a_busy_process(spawn: Spawn) -> None:
     proc, line = spawn(BUSY)
     reported = float(line)
@@ -124,6 +127,7 @@ def test_usage_of_a_busy_process(spawn: Spawn) -> None:
     assert procs.usage(proc.pid) is None and procs.cpu_seconds(proc.pid) is None
 
 
+@pytest.mark.realtime
 def test_pin_binds_every_thread(spawn: Spawn) -> None:
     proc, _ = spawn(THREADS)
     cpu = max(os.sched_getaffinity(0))
@@ -133,6 +137,7 @@ def test_pin_binds_every_thread(spawn: Spawn) -> None:
     assert {tid: os.sched_getaffinity(tid) for tid in tids} == dict.fromkeys(tids, {cpu})
 
 
+@pytest.mark.realtime
 def test_states(spawn: Spawn) -> None:
     proc, _ = spawn(THREADS)
     assert procs.state(proc.pid) in ("R", "S")
@@ -146,6 +151,7 @@ def test_states(spawn: Spawn) -> None:
     assert procs.state(proc.pid) is None
 
 
+@pytest.mark.realtime
 def test_reap_orphans_spares_kept_children() -> None:
     kept = subprocess.Popen(["true"])
     orphan = subprocess.Popen(["true"])
@@ -159,6 +165,7 @@ def test_reap_orphans_spares_kept_children() -> None:
     orphan.wait()
 
 
+@pytest.mark.realtime
 def test_kill_marked_sweeps_only_the_marked_job(spawn: Spawn) -> None:
     run = uuid.uuid4().hex
     root, line = spawn(TREE, **{procs.MARKER: run, "TESTBED_JOB": "a"})
@@ -175,6 +182,7 @@ def test_kill_marked_sweeps_only_the_marked_job(spawn: Spawn) -> None:
     assert procs.marked(run) == []
 
 
+@pytest.mark.realtime
 def test_shm_segments_of_a_mapping_process(spawn: Spawn) -> None:
     path = f"{procs.SHM_PREFIX}testprocs-{uuid.uuid4().hex}"
     script = (f"import mmap, time; f = open({path!r}, 'w+b'); f.truncate(4096); "

@@ -168,6 +168,7 @@ def test_prime_on_a_workload_line():
     assert plain is not None and not plain.prime and plain.argv == ("./prime",)
 
 
+@pytest.mark.realtime
 def test_a_prime_job_preempts_normal_work_on_real_processes(tmp_path, workload):
     path = workload("0 2 bsp --work 3\n0.5 2 prime bsp --work 1\n")
     out = tmp_path / "run"

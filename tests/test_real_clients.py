@@ -193,6 +193,7 @@ def test_a_missing_run_or_an_unknown_reference_is_an_error(tmp_path, capsys):
     assert "--reference ics: not one of gang, fcs" in capsys.readouterr().err
 
 
+@pytest.mark.realtime
 def test_quick_run_reports_every_program_and_label_with_intervals(tmp_path):
     out = tmp_path / "real_clients.json"
     runs = tmp_path / "runs"

@@ -10,6 +10,8 @@ import time
 import pytest
 from conftest import TESTBED, events, live_events, run_testbed
 
+pytestmark = pytest.mark.realtime
+
 FILES = ("jobs.csv", "summary.json", "trace.json", "gantt.png", "gantt.svg",
          "runtime_vs_work.png", "runtime_vs_work.svg", "wait_vs_arrival.png",
          "wait_vs_arrival.svg")

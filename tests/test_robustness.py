@@ -25,6 +25,8 @@ from conftest import (
 
 from testbed.emulation.launch_tmp import hydra_files
 
+pytestmark = pytest.mark.realtime
+
 LONG = "0 2 bsp --work 60 --pattern nn\n0 2 bsp --work 60 --pattern aa\n"
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
 from conftest import PROGRAMS, events, jobs_csv, run_testbed
+
+pytestmark = pytest.mark.realtime
 
 
 def test_failures_are_recorded_and_the_run_goes_on(tmp_path, workload):

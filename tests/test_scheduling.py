@@ -13,7 +13,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import TESTBED, events, jobs_csv, live_events, run_testbed
+
+pytestmark = pytest.mark.realtime
 
 # A fine-grained job: 1 ms iterations (G = 0.005 of T = 0.2 s), fine next to the kernel's own
 # time slice (a few ms).

@@ -67,6 +67,7 @@ def _python(*args: str) -> list[str]:
     return [sys.executable, *args]
 
 
+@pytest.mark.realtime
 def test_output_and_exit_code_come_back_byte_for_byte(service, tmp_path):
     program = tmp_path / "say.py"
     program.write_bytes(b"import sys\nfrom mpi4py import MPI\n"
@@ -84,6 +85,7 @@ def test_output_and_exit_code_come_back_byte_for_byte(service, tmp_path):
     assert (service.run_dir / "jobs" / "j1.out").read_bytes() == bytes(range(256)) * 3
 
 
+@pytest.mark.realtime
 def test_two_clients_are_gang_scheduled_against_each_other(service):
     clients = [service.client("mpirun", "-np", "2", *_python("-c", _BUSY)) for _ in range(2)]
     for client in clients:
@@ -101,6 +103,7 @@ _BUSY = ("import time\nfrom mpi4py import MPI\nc = MPI.COMM_WORLD\nend = time.pr
          "print(f'{c.rank}: {n} rounds', flush=True)\n")
 
 
+@pytest.mark.realtime
 def test_ctrl_c_on_the_client_cancels_its_job(service):
     client = service.client("mpirun", "-n", "2", *_python("-c", _SLEEP))
     _wait_for(lambda: any(ev["event"] == "start" for ev in service.events()))
@@ -115,6 +118,7 @@ def test_ctrl_c_on_the_client_cancels_its_job(service):
 _SLEEP = "import time\nfrom mpi4py import MPI\nprint('up', flush=True)\ntime.sleep(60)\n"
 
 
+@pytest.mark.realtime
 def test_a_client_that_dies_takes_its_job_with_it(service):
     client = service.client("mpirun", "-n", "1", *_python("-c", _SLEEP))
     _wait_for(lambda: any(ev["event"] == "pids" for ev in service.events()))
@@ -124,6 +128,7 @@ def test_a_client_that_dies_takes_its_job_with_it(service):
     assert service.testbed("queue").stdout.decode().count("\n") == 1   # the header alone
 
 
+@pytest.mark.realtime
 def test_submit_queue_suspend_resume_and_cancel(service, tmp_path):
     workload = tmp_path / "w.txt"
     workload.write_text("0 1 bsp --work 30\n0 1 bsp --work 30\n")
@@ -144,6 +149,7 @@ def test_submit_queue_suspend_resume_and_cancel(service, tmp_path):
     assert refused.returncode == 2 and b"no job j9" in refused.stderr
 
 
+@pytest.mark.realtime
 def test_a_malformed_request_gets_an_error_and_the_service_goes_on(service):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.connect(str(service.socket))
@@ -161,6 +167,7 @@ def test_a_malformed_request_gets_an_error_and_the_service_goes_on(service):
     assert service.testbed("mpirun", "-n", "1", "true").returncode == 0
 
 
+@pytest.mark.realtime
 def test_a_second_service_on_the_socket_is_refused(service, tmp_path):
     done = subprocess.run([*TESTBED, "serve", "--pes", "2", "--socket", str(service.socket),
                            "--out", str(tmp_path / "second")], capture_output=True, text=True,
@@ -170,11 +177,13 @@ def test_a_second_service_on_the_socket_is_refused(service, tmp_path):
     assert not (tmp_path / "second").exists()
 
 
+@pytest.mark.realtime
 def test_the_socket_is_private(service):
     assert (service.socket.parent.stat().st_mode & 0o777) == 0o700
     assert (service.socket.stat().st_mode & 0o777) == 0o600
 
 
+@pytest.mark.realtime
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to act as another user")
 def test_another_user_cannot_cancel(service):
     client = service.client("mpirun", "-n", "1", *_python("-c", _SLEEP))
@@ -210,6 +219,7 @@ def _as_nobody(action) -> str:
     return result
 
 
+@pytest.mark.realtime
 def test_killing_the_service_fails_its_clients_and_leaves_no_rank(service):
     client = service.client("mpirun", "-n", "2", *_python("-c", _SLEEP))
     _wait_for(lambda: any(ev["event"] == "pids" for ev in service.events()))
@@ -234,6 +244,7 @@ def _ranks_of(run_dir: Path) -> list[int]:
     return found
 
 
+@pytest.mark.realtime
 def test_mpirun_without_a_service_runs_alone_and_says_so(tmp_path):
     env = dict(os.environ, TESTBED_SOCKET=str(tmp_path / "none.sock"))
     done = subprocess.run([*TESTBED, "mpirun", "-np", "1", "true"], capture_output=True,
@@ -242,6 +253,7 @@ def test_mpirun_without_a_service_runs_alone_and_says_so(tmp_path):
     assert "no testbed service" in done.stderr
 
 
+@pytest.mark.realtime
 def test_200_jobs_from_20_concurrent_clients_all_complete(service):
     def worker(first: int) -> list[int]:
         return [service.testbed("mpirun", "-np", "1", "sh", "-c", f"exit {i % 4}",
@@ -280,6 +292,7 @@ def test_only_the_submitter_or_root_may_change_a_job(tmp_path):
     service.server.close()
 
 
+@pytest.mark.realtime
 def test_gangster_class_changes_under_t3d(tmp_path):
     from conftest import fast_classes
 
@@ -309,6 +322,7 @@ def test_gangster_class_changes_under_t3d(tmp_path):
         service.stop()
 
 
+@pytest.mark.realtime
 def test_an_operator_migrates_a_job_and_the_balancer_leaves_it(tmp_path):
     service = Serving(tmp_path, "--balance", "0.3", "--migration-delay", "60")
     try:

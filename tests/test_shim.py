@@ -18,6 +18,8 @@ from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import EventSocket, Record, ffi, library_path, mpicc, record_path
 from testbed.policies.spin import Spin
 
+pytestmark = pytest.mark.realtime
+
 
 def _shim_ranks(run_dir):
     ranks = {}

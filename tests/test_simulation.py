@@ -30,8 +30,9 @@ def _simulate(tmp_path: Path, text: str, scheduler: str = "gang", pes: int = 2, 
     executor = SimulationExecutor({j.id: j.work for j in workload.jobs}, switch_cost)
     run_dir = tmp_path / name
     run_dir.mkdir()
-    Driver(workload, policy, executor, run_dir, {"machine": {"pes": pes}}, None, None,
-           kill_at_estimate, flush_each=False).run()
+    Driver(workload, policy, executor, run_dir, {"machine": {"pes": pes}},
+           log=EventLog(run_dir / "events.jsonl", flush_each=False),
+           kill_at_estimate=kill_at_estimate).run()
     return read_events(run_dir / "events.jsonl")
 
 
@@ -127,12 +128,13 @@ def test_nothing_starts_after_a_signal_and_the_run_says_interrupted(tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     status = Driver(workload, make_policy("fcfs", PolicyConfig(1, 1, 1.0)), executor, run_dir,
-                    {}, flush_each=False).run()
+                    {}, log=EventLog(run_dir / "events.jsonl", flush_each=False)).run()
     events = read_events(run_dir / "events.jsonl")
     assert status == "interrupted"
     assert [ev["job"] for ev in events if ev["event"] == "start"] == ["j1"]   # j2 was due at 1
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("scheduler", ["easy", "conservative", "prime"])
 def test_simulate_kills_a_job_at_its_given_estimate_by_default(tmp_path, scheduler):
     """``--overrun kill`` (the default) under a batch policy; ``run`` lets it run on."""
@@ -168,6 +170,7 @@ def test_the_log_refuses_an_event_that_breaks_the_schema(tmp_path):
     log.close()
 
 
+@pytest.mark.realtime
 def test_simulate_refuses_policies_without_a_model(tmp_path):
     path = tmp_path / "w.txt"
     path.write_text("0 1 bsp --work 1\n")
@@ -180,6 +183,7 @@ def test_simulate_refuses_policies_without_a_model(tmp_path):
         assert not (tmp_path / scheduler).exists()
 
 
+@pytest.mark.realtime
 def test_simulate_needs_each_jobs_work(tmp_path):
     path = tmp_path / "w.txt"
     path.write_text("0 1 bsp --work 1\n0 1 hostname\n")
@@ -189,6 +193,7 @@ def test_simulate_needs_each_jobs_work(tmp_path):
     assert f"{path}:2: field 'command'" in done.stderr
 
 
+@pytest.mark.realtime
 def test_simulate_runs_an_swf_trace_with_reports(tmp_path):
     trace = tmp_path / "t.swf"
     trace.write_text("; MaxProcs: 4\n"
@@ -214,6 +219,7 @@ def test_simulate_runs_an_swf_trace_with_reports(tmp_path):
                                                              "155.000000"]
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize("scheduler", ["fcfs", "gang", "easy"])
 def test_both_executors_start_the_jobs_in_the_same_order(tmp_path, scheduler):
     """The seam: one policy, the same tiny workload, emulated and simulated."""

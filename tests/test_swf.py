@@ -30,6 +30,7 @@ def test_unknown_fields_are_accepted_and_unusable_jobs_skipped(tmp_path):
     assert "--work 4.000" in lines[0]
 
 
+@pytest.mark.realtime
 @pytest.mark.parametrize(("line", "message"), [
     ("1 0 5 40 2", "expected 18 fields, got 5"),
     ("1 0 5 forty 2 -1 -1 2 60 -1 1 3 1 1 1 -1 -1 -1", "field 4 (run) is not a number"),
@@ -42,6 +43,7 @@ def test_malformed_lines_are_reported_with_their_line_number(tmp_path, line, mes
     assert done.returncode == 2 and f"t.swf:2: {message}" in done.stderr
 
 
+@pytest.mark.realtime
 def test_import_run_export_keeps_ids_sizes_and_times(tmp_path):
     (tmp_path / "t.swf").write_text(TRACE)
     done = run_testbed("workload", "from-swf", "t.swf", "--pes", "2", "--compress", "100",

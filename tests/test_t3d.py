@@ -165,6 +165,7 @@ def test_classes_scale_in_time():
     assert dataclasses.replace(fast.classes["debug"]).pe_limit == 4
 
 
+@pytest.mark.realtime
 def test_an_interactive_job_preempts_a_production_job_on_real_processes(tmp_path):
     from conftest import events, fast_classes, jobs_csv, run_id, run_processes, run_testbed
 
@@ -192,6 +193,7 @@ def test_an_interactive_job_preempts_a_production_job_on_real_processes(tmp_path
     assert run_processes(run_id(tmp_path / "run")) == []
 
 
+@pytest.mark.realtime
 @pytest.mark.skipif(os.geteuid() != 0, reason="--node-mem and --swap need root")
 def test_a_preempted_job_is_moved_to_swap_and_back(tmp_path):
     from conftest import events, fast_classes, jobs_csv, run_id, run_processes, run_testbed

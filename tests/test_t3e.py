@@ -22,6 +22,7 @@ def test_the_slice_follows_the_last_switch_time():
     assert fixed.timeslice == 0.2
 
 
+@pytest.mark.realtime
 def test_simulated_switches_come_a_grown_slice_apart(tmp_path):
     work = tmp_path / "w.txt"
     work.write_text("0 2 bsp --work 10\n0 2 bsp --work 10\n")
@@ -35,6 +36,7 @@ def test_simulated_switches_come_a_grown_slice_apart(tmp_path):
     assert gaps and all(g == pytest.approx(1.2) for g in gaps)
 
 
+@pytest.mark.realtime
 @pytest.mark.skipif(os.geteuid() != 0, reason="--node-mem and --swap need root")
 def test_switches_that_swap_lengthen_the_next_slice(tmp_path):
     work = tmp_path / "w.txt"

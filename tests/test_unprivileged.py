@@ -38,6 +38,7 @@ def test_rank_priority_settings():
     assert rank_priority("other:5", "SCHED_FIFO 1, reset on fork") == RankPriority("other", 5)
 
 
+@pytest.mark.realtime
 def test_a_bad_rank_priority_is_refused(tmp_path, workload):
     done = subprocess.run([sys.executable, "-m", "testbed.cli", "run",
                            str(workload("0 1 bsp --work 0.1\n")), "--rank-priority", "fifo"],
@@ -95,6 +96,7 @@ def user_dir() -> Iterator[Path]:
     shutil.rmtree(path)
 
 
+@pytest.mark.realtime
 @pytest.mark.skipif(_USER is None, reason=_WHY)
 def test_an_unprivileged_run_makes_its_ranks_idle(user_dir: Path):
     program = user_dir / "policy.py"
@@ -128,6 +130,7 @@ def _delegated_cgroup() -> Path | None:
     return cgroup
 
 
+@pytest.mark.realtime
 @pytest.mark.skipif(_USER is None, reason=_WHY)
 def test_node_memory_without_root_in_a_delegated_cgroup(user_dir: Path):
     cgroup = _delegated_cgroup()
@@ -155,6 +158,7 @@ def test_node_memory_without_root_in_a_delegated_cgroup(user_dir: Path):
         memory.remove_cgroup(str(cgroup))
 
 
+@pytest.mark.realtime
 @pytest.mark.skipif(_USER is None, reason=_WHY)
 def test_node_memory_without_a_delegated_cgroup_says_so(user_dir: Path):
     (user_dir / "w.txt").write_text("0 1 bsp --work 0.1\n")
@@ -165,6 +169,7 @@ def test_node_memory_without_a_delegated_cgroup_says_so(user_dir: Path):
     assert not (user_dir / "run").exists()
 
 
+@pytest.mark.realtime
 @pytest.mark.skipif(_USER is None, reason=_WHY)
 def test_the_overhead_suite_reports_root_and_unprivileged_side_by_side(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",

@@ -161,7 +161,8 @@ class NodeManager:
         self.jobs: dict[str, LocalJob] = {}
         self.active: dict[ProcKey, bool] = {}
         self.records: dict[ProcKey, Record] = {}
-        self.record_keys: list[ProcKey] = []
+        self.record_keys: dict[int, ProcKey] = {}     # the shim's record ids
+        self.record_ids = itertools.count()
         self.stopped_at: dict[ProcKey, float] = {}
         self.spins: dict[ProcKey, Spin] = {}
         self.events = EventSocket(f"testbed-{run_id}-nm{node.index}") if shim else None
@@ -232,12 +233,13 @@ class NodeManager:
             self.policy.add(Proc(msg.job, rank, pe, msg.slot))
             key = (msg.job, rank)
             spin = self.shim.spin if self.shim else Spin("forever")
+            record_id = next(self.record_ids)
             self.records[key] = Record.create(
-                record_path(self.run_id, msg.job, rank), len(self.record_keys), msg.job, rank,
+                record_path(self.run_id, msg.job, rank), record_id, msg.job, rank,
                 self.events.name if self.events else "", spin,
                 bool(self.shim and self.shim.native_collectives))
             self.spins[key] = spin
-            self.record_keys.append(key)
+            self.record_keys[record_id] = key
         if msg.run_now:
             self.policy.heartbeat(self.policy.jobs | {msg.job}, self.policy.slot)
             self._apply()
@@ -450,8 +452,8 @@ class NodeManager:
         assert self.events is not None
         touched = []
         for record_id, blocked, _seq in self.events.read():
-            if record_id < len(self.record_keys):
-                key = self.record_keys[record_id]
+            key = self.record_keys.get(record_id)
+            if key is not None:
                 self.policy.set_blocked(key, blocked)
                 touched.append(key)
         changes = self._classify([k for k in dict.fromkeys(touched) if k in self.records])
@@ -533,6 +535,7 @@ class NodeManager:
             os.close(rank.pidfd)
         self.policy.remove(name)
         self.active = {k: v for k, v in self.active.items() if k[0] != name}
+        self.record_keys = {i: k for i, k in self.record_keys.items() if k[0] != name}
         counters = {rank.rank: rank.counters() for rank in job.ranks.values()}
         for key in [k for k in self.records if k[0] == name]:
             record = self.records.pop(key)

@@ -140,7 +140,9 @@ class Service:
         """Nothing to do: output is read as it comes."""
 
     def ended(self, end: Ended) -> None:
-        """Send the rest of a followed job's output and its exit status."""
+        """Send the rest of a followed job's output and its exit status; forget the job (a
+        request about it is then answered as about any job the service does not know)."""
+        self.submitter.pop(end.job, None)
         followed = self.followed.pop(end.job, None)
         if followed is None:
             return
@@ -259,7 +261,7 @@ class Service:
                 elif isinstance(request, protocol.Cancel):
                     done = driver.cancel(job, self._kill)
                     self._send(client, protocol.ok() if done != "unknown"
-                               else protocol.error(f"{job} has ended"))
+                               else protocol.error(f"no job {job}"))
                 else:
                     held = isinstance(request, protocol.Suspend)
                     self._send(client, protocol.ok() if driver.hold(job, held)
@@ -329,16 +331,15 @@ class Service:
         rows = []
         placed = driver.policy.placements()
         running = driver.policy.running_now()
-        for job, spec in driver.specs.items():
-            if job in driver.ended_jobs or job in driver.cancelled:
-                continue
-            arrived = driver.arrived_at.get(job)
-            started = driver.started_at.get(job)
-            if started is not None:
-                state = ("held" if job in driver.policy.held
+        for record in driver.jobs:
+            job, spec = record.spec.id, record.spec
+            arrived = record.arrived_at
+            started = record.started_at if record.state == "started" else None
+            if record.state == "started":
+                state = ("held" if driver.held(job)
                          else "running" if job in running else "stopped")
             else:
-                state = "waiting" if arrived is not None else "submitted"
+                state = "waiting" if record.state == "queued" else "submitted"
             rows.append({
                 "job": job, "user": spec.user, "pes": spec.pes, "state": state,
                 "wait": round((started if started is not None else now) - arrived, 3)

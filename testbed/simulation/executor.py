@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.driver import Ended, Switch
+from testbed.driver import Ended, Stalled, Switch
 from testbed.events import EventLog
 from testbed.policies import Launch
 from testbed.workloads.files import JobSpec
@@ -141,7 +141,8 @@ class SimulationExecutor:
     def advance(self, until: float) -> list[Ended]:
         """Jump to the next job end if it comes no later than ``until`` (s; within ``TIE``) and
         return the jobs ending then (within ``TIE``); else jump to ``until`` and return
-        nothing."""
+        nothing.  ``Stalled`` when nothing can ever happen (no job runs, ``until`` is
+        infinite)."""
         heap = self.heap
         while heap:
             end_at, order, version, name = heap[0]
@@ -157,8 +158,9 @@ class SimulationExecutor:
                 if self._current(name, order, version):
                     ended.append(self._ended(name, self.jobs[name]))
             return ended
-        if until != float("inf"):
-            self.clock = max(self.clock, until)
+        if until == float("inf"):
+            raise Stalled(f"t={self.clock:.3f}: jobs wait but no event is due")
+        self.clock = max(self.clock, until)
         return []
 
     def _current(self, name: str, order: int, version: int) -> bool:

@@ -1,0 +1,83 @@
+"""The driver's agenda and job table, with given times."""
+
+from __future__ import annotations
+
+import math
+
+from testbed.agenda import Agenda, Kind
+from testbed.job_table import JobTable
+from testbed.workloads.files import JobSpec
+
+
+def _taken(agenda: Agenda, now: float) -> list[tuple[float, str, object]]:
+    return [(e.at, e.kind.name, e.what) for e in agenda.due(now)]
+
+
+def test_entries_come_in_time_then_kind_then_key_order():
+    agenda = Agenda()
+    agenda.push(2.0, Kind.DEADLINE, "b", key="b")
+    agenda.push(2.0, Kind.DEADLINE, "a", key="a")
+    agenda.push(2.0, Kind.ARRIVAL, "j1")
+    agenda.push(1.0, Kind.DEADLINE, "c", key="c")
+    agenda.push(2.0, Kind.OWNER_END, 3, key=3)
+    agenda.push(5.0, Kind.ARRIVAL, "later")
+    assert _taken(agenda, 2.0) == [(1.0, "DEADLINE", "c"), (2.0, "OWNER_END", 3),
+                                   (2.0, "ARRIVAL", "j1"), (2.0, "DEADLINE", "a"),
+                                   (2.0, "DEADLINE", "b")]
+    assert agenda.next_at() == 5.0 and agenda.count(Kind.ARRIVAL) == 1
+
+
+def test_entries_of_one_kind_and_key_keep_their_push_order():
+    agenda = Agenda()
+    for name in ("x", "y", "z"):
+        agenda.push(1.0, Kind.ARRIVAL, name)
+    assert [what for _, _, what in _taken(agenda, 1.0)] == ["x", "y", "z"]
+
+
+def test_a_cancelled_entry_is_never_taken_nor_counted():
+    agenda = Agenda()
+    gone = agenda.push(1.0, Kind.ARRIVAL, "gone")
+    agenda.push(3.0, Kind.ARRIVAL, "kept")
+    agenda.cancel(gone)
+    agenda.cancel(gone)
+    agenda.cancel(None)
+    assert agenda.count(Kind.ARRIVAL) == 1
+    assert agenda.next_at() == 3.0
+    assert _taken(agenda, 2.0) == []
+
+
+def test_entries_pushed_while_a_round_runs_are_taken_when_due():
+    agenda = Agenda()
+    agenda.push(1.0, Kind.ARRIVAL, "first")
+    seen = []
+    for entry in agenda.due(1.0):
+        seen.append(entry.what)
+        if entry.what == "first":
+            agenda.push(1.0, Kind.ARRIVAL, "successor")      # think time 0
+            agenda.push(1.5, Kind.ARRIVAL, "not yet")
+    assert seen == ["first", "successor"]
+    assert agenda.next_at() == 1.5
+
+
+def test_a_timer_fires_once_a_round_in_its_kind_order():
+    wake = {"at": 1.0}
+    agenda = Agenda({Kind.WAKE: lambda: wake["at"]})
+    agenda.push(1.0, Kind.DEADLINE, "d", key="d")
+    agenda.push(1.0, Kind.ARRIVAL, "a")
+    kinds = [e.kind.name for e in agenda.due(1.0)]
+    assert kinds == ["ARRIVAL", "WAKE", "DEADLINE"]          # still due: not again this round
+    assert agenda.next_at() == 1.0
+    assert [e.kind.name for e in agenda.due(1.0)] == ["WAKE"]
+    wake["at"] = None
+    assert agenda.next_at() == math.inf
+
+
+def test_the_job_table_keeps_live_jobs_only():
+    table = JobTable()
+    spec = JobSpec("j1", 1, 0.0, 1, ("true",))
+    record = table.add(spec, "pending")
+    assert table.state("j1") == "pending" and len(table) == 1
+    record.state = "started"
+    assert [r.spec.id for r in table] == ["j1"]
+    assert table.remove("j1") is record
+    assert table.get("j1") is None and table.state("j1") is None and len(table) == 0
