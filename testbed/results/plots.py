@@ -21,11 +21,14 @@ NAMED_PES = 32
 
 
 def _colour(job: str) -> Any:
-    return plt.get_cmap("tab20")(int(job.lstrip("j") or 0) % 20)
+    return plt.get_cmap("tab10")(int(job.lstrip("j") or 0) % 10)
 
 
-def _runs(pes: tuple[int, ...]) -> list[tuple[int, int]]:
-    """``pes`` as runs of consecutive PEs: (first, count) each."""
+def _lanes(pes: tuple[int, ...], merge: bool) -> list[tuple[int, int]]:
+    """``pes`` as (first, count) lanes to draw: one per PE, or with ``merge`` (one matrix row
+    on many PEs) runs of consecutive PEs drawn as one box."""
+    if not merge:
+        return [(pe, 1) for pe in sorted(pes)]
     runs: list[tuple[int, int]] = []
     for pe in sorted(pes):
         if runs and runs[-1][0] + runs[-1][1] == pe:
@@ -36,27 +39,31 @@ def _runs(pes: tuple[int, ...]) -> list[tuple[int, int]]:
 
 
 def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
-    """Draw PEs (rows split by matrix row) over time; suspended stretches are pale and
-    hatched; workstation owners' visits (COW) are black cross-hatched boxes over their PE, and
-    a run they interrupted ends in a red bar (the job's next run is its restart).  One
-    rectangle per interval and run of consecutive PEs, drawn as collections, so that a
-    simulated run of thousands of jobs draws in seconds; jobs are labelled and PEs named only
-    while that stays legible."""
+    """Draw each PE as a lane over time, PE 0 on top, and each matrix row as a sub-lane of
+    it (row 0 on top, as T3D's gangster and evalys show them): a job is a box in its row's
+    sub-lane of every PE it runs on, solid while running, faint and hatched while stopped.
+    Workstation owners' visits (COW) are black cross-hatched boxes over their PE, and a run
+    they interrupted ends in a red bar (the job's next run is its restart).  Boxes are drawn
+    as collections, so that a simulated run of thousands of jobs draws in seconds (with one
+    row and many PEs, consecutive PEs share a box); jobs are labelled and PEs named only while
+    that stays legible."""
     start = next(ev for ev in events if ev["event"] == "run_start")
     mpl, pes = start["config"]["mpl"], start["config"]["machine"]["pes"]
+    merge = mpl == 1 and pes > NAMED_PES
+    gap = 0.08 / mpl
     spans = intervals(events)
     for running in (True, False):
         boxes, colours = [], []
         for span in spans:
             if span.running != running:
                 continue
-            for first, count in _runs(span.pes):
-                y0 = first + span.slot / mpl
-                y1 = y0 + (count - 1) + 1 / mpl
+            for first, count in _lanes(span.pes, merge):
+                y0 = first + span.slot / mpl + gap
+                y1 = first + count - 1 + (span.slot + 1) / mpl - gap
                 boxes.append([(span.start, y0), (span.end, y0), (span.end, y1), (span.start, y1)])
                 colours.append(_colour(span.job))
-        ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="white",
-                                         linewidths=0.3, alpha=1.0 if running else 0.25,
+        ax.add_collection(PolyCollection(boxes, facecolors=colours, edgecolors="none",
+                                         alpha=1.0 if running else 0.3,
                                          hatch=None if running else "//"))
     visits = owner_visits(events)
     if visits:
@@ -64,18 +71,25 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
             [[(t0, pe), (t1, pe), (t1, pe + 1), (t0, pe + 1)] for pe, t0, t1 in visits],
             facecolors="none", edgecolors="black", linewidths=0.8, hatch="xx"))
     for t, cut in interruptions(events):
-        for first, count in _runs(cut):
+        for first, count in _lanes(cut, True):
             ax.vlines(t, first, first + count, colors="red", linewidths=2)
     starts = {(ev["job"], ev["t"]) for ev in events if ev["event"] == "start"}
     runs = [s for s in spans if (s.job, s.start) in starts]
     if len(runs) <= LABELLED_JOBS:
         for span in runs:
-            ax.text(span.start, span.pes[0] + (span.slot + 0.5) / mpl, f" {span.job}",
-                    fontsize=6, va="center")
+            for pe in sorted(span.pes) if pes <= NAMED_PES else sorted(span.pes)[:1]:
+                ax.text(span.start, pe + (span.slot + 0.5) / mpl, f" {span.job}",
+                        fontsize=6, va="center", clip_on=True)
     ax.set_xlim(0, max((s.end for s in spans), default=1.0) or 1.0)
-    ax.set_ylim(0, pes)
+    ax.set_ylim(pes, 0)
     if pes <= NAMED_PES:
         ax.set_yticks([pe + 0.5 for pe in range(pes)], [f"PE {pe}" for pe in range(pes)])
+        ax.hlines(range(1, pes), 0, 1, transform=ax.get_yaxis_transform(), colors="grey",
+                  linewidths=0.6)
+        if mpl > 1 and pes * mpl <= 16:
+            ax.set_yticks([pe + (row + 0.5) / mpl for pe in range(pes) for row in range(mpl)],
+                          [f"row {row}" for _ in range(pes) for row in range(mpl)], minor=True)
+            ax.tick_params(axis="y", which="minor", labelsize=6, length=0, pad=34)
     ax.set_xlabel("time (s)")
     ax.set_title(title)
 
