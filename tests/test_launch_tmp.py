@@ -38,6 +38,7 @@ def test_a_launch_has_its_own_tmpdir_and_its_launchers_files_go_with_it():
     assert not dirs.root.exists()
 
 
+@pytest.mark.realtime          # LaunchDirs builds the preload library when it is missing
 def test_only_regular_files_of_ours_directly_in_a_temporary_directory_are_removed(tmp_path):
     fd, own = tempfile.mkstemp(prefix="testbed-unit-", dir="/tmp")
     os.close(fd)
@@ -63,6 +64,7 @@ def test_only_regular_files_of_ours_directly_in_a_temporary_directory_are_remove
         Path(own).unlink(missing_ok=True)
 
 
+@pytest.mark.realtime          # LaunchDirs builds the preload library when it is missing
 def test_the_watchdogs_sweep_removes_a_runs_launch_directories():
     dirs = launch_tmp.LaunchDirs("testbed-sweepunit-nm3")
     directory = Path(dirs.env("j7", {})["TMPDIR"])

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from conftest import TESTBED, events, jobs_csv, run_id, run_processes, run_testbed
 
-from testbed import cli
+from testbed import cli, run
 from testbed.emulation import memory, paging
 from testbed.emulation.memory import cgroup_parent
 from testbed.memory_history import MemoryHistory, program_of
@@ -132,14 +132,14 @@ def test_without_a_delegated_cgroup_node_memory_says_what_is_missing(
     (root / "memory" / "system" / "sshd").mkdir(parents=True)
     code = cli.main(["run", str(workload("0 1 bsp --work 0\n")), "--node-mem", "100M",
                      "--out", str(tmp_path / "r")])
-    assert code == cli.EXIT_UNAVAILABLE
+    assert code == run.EXIT_UNAVAILABLE
     err = capsys.readouterr().err
     assert "--node-mem without root needs a memory cgroup delegated to you" in err
     assert "systemd-run --user --scope -p Delegate=yes" in err
     assert not (tmp_path / "r").exists()
     code = cli.main(["run", str(workload("0 1 bsp --work 0\n")), "--swap", "100M",
                      "--out", str(tmp_path / "r")])
-    assert code == cli.EXIT_UNAVAILABLE and "--swap needs root" in capsys.readouterr().err
+    assert code == run.EXIT_UNAVAILABLE and "--swap needs root" in capsys.readouterr().err
 
 
 def test_no_memory_hierarchy_is_reported(tmp_path, monkeypatch):
@@ -259,9 +259,9 @@ def test_t3d_paging_without_cap_sys_nice_is_refused(tmp_path, monkeypatch, workl
     assert not paging.may_page_out("Name:\tx\nCapEff:\t0000000000000000\n")
     root = _machine(tmp_path, monkeypatch, V1_MOUNT, "4:memory:/ann\n")
     (root / "memory" / "ann").mkdir(parents=True)
-    monkeypatch.setattr(cli, "may_page_out", lambda: False)
+    monkeypatch.setattr(run, "may_page_out", lambda: False)
     code = cli.main(["run", str(workload("0 1 bsp --work 0\n")), "--scheduler", "t3d",
                      "--node-mem", "100M", "--out", str(tmp_path / "r")])
-    assert code == cli.EXIT_UNAVAILABLE
+    assert code == run.EXIT_UNAVAILABLE
     assert "--node-mem under t3d moves each preempted job to swap" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()

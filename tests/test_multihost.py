@@ -24,7 +24,7 @@ import psutil
 import pytest
 from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_processes
 
-from testbed import cli
+from testbed import cli, run
 from testbed.driver import Ended
 from testbed.emulation import nm_daemon, remote
 from testbed.emulation.executor import EmulationExecutor
@@ -547,11 +547,11 @@ def test_node_managers_that_cannot_start_are_one_line_not_a_traceback(tmp_path, 
                                                                        monkeypatch, capsys):
     def cannot(*args: object) -> None:
         raise NodesError("the node managers' launcher exited (3)")
-    monkeypatch.setattr(cli, "_run_one", cannot)
+    monkeypatch.setattr(run, "emulate", cannot)
     code = cli.main(["run", str(workload("0 1 bsp --work 1\n")), "--hosts",
                      str(_hostfile(tmp_path)), "--launcher", "fork", "--out",
                      str(tmp_path / "run")])
-    assert code == cli.EXIT_UNAVAILABLE
+    assert code == run.EXIT_UNAVAILABLE
     assert capsys.readouterr().err == ("testbed: cannot start the node managers: the node "
                                        "managers' launcher exited (3)\n")
 

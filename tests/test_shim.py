@@ -15,8 +15,9 @@ from conftest import PROGRAMS, events, jobs_csv, run_testbed
 
 from testbed.emulation import procs
 from testbed.emulation.mpi_info import detect_mpi
-from testbed.emulation.shim import EventSocket, Record, ffi, library_path, mpicc, record_path
+from testbed.emulation.shim import EventSocket, library_path, mpicc
 from testbed.policies.spin import Spin
+from testbed.shim_record import Record, ffi, record_path
 
 pytestmark = pytest.mark.realtime
 

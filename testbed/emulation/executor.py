@@ -27,8 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from testbed import shim_record
 from testbed.driver import Ended, Interrupted, Switch
-from testbed.emulation import procs, remote, shim
+from testbed.emulation import procs, remote
 from testbed.emulation.memory import NodeCgroups, SwapFile
 from testbed.emulation.messages import (
     Heartbeat,
@@ -510,7 +511,7 @@ class EmulationExecutor:
                     if nm.events is not None:
                         self.selector.unregister(nm.events)
                     nm.close()
-            shim.remove_run_records(self.run_id)
+            shim_record.remove_run_records(self.run_id)
             return ended, swept
         finally:
             self._restore()

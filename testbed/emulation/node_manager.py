@@ -49,10 +49,11 @@ from testbed.emulation.messages import (
     SwitchDone,
     Termination,
 )
-from testbed.emulation.shim import EventSocket, Record, record_path
+from testbed.emulation.shim import EventSocket
 from testbed.machine import Machine, Node
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
 from testbed.policies.spin import Spin
+from testbed.shim_record import Record, record_path
 
 SAMPLE_INTERVAL = 0.5
 

@@ -1,45 +1,24 @@
-"""The spin-block shim: building the preload library, and its shared records through cffi.
+"""The spin-block shim: building the preload library, and the node manager's socket for the
+ranks' block and unblock events.
 
 The library (``testbed/native/shim.c``) is compiled with the ``mpicc`` of the MPI that mpi4py
 loads, once per MPI library and source version (see ``testbed.emulation.build``).
 ``scripts/demo`` and ``scripts/test`` build it during set-up; any other use builds it on first
-need.
-
-Each rank of a job run with the shim has a record, ``/dev/shm/testbed-RUN-JOB-RANK`` (mode
-0600), created before launch and removed after the job by its node manager.  The layout is the
-C header ``shim_record.h``, which cffi reads too, so the two cannot drift apart.
+need.  The records the shim and the node manager share are ``testbed.shim_record``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import mmap
 import os
 import shutil
 import socket
-import struct
-import time
 from pathlib import Path
-
-import cffi
 
 from testbed.emulation import build
 from testbed.emulation.mpi_info import MpiInfo
-from testbed.policies.spin import Counters, Spin
+from testbed.shim_record import EVENT, HEADER
 
-NATIVE = build.NATIVE
-HEADER = NATIVE / "shim_record.h"
-SOURCE = NATIVE / "shim.c"
-RECORD_PREFIX = "/dev/shm/testbed-"
-
-ffi = cffi.FFI()
-ffi.cdef(HEADER.read_text())
-RECORD_SIZE = ffi.sizeof("struct tb_record")
-EVENT = struct.Struct("=IIQ")
-assert EVENT.size == ffi.sizeof("struct tb_event")
-lib = ffi.dlopen(None)
-SPIN_MODES = {"forever": lib.TB_SPIN_FOREVER, "fixed": lib.TB_SPIN_FIXED,
-              "adaptive": lib.TB_SPIN_ADAPTIVE}
+SOURCE = build.NATIVE / "shim.c"
 
 
 class ShimBuildError(RuntimeError):
@@ -64,133 +43,6 @@ def library_path(mpi: MpiInfo, rebuild: bool = False) -> Path:
                              rebuild=rebuild)
     except build.BuildError as err:
         raise ShimBuildError(str(err)) from None
-
-
-def record_path(run_id: str, job: str, rank: int) -> str:
-    """Where the record of ``rank`` of ``job`` in run ``run_id`` lives."""
-    return f"{RECORD_PREFIX}{run_id}-{job}-{rank}"
-
-
-class Record:
-    """One rank's shared record, mapped into this process."""
-
-    def __init__(self, path: str, mapping: mmap.mmap) -> None:
-        self.path = path
-        self._mapping = mapping
-        self._buffer = ffi.from_buffer(mapping)
-        self.c = ffi.cast("struct tb_record *", self._buffer)
-
-    @classmethod
-    def create(cls, path: str, record_id: int, job: str, rank: int, nm_socket: str,
-               spin: Spin, native_collectives: bool = False) -> Record:
-        """Create the record file (mode 0600, must not exist) and fill in the settings.
-
-        ``native_collectives`` must be the same for every rank of a job (the shim then makes
-        every collective as the blocking call, else as its nonblocking form and a wait)."""
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-        try:
-            os.ftruncate(fd, RECORD_SIZE)
-            record = cls(path, mmap.mmap(fd, RECORD_SIZE))
-        finally:
-            os.close(fd)
-        c = record.c
-        c.id, c.rank, c.version = record_id, rank, lib.TB_VERSION
-        for target, text in ((c.nm_socket, nm_socket), (c.job, job)):
-            encoded = text.encode()[: len(target) - 1]
-            ffi.memmove(target, encoded, len(encoded))
-        record.set_spin(spin)
-        c.native_collectives = int(native_collectives)
-        c.magic = lib.TB_MAGIC
-        return record
-
-    def set_spin(self, spin: Spin) -> None:
-        """Set how this rank's waits spin."""
-        self.c.spin_mode = SPIN_MODES[spin.mode]
-        self.c.spin_fixed_s = spin.fixed_s
-        self.c.spin_max_s = spin.max_s
-        self.c.spin_min_s = spin.min_s
-
-    def add_stopped(self, seconds: float) -> None:
-        """Add ``seconds`` the process spent stopped; call it before continuing the process,
-        so the shim never sees the process running with the stop unaccounted."""
-        self.c.stopped_s += seconds
-
-    def set_coscheduled(self, flag: bool) -> None:
-        """Say whether the rank is scheduled coscheduled (its waits count as C_CS/T_CS)."""
-        self.c.coscheduled = int(flag)
-
-    def counters(self) -> Counters:
-        """A snapshot of the counters."""
-        c = self.c
-        return Counters(c.pid, bool(c.attached), c.c_cs, c.c_dc, c.t_cs, c.t_dc,
-                        c.max_nonblock_s, bool(c.blocked), c.block_seq, c.blocks, c.blocked_s,
-                        c.cpu_s, c.spin_s, c.stopped_s)
-
-    def close(self) -> None:
-        """Unmap (the file stays)."""
-        ffi.release(self._buffer)
-        self._mapping.close()
-
-    def remove(self) -> None:
-        """Unmap and delete the file."""
-        self.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(self.path)
-
-
-class StoppedClock:
-    """This process's own view of its record: wall time minus time stopped by the testbed.
-
-    A rank finds its record from ``TESTBED_RUN``, ``TESTBED_JOB`` and its MPI rank; outside
-    the testbed (no record) no time is ever stopped.
-    """
-
-    def __init__(self, rank: int) -> None:
-        run, job = os.environ.get("TESTBED_RUN"), os.environ.get("TESTBED_JOB")
-        self._record: Record | None = None
-        if run and job:
-            path = record_path(run, job, rank)
-            with contextlib.suppress(OSError, ValueError):
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    mapping = mmap.mmap(fd, RECORD_SIZE, prot=mmap.PROT_READ)
-                finally:
-                    os.close(fd)
-                record = Record(path, mapping)
-                if record.c.magic == lib.TB_MAGIC and record.c.version == lib.TB_VERSION:
-                    self._record = record
-                else:
-                    record.close()
-
-    def stopped(self) -> float:
-        """Seconds this process has spent stopped by the testbed so far (0 outside it)."""
-        return 0.0 if self._record is None else float(self._record.c.stopped_s)
-
-    def now(self) -> float:
-        """Seconds (monotonic) during which this process was not stopped by the testbed."""
-        if self._record is None:
-            return time.monotonic()
-        c = self._record.c
-        while True:
-            stopped = c.stopped_s
-            t = time.monotonic()
-            if c.stopped_s == stopped:
-                return t - stopped
-
-    def close(self) -> None:
-        """Unmap the record."""
-        if self._record is not None:
-            self._record.close()
-            self._record = None
-
-
-def remove_run_records(run_id: str) -> None:
-    """Delete every record of a run (after its processes are gone)."""
-    prefix = f"{Path(RECORD_PREFIX).name}{run_id}-"
-    for name in os.listdir("/dev/shm"):
-        if name.startswith(prefix):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"/dev/shm/{name}")
 
 
 class EventSocket:

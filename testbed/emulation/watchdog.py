@@ -24,7 +24,7 @@ import time
 from testbed.emulation.launch_tmp import remove_run
 from testbed.emulation.memory import remove_cgroup, remove_swap
 from testbed.emulation.procs import kill_marked, orphan_segments, unlink_all
-from testbed.emulation.shim import remove_run_records
+from testbed.shim_record import remove_run_records
 
 
 def main(argv: list[str] | None = None) -> int:

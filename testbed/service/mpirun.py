@@ -1,5 +1,5 @@
 """``testbed mpirun`` / ``testbed mpiexec``: kept light (no plotting or model imports), since a
-benchmark suite starts one for every run; the full command line is imported only to run a job
+benchmark suite starts one for every run; the run library is imported only to run a job
 without a service."""
 
 from __future__ import annotations
@@ -30,9 +30,15 @@ def mpirun_main(argv: list[str], name: str) -> int:
     except NoService:
         print(f"testbed {name}: no testbed service at {path}; running the job under a "
               "coordinator of its own", file=sys.stderr, flush=True)
-    from testbed.cli import main
+    from testbed import run
 
     os.environ.update(req.env)
     os.chdir(req.cwd)
-    limit = ["--job-timeout", repr(req.limit)] if req.limit is not None else []
-    return main(["exec", "-n", str(req.ranks), *limit, "--", *req.argv])
+    try:
+        return run.exec_job(list(req.argv), req.ranks, run.Options(job_timeout=req.limit))
+    except Exception as err:
+        code = run.exit_code(err)
+        if code is None:
+            raise
+        print(f"testbed {name}: {run.describe_error(err)}", file=sys.stderr)
+        return code

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.jobs.bsp import build_parser as bsp_parser
+from testbed.bsp_options import build_parser as bsp_parser
 from testbed.sizes import parse_size
 
 OPTION_KEYS = ("limit", "user", "mem", "id", "estimate", "after", "class")

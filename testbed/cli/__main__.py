@@ -1,0 +1,7 @@
+"""``python -m testbed.cli``."""
+
+import sys
+
+from testbed.cli import main
+
+sys.exit(main())

@@ -1,0 +1,261 @@
+"""``testbed compare`` and ``testbed experiment``: repeated, interleaved runs and their
+intervals."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+from pathlib import Path
+from typing import NoReturn
+
+from testbed import run
+from testbed.cli.options import options_of, owner_options, scheduler_options
+from testbed.cli.runs import setup_run, setup_simulate
+from testbed.cli.workloads import write_text
+from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
+from testbed.experiments.figures import check_names
+from testbed.experiments.plan import (
+    ORDERS,
+    Cell,
+    Plan,
+    PlanError,
+    WorkloadSpec,
+    code_version,
+    labels,
+    load_plan,
+    parse_generator,
+)
+from testbed.experiments.report import markdown as experiment_markdown
+from testbed.experiments.report import summaries as experiment_summaries
+from testbed.experiments.report import write_report as write_experiment_report
+from testbed.experiments.runner import Interrupted as ExperimentInterrupted
+from testbed.experiments.runner import Runner, RunOne, collect
+from testbed.results.report import format_table
+from testbed.run import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run a workload under several schedulers, repeated and interleaved, and compare them."""
+    schedulers = [s.strip() for s in args.schedulers.split(",") if s.strip()]
+    if not schedulers:
+        raise UsageError("--schedulers names no scheduler")
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
+    spec, seed = _workload_spec(args.workload)
+    simulated = args.executor == "simulation"
+    options = options_of(args)
+    if simulated and args.pes is None:
+        options = options_of(args, pes=dict(spec.params).get("pes"))
+    if simulated:
+        pes = run.simulated_pes(options)
+        run.check_simulation(options, schedulers, pes)
+    else:
+        pes = run.check_emulation(options, schedulers).pes
+    if spec.file is not None:
+        workload = (run.simulated_workload(spec.file, options, pes) if simulated else
+                    run.load(spec.file, args.timeslice, run.check_emulation(options, schedulers)))
+        run.check_owners(options, schedulers, workload)
+    try:
+        metrics = check_names([m.strip() for m in args.metrics.split(",") if m.strip()])
+    except ValueError as err:
+        raise UsageError(f"--metrics: {err}") from None
+    names = labels(schedulers)
+    reference = args.reference or names[0]
+    if reference not in names:
+        raise UsageError(f"--reference {reference}: not one of {', '.join(names)}")
+    cells = [Cell(spec, seed, s, (), lb) for s, lb in zip(schedulers, names, strict=True)]
+    plan = Plan(cells, executor=args.executor, repeats=args.repeats, order=args.order,
+                seed=args.order_seed, reference=reference, metrics=metrics,
+                until_ci=args.until_ci, budget=args.budget)
+    try:
+        plan.check("testbed compare")
+    except PlanError as err:
+        raise UsageError(str(err)) from None
+    out = run.new_run_dir(args.out, "compare")
+
+    def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
+        cell_options = run.Options.of(options, scheduler=cell.scheduler)
+        if simulated:
+            return run.simulate(run.simulated_workload(path, cell_options, pes), cell_options,
+                                pes, run_dir)
+        machine = run.check_emulation(cell_options, [cell.scheduler])
+        return run.emulate(run.load(path, args.timeslice, machine), cell_options, machine,
+                           run_dir)[0]
+
+    return _run_plan(plan, out, run_one, pes, args.json, compare=True)
+
+
+def _workload_spec(text: str) -> tuple[WorkloadSpec, int | None]:
+    """A workload file, or a generator spec such as ``mix:jobs=8,load=1.5,seed=2``."""
+    path = Path(text)
+    if path.is_file():
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem) or "workload"
+        return WorkloadSpec(name, file=path.resolve()), None
+    if ":" not in text:
+        raise UsageError(f"{text}: no such workload file")
+    try:
+        return parse_generator(text)
+    except PlanError as err:
+        raise UsageError(str(err)) from None
+
+def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
+              compare: bool = False) -> int:
+    """Run ``plan`` into ``out``, then print its tables (or ``--json`` records) and where the
+    results are; the exit code (130 when interrupted)."""
+    runner = Runner(plan, out, run_one, code_version(), pes)
+    left: list[str] = []
+    interrupted = False
+    try:
+        left = runner.run()
+    except ExperimentInterrupted:
+        interrupted = True
+        print("testbed: interrupted; the runs completed are kept (run it again to resume)"
+              if not compare else "testbed: interrupted; the runs completed are kept",
+              file=sys.stderr)
+    results = collect(out)
+    if not results:
+        print(f"run directory: {out}")
+        return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
+    tables = write_experiment_report(out, plan.metrics, plan.reference)
+    single = max(sum(1 for r in results if r.info["label"] == lb)
+                 for lb in {r.info["label"] for r in results}) == 1
+    if as_json:
+        parts = experiment_summaries(results, plan.metrics, plan.reference,
+                                     [c.label for c in plan.cells])
+        print("[\n" + ",\n".join(json.dumps(r.as_dict()) for _, _, records in parts
+                                  for r in records) + "\n]")
+    elif single and compare:
+        print(format_table({r.info["label"]: json.loads((r.path / "summary.json").read_text())
+                            for r in results}))
+        print("one run per scheduler: no intervals (use --repeats N)")
+    else:
+        print(tables)
+    if left:
+        print("did not converge within the budget: " + ", ".join(left), file=sys.stderr)
+    print(f"run directory: {out}" + ("" if single and compare else
+                                      " (results.csv, summary.csv, plots/)"))
+    return EXIT_INTERRUPTED if interrupted else 0
+
+def cmd_experiment_run(args: argparse.Namespace) -> int:
+    """Run an experiment file (a factorial of workloads, schedulers, options and repeats),
+    resuming where an earlier run of it stopped."""
+    try:
+        plan = load_plan(args.file)
+    except PlanError as err:
+        raise UsageError(str(err)) from None
+    simulated = plan.executor == "simulation"
+    with tempfile.TemporaryDirectory(prefix="testbed-exp-") as tmp:
+        for cell in plan.cells:
+            options = _cell_options(args.file, simulated, cell, args.file)
+            path = cell.workload.file or Path(tmp) / "workload.txt"
+            if cell.workload.file is None:
+                path.write_text(cell.workload.text(cell.run_seed(1, False), options.pes or
+                                                   len(os.sched_getaffinity(0))))
+            if simulated:
+                pes = run.simulated_pes(options)
+                run.check_simulation(options, [cell.scheduler], pes)
+                run.check_owners(options, [cell.scheduler],
+                                 run.simulated_workload(path, options, pes))
+            else:
+                machine = run.check_emulation(options, [cell.scheduler])
+                run.check_owners(options, [cell.scheduler],
+                                 run.load(path, options.timeslice, machine))
+    out = args.out or Path("runs") / args.file.stem
+    if out.exists() and any(out.iterdir()) and not (out / "experiment.json").exists():
+        raise UsageError(f"{out}: exists, is not empty and holds no experiment")
+    pes = len(os.sched_getaffinity(0))
+
+    def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
+        options = _cell_options(args.file, simulated, cell, path)
+        if simulated:
+            cell_pes = run.simulated_pes(options)
+            return run.simulate(run.simulated_workload(path, options, cell_pes), options,
+                                cell_pes, run_dir)
+        machine = run.check_emulation(options, [cell.scheduler])
+        return run.emulate(run.load(path, options.timeslice, machine), options, machine,
+                           run_dir)[0]
+
+    return _run_plan(plan, out, run_one, pes, args.json)
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    """An argument parser whose errors raise ``UsageError`` instead of exiting."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise UsageError(message)
+
+def _cell_options(where: Path, simulated: bool, cell: Cell, workload: Path) -> run.Options:
+    """The ``testbed run`` (or ``simulate``) options of an experiment cell, parsed."""
+    parser = _RaisingParser(prog="testbed simulate" if simulated else "testbed run")
+    (setup_simulate if simulated else setup_run)(parser)
+    flags = cell.flags()
+    pes = dict(cell.workload.params).get("pes")
+    if simulated and pes is not None and "--pes" not in flags:
+        flags += ["--pes", str(pes)]
+    try:
+        return options_of(parser.parse_args([str(workload), "--scheduler", cell.scheduler,
+                                             *flags]))
+    except UsageError as err:
+        settings = ", ".join(f"{k}={v}" for k, v in cell.options)
+        raise UsageError(f"{where}: cell {cell.label} ({settings}): {err}") from None
+
+def cmd_experiment_report(args: argparse.Namespace) -> int:
+    """Re-derive an experiment's results.csv, summary.csv, plots and tables from its runs."""
+    if not args.dir.is_dir():
+        raise UsageError(f"{args.dir}: no such directory")
+    try:
+        tables = write_experiment_report(args.dir)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    print(tables)
+    if args.markdown is not None:
+        write_text(experiment_markdown(args.dir, tables), args.markdown)
+    print(f"results.csv, summary.csv and plots/ written under {args.dir}")
+    return 0
+
+def setup_compare(p: argparse.ArgumentParser) -> None:
+    p.add_argument("workload", help="a workload file, or a generator such as "
+                                    "mix:jobs=8,load=1.5,seed=2 (lublin:... too)")
+    p.add_argument("--schedulers", default="fcfs,gang,local",
+                   help="comma-separated; a name given twice is run twice (an A/A comparison)")
+    p.add_argument("--repeats", type=int, default=1, help="complete runs per scheduler")
+    p.add_argument("--order", choices=ORDERS, default="interleaved",
+                   help="interleaved (a b c a b c ...) or random (each round shuffled)")
+    p.add_argument("--order-seed", type=int, default=1, help="seed of the random order")
+    p.add_argument("--reference", default=None,
+                   help="the label ratios are taken against (default: the first)")
+    p.add_argument("--metrics", default=",".join(DEFAULT_FIGURES),
+                   help="comma-separated figures to compare (default: %(default)s)")
+    p.add_argument("--until-ci", type=float, default=None, metavar="F",
+                   help="add rounds until every interval's half-width is within F of its "
+                        "median (or the budget is spent)")
+    p.add_argument("--budget", type=float, default=None, metavar="S",
+                   help="seconds the whole comparison may take with --until-ci")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON record per scheduler and metric instead of the table")
+    p.add_argument("--executor", choices=("emulation", "simulation"), default="emulation",
+                   help="real ranks (default) or the simulator (repeats differ by seed)")
+    p.add_argument("--switch-cost", type=float, default=0.0, metavar="S",
+                   help="simulation: seconds a job loses each time it is continued")
+    p.add_argument("--launch-cost", type=float, default=0.0, metavar="S",
+                   help="simulation: seconds each job needs beyond its work to start")
+    p.add_argument("--uncompress", action="store_true",
+                   help="simulation: undo the workload's time compression")
+    owner_options(p)
+    scheduler_options(p)
+
+def setup_experiment_run(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", type=Path, help="an experiment file (TOML)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="the experiment's directory (default runs/NAME, NAME the file's stem); "
+                        "an interrupted experiment resumes there")
+    p.add_argument("--json", action="store_true", help="print the records as JSON")
+
+def setup_experiment_report(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="an experiment's (or a compare's) directory")
+    p.add_argument("--markdown", type=Path, default=None, metavar="FILE",
+                   help="also write the tables as Markdown with the machine, date and command")
