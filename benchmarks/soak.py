@@ -21,7 +21,8 @@ squares line) is projected over a day.  Targets: growth <= 10 %, every job accou
 leftovers.
 
 Usage: ``python -m benchmarks.soak [--minutes 20] [--clients 6] [--seed 1] [--out FILE]
-[--quick]``
+[--markdown PAGE] [--quick]``; ``--from FILE --markdown PAGE`` rewrites the page from a kept
+JSON.
 """
 
 from __future__ import annotations
@@ -241,6 +242,52 @@ def verdicts(result: dict[str, Any]) -> list[str]:
     return missed
 
 
+def markdown(result: dict[str, Any]) -> str:
+    """The soak as a Markdown page: where and when it ran, the jobs, what was left, and the
+    memory, descriptor and thread curves (a row every tenth of the run)."""
+    host = result.get("host", {})
+    g = result["growth"]
+    jobs = result["jobs"]
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{value:+.1%}"
+
+    lines = [
+        "# Soak: the service under steady load", "",
+        f"Measured on {host.get('hostname', '?')} ({host.get('cpus', '?')} CPUs, kernel "
+        f"{host.get('kernel', '?')}) on {result['date']}, by `{result.get('command', '?')}`; "
+        "regenerate this page with `python -m benchmarks.soak --from FILE.json --markdown "
+        "PAGE.md`.", "",
+        f"- **{result['minutes']} minutes, {result['clients']} clients**: {jobs['arrived']} jobs "
+        f"arrived ({result['jobs_per_s']} a second), {jobs['finished_once']} with exactly one "
+        f"`finish`, {jobs['unaccounted']} without.",
+        "- **Requests**: " + ", ".join(f"{k} {v}" for k, v in sorted(result["requests"].items()))
+        + f"; {len(result['client_errors'])} client errors.",
+        "- **Left behind**: " + ", ".join(f"{k} {v}" for k, v in result["survivors"].items())
+        + f"; the service ended `{result['status']}`.",
+        f"- **Targets missed**: {', '.join(result['missed']) or 'none'}.", "",
+        "| after warm-up | first quarter | last quarter | growth | slope a day |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for key, unit, scale in (("rss_kib", "resident memory (MiB)", 1 / 1024),
+                             ("fds", "open descriptors", 1), ("threads", "threads", 1)):
+        row = g[key]
+        if row.get("first") is None:
+            lines.append(f"| {unit} | - | - | - | - |")
+            continue
+        lines.append(f"| {unit} | {row['first'] * scale:.1f} | {row['last'] * scale:.1f} | "
+                     f"{pct(row['growth'])} | {row['per_day'] * scale:+.1f} |")
+    samples = result.get("samples", [])
+    if samples:
+        lines += ["", "| minute | resident memory (MiB) | descriptors | threads |",
+                  "|---:|---:|---:|---:|"]
+        step = max(1, len(samples) // 10)
+        for sample in samples[::step] + ([samples[-1]] if (len(samples) - 1) % step else []):
+            lines.append(f"| {sample['t'] / 60:.1f} | {sample['rss_kib'] / 1024:.1f} | "
+                         f"{sample['fds']:.0f} | {sample['threads']:.0f} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Soak the service; print a summary (stderr) and the JSON; exit 1 if a target is missed."""
     p = argparse.ArgumentParser(description="the service under steady load for a long while")
@@ -249,13 +296,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
     p.add_argument("--quick", action="store_true", help="20 s: shows it works")
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write the figures as a Markdown page")
+    p.add_argument("--from", dest="source", type=Path, default=None, metavar="FILE",
+                   help="read the JSON an earlier soak wrote (--out) instead of soaking")
     args = p.parse_args(argv)
     if args.minutes <= 0 or args.clients < 1:
         print("soak: need minutes > 0 and clients >= 1", file=sys.stderr)
         return 2
+    if args.source is not None:
+        result = json.loads(args.source.read_text())
+        if args.markdown is not None:
+            args.markdown.write_text(markdown(result))
+        return 1 if result["missed"] else 0
     result = soak(1 / 3 if args.quick else args.minutes, args.clients, args.seed)
     result["missed"] = verdicts(result)
-    result = {"benchmark": "soak", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **result}
+    uname = os.uname()
+    result = {"benchmark": "soak", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "host": {"hostname": uname.nodename, "cpus": len(os.sched_getaffinity(0)),
+                       "kernel": uname.release},
+              "command": " ".join(["python -m benchmarks.soak", *(argv if argv is not None
+                                                                  else sys.argv[1:])]),
+              **result}
     g = result["growth"]
     print(f"soak: {result['minutes']} min, {result['jobs']['arrived']} jobs "
           f"({result['jobs_per_s']}/s), {result['jobs']['unaccounted']} unaccounted; "
@@ -265,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
+    if args.markdown is not None:
+        args.markdown.write_text(markdown(result))
     return 1 if result["missed"] else 0
 
 

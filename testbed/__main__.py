@@ -8,7 +8,7 @@ import sys
 def main() -> int:
     """Dispatch: ``mpirun``/``mpiexec`` to the light client, everything else to the CLI."""
     if sys.argv[1:2] in (["mpirun"], ["mpiexec"]):
-        from testbed.service.mpirun import mpirun_main
+        from testbed.mpirun import mpirun_main
         return mpirun_main(sys.argv[2:], sys.argv[1])
     from testbed.cli import main as cli_main
     return cli_main()

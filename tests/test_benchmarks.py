@@ -444,10 +444,18 @@ def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left()
 
 
 @pytest.mark.realtime
-def test_soak_quick_accounts_for_every_job_and_leaves_nothing():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--quick", "--clients", "3"],
+def test_soak_quick_accounts_for_every_job_and_leaves_nothing(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--quick", "--clients", "3",
+                           "--out", str(tmp_path / "soak.json"),
+                           "--markdown", str(tmp_path / "soak.md")],
                           capture_output=True, text=True, timeout=600)
     result = json.loads(done.stdout)
+    page = (tmp_path / "soak.md").read_text()
+    assert f"{result['jobs']['arrived']} jobs arrived" in page and "resident memory" in page
+    again = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--from",
+                            str(tmp_path / "soak.json"), "--markdown", str(tmp_path / "re.md")],
+                           capture_output=True, text=True, timeout=60)
+    assert again.returncode == done.returncode and (tmp_path / "re.md").read_text() == page
     assert result["jobs"]["arrived"] > 5 and result["jobs"]["unaccounted"] == 0, result["jobs"]
     assert result["requests"].get("mpirun", 0) > 0 and result["status"] == "stopped"
     assert all(v == 0 for v in result["survivors"].values())

@@ -1,0 +1,80 @@
+"""The run library (testbed.run) in-process: options, checks, exit codes, a simulated run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from testbed import run
+from testbed.emulation.memory import MemorySetupError
+from testbed.emulation.remote import NodesError
+from testbed.events import WriteFailed, read_events
+
+
+def test_options_take_what_a_namespace_has_and_the_defaults_for_the_rest():
+    args = argparse.Namespace(scheduler="fcfs", mpl=3, workload="w.txt", live=True)
+    options = run.Options.of(args, timeslice=0.5)
+    assert (options.scheduler, options.mpl, options.timeslice) == ("fcfs", 3, 0.5)
+    assert options.job_timeout is None and options.allocator == "buddy"
+    assert run.Options.of(options, scheduler="gang").mpl == 3
+    with pytest.raises(TypeError):
+        run.Options("gang")  # type: ignore[misc]      # keyword-only
+
+
+@pytest.mark.parametrize(("error", "code"), [
+    (run.UsageError("bad"), run.EXIT_BAD_INPUT),
+    (MemorySetupError("no cgroups"), run.EXIT_UNAVAILABLE),
+    (NodesError("launcher exited"), run.EXIT_UNAVAILABLE),
+    (WriteFailed("/x/events.jsonl", OSError(28, "No space left on device")),
+     run.EXIT_WRITE_FAILED),
+    (ValueError("a bug"), None),
+])
+def test_each_error_of_a_run_has_one_exit_code(error, code):
+    assert run.exit_code(error) == code
+
+
+def test_node_managers_that_cannot_start_are_said_so():
+    assert run.describe_error(NodesError("exited (3)")) == (
+        "cannot start the node managers: exited (3)")
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"mpl": 0}, "--mpl must be >= 1"),
+    ({"timeslice": 0.0}, "--timeslice must be > 0"),
+    ({"balance": -1.0}, "--balance must be >= 0"),
+    ({"app_max": 3}, "need 1 <= --app-max <= --abs-app-max"),
+])
+def test_bad_options_are_refused_naming_the_option(changes, message):
+    with pytest.raises(run.UsageError, match=message):
+        run.check_policy_options(run.Options(**changes), ["gang"])
+
+
+def test_unknown_and_unsimulable_schedulers_are_refused():
+    with pytest.raises(run.UsageError, match="unknown scheduler 'nope'"):
+        run.check_policy_options(run.Options(), ["nope"])
+    with pytest.raises(run.UsageError, match="ics: the simulator has no model"):
+        run.check_simulation(run.Options(), ["ics"], 2)
+
+
+def test_a_simulated_run_in_process_writes_its_run_directory(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 2 bsp --work 2\n0.5 1 bsp --work 1\n")
+    options = run.Options(scheduler="gang", mpl=2, timeslice=0.5)
+    workload = run.simulated_workload(path, options, 2)
+    run_dir = run.new_run_dir(tmp_path / "r", "unused")
+    assert run.simulate(workload, options, 2, run_dir) == "complete"
+    finishes = [ev for ev in read_events(run_dir / "events.jsonl") if ev["event"] == "finish"]
+    assert sorted(ev["job"] for ev in finishes) == ["j1", "j2"]
+    assert json.loads((run_dir / "summary.json").read_text())["done"] == 2
+    with pytest.raises(run.UsageError, match="exists and is not empty"):
+        run.new_run_dir(run_dir, "again")
+
+
+def test_perfect_estimates_are_each_jobs_work(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 1 estimate=9 bsp --work 2\n")
+    given = run.simulated_workload(path, run.Options(), 1)
+    perfect = run.simulated_workload(path, run.Options(estimates="perfect"), 1)
+    assert given.jobs[0].estimate == 9 and perfect.jobs[0].estimate == 2
