@@ -4,6 +4,7 @@ and wait against arrival (Fig 5.6).  For a compare directory, the schedulers sid
 
 from __future__ import annotations
 
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +21,12 @@ LABELLED_JOBS = 150
 NAMED_PES = 32
 
 
+COLOURS = plt.get_cmap("tab10").colors
+
+
 def _colour(job: str) -> Any:
-    return plt.get_cmap("tab10")(int(job.lstrip("j") or 0) % 10)
+    digits = job.lstrip("j")
+    return COLOURS[(int(digits) if digits.isdigit() else zlib.crc32(job.encode())) % len(COLOURS)]
 
 
 def _lanes(pes: tuple[int, ...], merge: bool) -> list[tuple[int, int]]:
@@ -45,11 +50,11 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
     Workstation owners' visits (COW) are black cross-hatched boxes over their PE, and a run
     they interrupted ends in a red bar (the job's next run is its restart).  Boxes are drawn
     as collections, so that a simulated run of thousands of jobs draws in seconds (with one
-    row and many PEs, consecutive PEs share a box); jobs are labelled and PEs named only while
-    that stays legible."""
+    row, consecutive PEs share a box, cut by the lanes' lines); jobs are labelled and PEs
+    named only while that stays legible."""
     start = next(ev for ev in events if ev["event"] == "run_start")
     mpl, pes = start["config"]["mpl"], start["config"]["machine"]["pes"]
-    merge = mpl == 1 and pes > NAMED_PES
+    merge = mpl == 1        # a row is the whole lane: consecutive PEs can share a box
     gap = 0.08 / mpl
     spans = intervals(events)
     for running in (True, False):
@@ -84,8 +89,10 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
     ax.set_ylim(pes, 0)
     if pes <= NAMED_PES:
         ax.set_yticks([pe + 0.5 for pe in range(pes)], [f"PE {pe}" for pe in range(pes)])
+        ax.hlines(range(1, pes), 0, 1, transform=ax.get_yaxis_transform(), colors="white",
+                  linewidths=1.5, zorder=3)
         ax.hlines(range(1, pes), 0, 1, transform=ax.get_yaxis_transform(), colors="grey",
-                  linewidths=0.6)
+                  linewidths=0.6, zorder=3)
         if mpl > 1 and pes * mpl <= 16:
             ax.set_yticks([pe + (row + 0.5) / mpl for pe in range(pes) for row in range(mpl)],
                           [f"row {row}" for _ in range(pes) for row in range(mpl)], minor=True)
