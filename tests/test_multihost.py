@@ -366,7 +366,7 @@ def executor(tmp_path):
                  zip(machine.nodes, hosts, lose_on, strict=True)]
         ex.nms = list(nodes)
         for nm in nodes:
-            ex.selector.register(nm, selectors.EVENT_READ, lambda nm=nm: ex._remote_events(nm))
+            ex.selector.register(nm, selectors.EVENT_READ, lambda nm=nm: ex._node_events(nm))
         made.append(ex)
         return ex, nodes
 

@@ -1,10 +1,12 @@
 """The emulation executor: real ranks under node managers, in real time (THESIS §4.3).
 
 It turns the driver's actions into messages for the node managers (launch, heartbeat, kill,
-release), waits on their file descriptors (a launcher exiting, a shim event) until the time the
-driver asks for, samples memory, and writes the events only real processes give: pids, memory
-samples, class changes, the benchmark's records and the ranks' counters.  It waits with epoll,
-so that terminations are handled at once rather than at the next heartbeat.
+release), waits on their links (``testbed.emulation.link``: one descriptor each, readable when
+a launcher exited, a rank blocked or a remote node pushed something) until the time the driver
+asks for, samples memory, and writes the events only real processes give: pids, memory
+samples, class changes, the benchmark's records and the ranks' counters.  Node managers in this
+process and on other hosts are spoken to the same way; only starting them differs.  It waits
+with epoll, so that terminations are handled at once rather than at the next heartbeat.
 
 Nothing outlives a run: on a normal end, Ctrl-C or SIGTERM the executor kills what is left
 itself; if the process running it is SIGKILLed, its watchdog (``testbed.emulation.watchdog``)
@@ -30,6 +32,7 @@ from typing import Any
 from testbed import shim_record
 from testbed.driver import Ended, Interrupted, Switch
 from testbed.emulation import procs, remote
+from testbed.emulation.link import LocalNode, NodeLink
 from testbed.emulation.memory import NodeCgroups, SwapFile
 from testbed.emulation.messages import (
     Heartbeat,
@@ -48,9 +51,8 @@ from testbed.emulation.messages import (
 )
 from testbed.emulation.mpi_info import MpiInfo
 from testbed.emulation.node_manager import NodeManager, ShimSetup
-from testbed.emulation.remote import RemoteNode
 from testbed.events import EventLog
-from testbed.machine import Machine
+from testbed.machine import Machine, Node
 from testbed.policies import Launch, Policy
 from testbed.policies.node import ClassChange
 from testbed.workloads.files import JobSpec
@@ -90,10 +92,8 @@ class EmulationExecutor:
         page_in = node_memory is not None and (policy.pages_preempted
                                                 or policy.config.variation > 0)
         self.remote = bool(machine.hosts)
-        self.nms: list[NodeManager | RemoteNode] = [] if self.remote else [
-            NodeManager(node, machine, mpi.mpiexec, env, run_id, self.now, policy.node_policy(),
-                        shim_setup, node_memory, page_out, page_in)
-            for node in machine.nodes]
+        self.paging = (page_out, page_in)
+        self.nms: list[NodeLink] = []
         self.policy = policy
         self.mpiexec = mpi.mpiexec
         self.shim_setup = shim_setup
@@ -104,10 +104,6 @@ class EmulationExecutor:
         self.sizes: dict[str, int] = {}
         self.lost_nodes: set[int] = set()
         self.selector = selectors.DefaultSelector()
-        for nm in self.nms:
-            if nm.events is not None:
-                self.selector.register(nm.events, selectors.EVENT_READ,
-                                       functools.partial(self._shim_events, nm))
         self.log: EventLog | None = None
         self.swap_at_start: dict[str, tuple[int, int]] = {}
         self.ended: list[Ended] = []
@@ -134,9 +130,6 @@ class EmulationExecutor:
         config["coordinator_priority"] = procs.raise_priority()
         ranks = procs.rank_priority(self.rank_setting, config["coordinator_priority"])
         config["rank_priority"] = {"setting": self.rank_setting, "applied": ranks.describe()}
-        for nm in self.nms:
-            if isinstance(nm, NodeManager):
-                nm.rank_priority = ranks
         self.watchdog = subprocess.Popen([sys.executable, "-m", "testbed.emulation.watchdog",
                                           self.run_id, *self.watchdog_args],
                                          stdin=subprocess.PIPE, start_new_session=True)
@@ -153,12 +146,21 @@ class EmulationExecutor:
                 [self.policy.node_policy() for _ in self.machine.nodes], self.shim_setup,
                 self.now, self.rank_setting)
             self.nms = list(nodes)
-            for nm in nodes:
-                self.selector.register(nm, selectors.EVENT_READ,
-                                       functools.partial(self._remote_events, nm))
             config["node_managers"] = [{"host": nm.name, "hostname": nm.hostname, "pid": nm.pid,
                                         "priority": nm.priority,
                                         "rank_priority": nm.rank_priority} for nm in nodes]
+        else:
+            self.nms = [LocalNode(self._node_manager(node, ranks)) for node in self.machine.nodes]
+        for nm in self.nms:
+            self._watch(nm)
+
+    def _node_manager(self, node: Node, ranks: procs.RankPriority) -> NodeManager:
+        """The node manager of ``node`` in this process, its ranks scheduled as ``ranks``."""
+        manager = NodeManager(node, self.machine, self.mpiexec, self.env, self.run_id, self.now,
+                              self.policy.node_policy(), self.shim_setup, self.node_memory,
+                              *self.paging)
+        manager.rank_priority = ranks
+        return manager
 
     def _on_signal(self, signum: int, _frame: Any) -> None:
         self.interrupted = signum
@@ -177,8 +179,7 @@ class EmulationExecutor:
         awaiting = False
         memory: dict[str, dict[str, int]] = {}
         for nm in self.nms:
-            if isinstance(nm, RemoteNode):
-                self._remote_events(nm)
+            self._node_events(nm)
             for info in nm.discover():
                 self._pids(info)
             for job, values in nm.sample().items():
@@ -231,11 +232,6 @@ class EmulationExecutor:
         self.ran[spec.id] = 0.0
         if action.running:
             self.running_since[spec.id] = self.now()
-        for nm in self.nms:
-            fd = nm.launcher_fd(spec.id)
-            if fd is not None:
-                self.selector.register(fd, selectors.EVENT_READ,
-                                       functools.partial(self._reaped, nm, spec.id))
         for reply in replies:
             if isinstance(reply, LaunchFailure):
                 return self._end(Termination(reply.job, "failed", None, reply.reason))
@@ -275,12 +271,7 @@ class EmulationExecutor:
         self._broadcast(KillJob(job, "interrupted by an owner"))
         deadline = time.monotonic() + SHUTDOWN_GRACE
         for nm in self.nms:
-            if isinstance(nm, RemoteNode):
-                nm.await_end(job, deadline)
-                continue
-            fd = nm.launcher_fd(job)
-            if fd is not None:
-                self._reap_killed(nm, fd, job, deadline)
+            nm.await_end(job, deadline)
         self.job_nodes.pop(job, None)
         self.found.pop(job, None)
         ranks = [values for reply in self._broadcast(Release(job))
@@ -289,15 +280,6 @@ class EmulationExecutor:
         (self.run_dir / "jobs" / f"{job}.stats.jsonl").unlink(missing_ok=True)
         cpu = [r["cpu_s"] for r in ranks if r.get("cpu_s") is not None]
         return lost, round(sum(cpu), 6) if cpu else None
-
-    def _reap_killed(self, nm: NodeManager, fd: int, job: str, deadline: float) -> Termination:
-        """Stop watching the launcher of a job being killed, wait for it to exit (until
-        ``deadline``, monotonic s) and reap it."""
-        self.selector.unregister(fd)
-        with selectors.DefaultSelector() as ready:
-            ready.register(fd, selectors.EVENT_READ)
-            ready.select(max(0.0, deadline - time.monotonic()))
-        return nm.reap(job)
 
     def _ran(self, job: str) -> float:
         """Seconds ``job`` has run so far (its stopped time excluded); forgets it."""
@@ -352,9 +334,6 @@ class EmulationExecutor:
                 self.log.emit("class", self.now(), job=change.job, rank=change.rank,
                               old=change.old, new=change.new, stats=change.stats)
 
-    def _shim_events(self, nm: NodeManager) -> None:
-        self._log_changes(list(nm.shim_events()))
-
     def _pids(self, info: PidInfo) -> None:
         assert self.log is not None
         if info.job not in self.job_nodes:      # pushed before its end came in
@@ -371,9 +350,12 @@ class EmulationExecutor:
         if not self.remote:
             self._broadcast(info)
 
-    def _remote_events(self, nm: RemoteNode) -> None:
-        """Take in what a node manager process pushed: its launchers' ends, class changes and
-        paging records; a lost node fails its jobs."""
+    def _watch(self, nm: NodeLink) -> None:
+        self.selector.register(nm, selectors.EVENT_READ, functools.partial(self._node_events, nm))
+
+    def _node_events(self, nm: NodeLink) -> None:
+        """Take in what a node manager pushed: its launchers' ends, class changes and paging
+        records; a lost node fails its jobs."""
         nm.pump()
         for term in nm.take_ended():
             self._finish(term)
@@ -382,15 +364,15 @@ class EmulationExecutor:
 
     def _lost_reason(self, nodes: set[int]) -> str | None:
         """Why the first of ``nodes`` already lost was lost; None if none is."""
-        return next((nm.lost for nm in self.nms if isinstance(nm, RemoteNode)
-                     and nm.node.index in nodes & self.lost_nodes), None)
+        return next((nm.lost for nm in self.nms if nm.node.index in nodes & self.lost_nodes),
+                    None)
 
     def _check_lost(self) -> None:
         for nm in self.nms:
-            if isinstance(nm, RemoteNode) and nm.lost and nm.node.index not in self.lost_nodes:
+            if nm.lost and nm.node.index not in self.lost_nodes:
                 self._node_lost(nm)
 
-    def _node_lost(self, nm: RemoteNode) -> None:
+    def _node_lost(self, nm: NodeLink) -> None:
         """``nm`` stopped answering or died: every job with ranks on its node is killed on the
         other nodes and fails with the reason; the others go on."""
         assert self.log is not None and nm.lost is not None
@@ -407,13 +389,9 @@ class EmulationExecutor:
                 procs.kill_marked(self.run_id, job)
             deadline = time.monotonic() + SHUTDOWN_GRACE
             for other in self.nms:
-                if isinstance(other, RemoteNode) and job in other.launched:
+                if job in other.launched:
                     other.await_end(job, deadline)
             self._finish(Termination(job, "failed", None, nm.lost))
-
-    def _reaped(self, nm: NodeManager, job: str) -> None:
-        self.selector.unregister(nm.launcher_fd(job))
-        self._finish(nm.reap(job))
 
     def _finish(self, term: Termination, status: str | None = None) -> None:
         """End the job (see ``_end``) and keep its end for ``advance`` or ``end`` to return;
@@ -458,14 +436,11 @@ class EmulationExecutor:
     def _broadcast(self, msg: object) -> list[object]:
         """Every NM's replies to ``msg``; node manager processes get it all at once, then
         answer."""
-        if not self.remote:
-            return [reply for nm in self.nms for reply in nm.handle(msg)]  # type: ignore
-        nodes = [nm for nm in self.nms if isinstance(nm, RemoteNode)]
-        payload = pickle.dumps(msg)
-        for nm in nodes:
-            nm.send_pickled(payload)
+        payload = pickle.dumps(msg) if self.remote else None
+        for nm in self.nms:
+            nm.post(msg, payload)
         deadline = time.monotonic() + remote.ANSWER_TIMEOUT   # hung NMs do not add up
-        replies = [reply for nm in nodes for reply in nm.reply(deadline)]
+        replies = [reply for nm in self.nms for reply in nm.reply(deadline)]
         self._check_lost()
         return replies
 
@@ -477,40 +452,29 @@ class EmulationExecutor:
             if status == "interrupted":
                 name = signal.Signals(self.interrupted).name if self.interrupted else "unknown"
                 self.log.emit("interrupted", self.now(), signal=name)
-            for nm in self.nms:
-                if isinstance(nm, RemoteNode):      # jobs that ended before the run did
-                    self._remote_events(nm)
+            for nm in self.nms:                     # jobs that ended before the run did
+                self._node_events(nm)
             self._broadcast(Shutdown(f"run {status}"))
             for pe in list(self.owners):
                 self.owner_end(pe)
             deadline = time.monotonic() + SHUTDOWN_GRACE
             for nm in self.nms:
-                if isinstance(nm, RemoteNode):
-                    # a termination that came in with a reply since is no longer launched
-                    for job in sorted({*nm.launched, *nm.ended}):
-                        term = nm.await_end(job, deadline) or Termination(
-                            job, "killed", None, nm.lost or "its launcher did not end")
-                        self._finish(term, "killed")
-                    continue
-                for fd, job in list(nm.launcher_fds().items()):
-                    self._finish(self._reap_killed(nm, fd, job, deadline), "killed")
+                # a termination that came in with a reply since is no longer launched
+                for job in sorted({*nm.launched, *nm.ended}):
+                    term = nm.await_end(job, deadline) or Termination(
+                        job, "killed", None, nm.lost or "its launcher did not end")
+                    self._finish(term, "killed")
             for job in list(self.job_nodes):
                 self._finish(Termination(job, "killed", None, "run over"), "killed")
             ended, self.ended = self.ended, []
             for nm in self.nms:
-                if isinstance(nm, RemoteNode):
-                    if nm.node.index not in self.lost_nodes:
-                        self.selector.unregister(nm)
-                    nm.close()
+                if nm.node.index not in self.lost_nodes:
+                    self.selector.unregister(nm)
+                nm.close()
             if self.control is not None:
                 remote.stop_control(self.control)
             swept = procs.kill_marked(self.run_id)
             procs.reap_orphans(keep=set())
-            for nm in self.nms:
-                if isinstance(nm, NodeManager):
-                    if nm.events is not None:
-                        self.selector.unregister(nm.events)
-                    nm.close()
             shim_record.remove_run_records(self.run_id)
             return ended, swept
         finally:

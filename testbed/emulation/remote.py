@@ -59,9 +59,7 @@ class NodesError(RuntimeError):
 
 
 class RemoteNode:
-    """A node manager process, seen from the machine manager."""
-
-    events = None
+    """A node manager process, seen from the machine manager (a ``NodeLink``)."""
 
     def __init__(self, node: Node, name: str, conn: Connection, hello: Hello,
                  setting: str = "auto") -> None:
@@ -87,6 +85,10 @@ class RemoteNode:
     def send(self, msg: object) -> None:
         """Send ``msg`` (nothing once the node is lost)."""
         self.send_pickled(pickle.dumps(msg))
+
+    def post(self, msg: object, payload: bytes | None) -> None:
+        """Send ``msg``, pickled once for every NM as ``payload``; ``reply`` answers it."""
+        self.send_pickled(payload if payload is not None else pickle.dumps(msg))
 
     def send_pickled(self, payload: bytes) -> None:
         """Send a message pickled once for every NM (nothing once the node is lost)."""
@@ -166,10 +168,6 @@ class RemoteNode:
     def awaiting_pids(self) -> bool:
         """Always False: the NM looks for its ranks itself and pushes them."""
         return False
-
-    def launcher_fd(self, job: str) -> int | None:
-        """None: a launcher on another host is watched by its NM, which pushes its end."""
-        return None
 
     def take_ended(self) -> list[Termination]:
         """The terminations pushed since the last call."""
