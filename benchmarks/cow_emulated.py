@@ -23,12 +23,11 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, events, table
+from benchmarks.harness import default_out, events, table, testbed
 from testbed.results.metrics import job_rows
 
 POLICIES = ("afcfs", "lgfs")
@@ -51,12 +50,6 @@ def order(evs: list[dict[str, Any]]) -> list[tuple[float, str, str]]:
     """The run's COW events in order: (time s, kind, job or PE)."""
     return [(ev["t"], ev["event"], str(ev.get("job", ev.get("pe")))) for ev in evs
             if ev["event"] in ORDERED]
-
-
-def testbed(*args: str) -> None:
-    """Run ``testbed ARGS`` (its table to /dev/null), raising if it fails."""
-    subprocess.run([sys.executable, "-m", "testbed.cli", *args], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def compare(policy: str, path: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:

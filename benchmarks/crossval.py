@@ -19,12 +19,10 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, jobs, table
+from benchmarks.harness import default_out, host, jobs, table, testbed
 
 POLICIES = ("fcfs", "gang", "easy")
 PES = 2
@@ -39,12 +37,6 @@ def workload(count: int, seed: int) -> str:
         lines.append(f"{t:.3f} {rng.choice((1, 2))} bsp --work {rng.uniform(1.0, 3.0):.2f}")
         t += rng.expovariate(1 / 1.8)
     return "\n".join(lines) + "\n"
-
-
-def testbed(*args: str) -> None:
-    """Run one ``testbed`` command, quietly, failing loudly."""
-    subprocess.run([sys.executable, "-m", "testbed.cli", *args], check=True,
-                   stdout=subprocess.DEVNULL)
 
 
 def mean_response(run: Path) -> float:

@@ -1,8 +1,11 @@
-"""What the benchmarks share: run a workload text through ``testbed run`` and read the results."""
+"""What the benchmarks share: run ``testbed`` commands and workload texts, and read the
+results."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import io
 import os
 import statistics
 import subprocess
@@ -12,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from testbed import cli
 from testbed.events import read_events
 
 
@@ -26,9 +30,23 @@ def run_workload(text: str, *options: str, out: Path | None = None) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     workload = out.with_name(f"{out.name}.workload")
     workload.write_text(text)
-    subprocess.run([sys.executable, "-m", "testbed.cli", "run", str(workload), *options,
-                    "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    testbed("run", str(workload), *options, "--out", str(out))
     return out
+
+
+def testbed(*args: str) -> None:
+    """Run one ``testbed`` command quietly, failing loudly.  A simulation runs in this process
+    (the run library); an emulated run runs in a process of its own, because its coordinator
+    takes real-time priority, signal handlers and the orphans of its ranks, which the process
+    measuring it must not."""
+    if args[0] == "simulate":
+        with contextlib.redirect_stdout(io.StringIO()):
+            code = cli.main(list(args))
+        if code != 0:
+            raise RuntimeError(f"testbed {' '.join(args)} exited {code}")
+        return
+    subprocess.run([sys.executable, "-m", "testbed.cli", *args], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def default_out(name: str) -> Path:

@@ -28,13 +28,12 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, events, table
+from benchmarks.harness import default_out, events, table, testbed
 from testbed.results.metrics import job_rows
 
 SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
@@ -102,10 +101,8 @@ def run(out: Path, pes: int, span: float, seed: int, simulate: bool) -> list[dic
         path = out / f"workload-{seed}-{'prime' if prime else 'plain'}.txt"
         path.write_text(mix(pes, span, seed, prime))
         run_dir = out / f"{config}-{seed}"
-        command = "simulate" if simulate else "run"
-        subprocess.run([sys.executable, "-m", "testbed.cli", command, str(path), "--pes",
-                        str(pes), *options, "--out", str(run_dir)], check=True,
-                       stdout=subprocess.DEVNULL)
+        testbed("simulate" if simulate else "run", str(path), "--pes", str(pes), *options,
+                "--out", str(run_dir))
         summary = json.loads((run_dir / "summary.json").read_text())
         records.append({"config": config, "seed": seed,
                         **measure(events(run_dir), summary, pes)})

@@ -24,12 +24,11 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, events, table
+from benchmarks.harness import default_out, events, table, testbed
 from testbed.class_tables import DEFAULT_TABLE
 from testbed.results.metrics import job_rows
 from testbed.results.timeline import intervals
@@ -151,9 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     for scheduler in SCHEDULERS:
         run = out / scheduler
         options = ["--classes", str(classes)] if scheduler == "t3d" else []
-        subprocess.run([sys.executable, "-m", "testbed.cli", "run", str(workload), "--scheduler",
-                        scheduler, "--pes", str(PES), *options, "--out", str(run)], check=True,
-                       stdout=subprocess.DEVNULL)
+        testbed("run", str(workload), "--scheduler", scheduler, "--pes", str(PES), *options,
+                "--out", str(run))
         records.append(measure(run, scheduler))
     (out / "t3d-classes.json").write_text(json.dumps(records, indent=1))
     plot(records, out / "t3d-classes.png")
