@@ -13,7 +13,7 @@ import heapq
 import itertools
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
@@ -32,7 +32,7 @@ class Kind(IntEnum):
     DEADLINE = 6
 
 
-@dataclass(order=True, slots=True)
+@dataclass(slots=True)
 class Entry:
     """A timed entry: due ``at`` (s); ``key`` orders entries of one kind due together (a PE,
     a job name), then the order they were pushed in; ``what`` is what is due."""
@@ -41,8 +41,8 @@ class Entry:
     kind: Kind
     key: Any
     seq: int
-    what: Any = field(default=None, compare=False)
-    live: bool = field(default=True, compare=False)
+    what: Any = None
+    live: bool = True
 
 
 class Agenda:
@@ -50,7 +50,9 @@ class Agenda:
     order)."""
 
     def __init__(self, timers: dict[Kind, Timer] | None = None) -> None:
-        self.heap: list[Entry] = []
+        # (at, kind, key, seq, entry): tuples compare in C, and seq is unique, so entries
+        # themselves are never compared
+        self.heap: list[tuple[float, Kind, Any, int, Entry]] = []
         self.timers = timers or {}
         self.seq = itertools.count()
         self.live = Counter[Kind]()
@@ -58,7 +60,7 @@ class Agenda:
     def push(self, at: float, kind: Kind, what: Any = None, key: Any = 0) -> Entry:
         """Put ``what`` on the agenda, due at ``at`` (s); the entry (to cancel it)."""
         entry = Entry(at, kind, key, next(self.seq), what)
-        heapq.heappush(self.heap, entry)
+        heapq.heappush(self.heap, (at, kind, key, entry.seq, entry))
         self.live[kind] += 1
         return entry
 
@@ -74,9 +76,9 @@ class Agenda:
 
     def _top(self) -> Entry | None:
         heap = self.heap
-        while heap and not heap[0].live:
+        while heap and not heap[0][4].live:
             heapq.heappop(heap)
-        return heap[0] if heap else None
+        return heap[0][4] if heap else None
 
     def due(self, now: float) -> Iterator[Entry]:
         """One round: the entries due at ``now`` (s) or before, earliest first, each taken off

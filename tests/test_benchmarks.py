@@ -461,3 +461,30 @@ def test_soak_quick_accounts_for_every_job_and_leaves_nothing(tmp_path):
     assert all(v == 0 for v in result["survivors"].values())
     assert result["samples"] and {"rss_kib", "fds", "threads"} <= set(result["samples"][0])
     assert not result["client_errors"], result["client_errors"]
+
+
+@pytest.mark.realtime
+def test_same_logs_finds_a_checkout_the_same_as_itself_and_names_what_differs(tmp_path):
+    from benchmarks import same_logs
+
+    done = subprocess.run([sys.executable, "-m", "benchmarks.same_logs", "--quick", "--json",
+                           "--against", str(same_logs.HERE)], capture_output=True, text=True,
+                          timeout=600, cwd=same_logs.HERE)
+    assert done.returncode == 0, done.stderr
+    records = json.loads(done.stdout)
+    assert len(records) == 4 and all(r["same"] and len(r["this"]) == 16 for r in records)
+    run = tmp_path / "run"
+    run.mkdir()
+    line = {"t": 0.0, "event": "run_start", "run_id": "a", "wall_time": 1.0,
+            "config": {"argv": ["x"], "out": str(run)}}
+    (run / "events.jsonl").write_text(json.dumps(line) + '\n{"t": 1.0}\n')
+    first = same_logs.digest(run, tmp_path)
+    line.update(run_id="b", wall_time=2.0, config={"argv": ["y"], "out": str(run)})
+    (run / "events.jsonl").write_text(json.dumps(line) + '\n{"t": 1.0}\n')
+    assert same_logs.digest(run, tmp_path) == first
+    (run / "events.jsonl").write_text(json.dumps(line) + '\n{"t": 1.5}\n')
+    assert same_logs.digest(run, tmp_path) != first
+    refused = subprocess.run([sys.executable, "-m", "benchmarks.same_logs", "--against",
+                              str(tmp_path)], capture_output=True, text=True, timeout=60,
+                             cwd=same_logs.HERE)
+    assert refused.returncode == 2 and "not a testbed checkout" in refused.stderr
