@@ -118,7 +118,10 @@ def test_bad_option_exits_2():
 @pytest.mark.realtime
 def test_time_stopped_by_gang_scheduling_counts_in_no_phase(tmp_path):
     """THESIS §3.4: two jobs share 2 PEs at MPL 2, so each rank is stopped about half the
-    time; that time is reported as stopped_s and never as communication wait."""
+    time; that time is reported as stopped_s and in no phase, so the phases and the time
+    stopped add up to no more than the wall time.  (How long a rank waits in the exchange is
+    not checked: on a loaded machine its partner may be descheduled by the OS, not the
+    testbed, which is wait the rank really has.)"""
     from conftest import events, run_testbed
 
     job = "bsp --work 1.2 --granularity 0.1 --pattern nn"
@@ -132,4 +135,3 @@ def test_time_stopped_by_gang_scheduling_counts_in_no_phase(tmp_path):
         phases = r["compute_s"] + r["io_s"] + r["comm_s"] + r["walk_s"]
         assert r["stopped_s"] > 0.3, r            # about 1.2 s alone in ~2.4 s of sharing
         assert phases + r["stopped_s"] <= r["wall_s"] + 0.01, r
-        assert r["comm_s"] < r["stopped_s"] / 2, r

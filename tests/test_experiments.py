@@ -197,7 +197,8 @@ def test_simulated_comparison_calls_gang_against_fcfs_and_not_fcfs_against_itsel
     assert by[("fcfs#2", "makespan")]["ratio"] == 1.0
     seeds = {json.loads(p.read_text())["seed"] for p in (tmp_path / "c").glob("*/*/run.json")}
     assert seeds == set(range(1, 9))
-    table = run_testbed("report", "c", cwd=tmp_path)
+    # the tables again (testbed report would also redraw every run's figures: a minute here)
+    table = run_testbed("experiment", "report", "c", cwd=tmp_path)
     assert table.returncode == 0 and "signed-rank" in table.stdout
     assert (tmp_path / "c" / "results.csv").read_text().count("\n") == 1 + 24 * 9
 
