@@ -18,6 +18,7 @@ cgroups, node managers that cannot be started); 5 a file of the run could not be
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 import platform
@@ -271,13 +272,25 @@ def check_owners(options: Options, schedulers: list[str], workload: Workload) ->
 
 
 def new_run_dir(out: Path | None, label: str) -> Path:
-    """Make the run directory ``out`` (default ``runs/DATE-LABEL``); it must not hold
-    anything (runs are never overwritten)."""
-    path = out or Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
-    if path.exists() and (not path.is_dir() or any(path.iterdir())):
-        raise UsageError(f"{path}: exists and is not empty (runs are never overwritten)")
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    """Make the run directory ``out``, which must not hold anything (runs are never
+    overwritten); by default a new ``runs/DATE-LABEL``, with ``-2``, ``-3``... added when
+    another run started in the same second took the name (the directory is made in one
+    step, so two runs started at once never share one)."""
+    if out is None:
+        base = Path("runs") / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+        base.parent.mkdir(parents=True, exist_ok=True)
+        for n in itertools.count(1):
+            path = base if n == 1 else base.with_name(f"{base.name}-{n}")
+            try:
+                path.mkdir()
+            except FileExistsError:
+                continue
+            return path
+    assert out is not None
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out}: exists and is not empty (runs are never overwritten)")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def load(path: str | Path, timeslice: float, machine: Machine) -> Workload:

@@ -78,3 +78,12 @@ def test_perfect_estimates_are_each_jobs_work(tmp_path):
     given = run.simulated_workload(path, run.Options(), 1)
     perfect = run.simulated_workload(path, run.Options(estimates="perfect"), 1)
     assert given.jobs[0].estimate == 9 and perfect.jobs[0].estimate == 2
+
+
+def test_default_run_directories_started_in_one_second_are_each_new(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(run.time, "strftime", lambda _fmt: "20261125-120000")
+    made = [run.new_run_dir(None, "exec-gang") for _ in range(3)]
+    assert [p.name for p in made] == ["20261125-120000-exec-gang", "20261125-120000-exec-gang-2",
+                                      "20261125-120000-exec-gang-3"]
+    assert all(p.is_dir() and not any(p.iterdir()) for p in made)
