@@ -37,8 +37,4 @@ def mpirun_main(argv: list[str], name: str) -> int:
     try:
         return run.exec_job(list(req.argv), req.ranks, run.Options(job_timeout=req.limit))
     except Exception as err:
-        code = run.exit_code(err)
-        if code is None:
-            raise
-        print(f"testbed {name}: {run.describe_error(err)}", file=sys.stderr)
-        return code
+        return run.exit_with(err, f"testbed {name}")

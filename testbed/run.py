@@ -139,6 +139,16 @@ def describe_error(err: BaseException) -> str:
     return str(err)
 
 
+def exit_with(err: Exception, prefix: str) -> int:
+    """Say on stderr, in one line after ``prefix``, why a run could not go on, and return its
+    exit code; an error that is not one of the run's own is raised again."""
+    code = exit_code(err)
+    if code is None:
+        raise err
+    print(f"{prefix}: {describe_error(err)}", file=sys.stderr)
+    return code
+
+
 def check_policy_options(options: Options, schedulers: list[str]) -> None:
     """Refuse unknown schedulers and settings out of range (``UsageError``)."""
     for name in schedulers:

@@ -113,8 +113,4 @@ def main(argv: list[str] | None = None) -> int:
         print(f"testbed: {err}", file=sys.stderr)
         return run.EXIT_FAILED
     except Exception as err:
-        code = run.exit_code(err)
-        if code is None:
-            raise
-        print(f"testbed: {run.describe_error(err)}", file=sys.stderr)
-        return code
+        return run.exit_with(err, "testbed")

@@ -84,7 +84,27 @@ class NodeLink(Protocol):
         ...
 
 
-class LocalNode:
+class Pushed:
+    """What a node gives without being asked, kept until the executor takes it: the ends of
+    launchers here (``launched`` are those still running) and the other changes."""
+
+    def __init__(self) -> None:
+        self.launched: set[str] = set()
+        self.ended: dict[str, Termination] = {}
+        self.changes: list[object] = []
+
+    def take_ended(self) -> list[Termination]:
+        """The jobs whose launcher here ended since the last call."""
+        ended, self.ended = list(self.ended.values()), {}
+        return ended
+
+    def take_changes(self) -> list[object]:
+        """The class changes and paging records since the last call."""
+        changes, self.changes = self.changes, []
+        return changes
+
+
+class LocalNode(Pushed):
     """A node manager in the machine manager's own process, as a ``NodeLink``: messages are
     handled at once, and its launchers' pidfds and shim event socket sit in a selector of its
     own, whose descriptor the executor watches."""
@@ -92,12 +112,10 @@ class LocalNode:
     lost: str | None = None
 
     def __init__(self, manager: NodeManager) -> None:
+        super().__init__()
         self.manager = manager
         self.node = manager.node
         self.name = f"node {manager.node.index}"
-        self.launched: set[str] = set()
-        self.ended: dict[str, Termination] = {}
-        self.changes: list[object] = []
         self.replies: list[object] = []
         self.selector = selectors.DefaultSelector()
         if manager.events is not None:
@@ -153,16 +171,6 @@ class LocalNode:
     def awaiting_pids(self) -> bool:
         """Whether ranks of a job launched here are still to be found."""
         return self.manager.awaiting_pids()
-
-    def take_ended(self) -> list[Termination]:
-        """The jobs whose launcher ended since the last call."""
-        ended, self.ended = list(self.ended.values()), {}
-        return ended
-
-    def take_changes(self) -> list[object]:
-        """The class changes since the last call."""
-        changes, self.changes = self.changes, []
-        return changes
 
     def await_end(self, job: str, deadline: float) -> Termination | None:
         """Wait until ``deadline`` for ``job``'s launcher (killed meanwhile) to exit and reap

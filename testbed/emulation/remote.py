@@ -33,6 +33,7 @@ from multiprocessing.connection import Connection, answer_challenge, deliver_cha
 from typing import Any
 
 from testbed.emulation import procs
+from testbed.emulation.link import Pushed
 from testbed.emulation.messages import (
     Close,
     Hello,
@@ -58,11 +59,12 @@ class NodesError(RuntimeError):
     """The node managers could not be started or did not all connect."""
 
 
-class RemoteNode:
+class RemoteNode(Pushed):
     """A node manager process, seen from the machine manager (a ``NodeLink``)."""
 
     def __init__(self, node: Node, name: str, conn: Connection, hello: Hello,
                  setting: str = "auto") -> None:
+        super().__init__()
         self.node = node
         self.name = name
         self.conn = conn
@@ -72,11 +74,8 @@ class RemoteNode:
         self.priority = hello.priority
         self.rank_priority = procs.rank_priority(setting, hello.priority).describe()
         self.lost: str | None = None
-        self.launched: set[str] = set()
         self.pids: list[PidInfo] = []
         self.memory: dict[str, dict[str, int]] = {}
-        self.ended: dict[str, Termination] = {}
-        self.changes: list[object] = []
 
     def fileno(self) -> int:
         """The connection's descriptor (readable when the NM has pushed something)."""
@@ -168,16 +167,6 @@ class RemoteNode:
     def awaiting_pids(self) -> bool:
         """Always False: the NM looks for its ranks itself and pushes them."""
         return False
-
-    def take_ended(self) -> list[Termination]:
-        """The terminations pushed since the last call."""
-        ended, self.ended = list(self.ended.values()), {}
-        return ended
-
-    def take_changes(self) -> list[object]:
-        """The class changes and paging records pushed since the last call."""
-        changes, self.changes = self.changes, []
-        return changes
 
     def await_end(self, job: str, deadline: float) -> Termination | None:
         """Wait until ``deadline`` (monotonic s) for ``job``'s launcher here to end; its
