@@ -40,7 +40,9 @@ returns the records in-process.
 
 Writes ``fig6.png`` and ``fig6.json`` under ``--out`` (default ``runs/t3d-fig6-<time>``), and
 with ``--markdown PAGE`` a results page with the figure beside it (``PAGE`` with ``.png``);
-``--from FILE`` writes the figure and page again from a ``fig6.json`` without simulating.
+``--from FILE`` writes the page (and with ``--out`` the figure and records) again from a
+``fig6.json`` without simulating; the published page keeps its records in
+``docs/results/t3d-fig6.json``.
 Prints a table, or with ``--json`` one record per point.
 """
 
@@ -274,6 +276,14 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"claim": "FCFS saturates first", "scheme": None, "verdict": verdict,
                     "detail": f"fcfs saturated {_saturation(fcfs)}; " + "; ".join(
                         f"{label} {_saturation(at)}" for label, at in others.items())})
+        worst = [load for load in loads if all(
+            compare(by["fcfs", load], by[label, load]) == "above"
+            for label in others if (label, load) in by)]
+        rest = [load for load in loads if load not in worst]
+        verdict = "holds" if not rest else "partly" if worst else "fails"
+        out.append({"claim": "FCFS slowdown highest (before saturation too)", "scheme": None,
+                    "verdict": verdict, "detail": f"above every other scheme at "
+                                                  f"{_loads(worst)}; not at {_loads(rest)}"})
     if {"easy", "prime"} <= set(labels):
         seen = {load: compare(by["easy", load], by["prime", load]) for load in loads}
         above = [load for load, c in seen.items() if c == "above"]
@@ -326,6 +336,7 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
     ax.set_xlabel("offered load")
     ax.set_ylabel("mean slowdown (response / dedicated)")
     ax.set_yscale("log")
+    ax.set_ylim(bottom=1)         # a slowdown is never below 1; wider intervals are cut there
     ax.set_title(f"T3D Fig 6, simulated: {PES} PEs, Lublin model without daily cycle",
                  fontsize=10)
     ax.legend(fontsize=8)
@@ -351,6 +362,17 @@ def _grid(records: list[dict[str, Any]], value: str, ci: str) -> list[str]:
     return lines
 
 
+def _delivered(records: list[dict[str, Any]]) -> list[str]:
+    labels = list(dict.fromkeys(r["policy"] for r in records))
+    by = {(r["policy"], r["load"]): r for r in records}
+    lines = ["| load | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for load in sorted({r["load"] for r in records}):
+        lines.append(f"| {load:g} | " + " | ".join(
+            f"{by[label, load]['delivered'] / load:.3f}" if (label, load) in by else "-"
+            for label in labels) + " |")
+    return lines
+
+
 def _costs(records: list[dict[str, Any]], row_size: int) -> list[str]:
     by = {(r["policy"], r["load"]): r for r in records}
     pairs = [(label, f"{label} ∞") for label in GANG_SCHEMES
@@ -367,7 +389,20 @@ def _costs(records: list[dict[str, Any]], row_size: int) -> list[str]:
             cells.append(f"{rb['peak_rows']}, {1e6 * rb['wall_s'] / rb['jobs']:.0f}, "
                          f"{rb['peak_rows'] * row_size / 1024:.0f} KiB")
         lines.append(f"| {load:g} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for a, b in pairs:
+        ratios = [by[b, load]["wall_s"] / by[a, load]["wall_s"]
+                  for load in sorted({r["load"] for r in records})]
+        lines.append(f"- {b} / {a}, wall time per load: {min(ratios):.2f} to "
+                     f"{max(ratios):.2f} (median {statistics.median(ratios):.2f}); most rows "
+                     f"{max(by[b, load]['peak_rows'] for load in by_load(records, b))} against "
+                     f"{max(by[a, load]['peak_rows'] for load in by_load(records, a))}")
     return lines
+
+
+def by_load(records: list[dict[str, Any]], label: str) -> list[float]:
+    """The loads at which ``label`` has a record."""
+    return [r["load"] for r in records if r["policy"] == label]
 
 
 def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
@@ -377,7 +412,9 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
     records = doc["records"]
     lines = page_head("T3D Fig 6 in the simulator: gang with a bounded and an unbounded matrix",
                       "benchmarks.t3d_fig6", command, doc["host"], doc["measured"])
-    lines += [f"- {doc['pes']} PEs; Lublin-Feitelson model without the daily cycle (seed "
+    lines += [f"- simulated by `{doc['command']}`; the records are kept in `t3d-fig6.json` "
+              "beside this page (`--from t3d-fig6.json --markdown PAGE` writes the page again)",
+              f"- {doc['pes']} PEs; Lublin-Feitelson model without the daily cycle (seed "
               f"{SEED}), one job sequence scaled to each load; {doc['batches']} batches of "
               f"{doc['batch']} terminations, the first dropped",
               f"- gang: buddy allocator with alternate scheduling, MPL {doc['mpl']} (dashed) "
@@ -392,6 +429,10 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
               "", *_grid(records, "slowdown", "ci"), "",
               "## Mean bounded slowdown (τ = 10 s) ± 90 % half-width", "",
               *_grid(records, "bounded_slowdown", "bounded_ci"), "",
+              "## Delivered / offered load", "",
+              "The work of all jobs over the PEs and the time from the first arrival to the "
+              f"last end, over the offered load; below {SATURATED:g}: saturated.", "",
+              *_delivered(records), "",
               "## T3D §3.3's claims", "",
               "Slowdowns are compared by their intervals: a scheme is below another only "
               "where its interval lies wholly below the other's.", "",
@@ -410,13 +451,14 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_outputs(doc: dict[str, Any], out: Path, markdown_path: Path | None,
+def write_outputs(doc: dict[str, Any], out: Path | None, markdown_path: Path | None,
                   command: str) -> None:
-    """Write ``fig6.json`` and ``fig6.png`` under ``out``, and the page with its figure (the
-    page's name with ``.png``) when ``markdown_path`` is given."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "fig6.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-    plot(doc["records"], out / "fig6.png")
+    """Write ``fig6.json`` and ``fig6.png`` under ``out`` (if any), and the page with its
+    figure (the page's name with ``.png``) when ``markdown_path`` is given."""
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "fig6.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        plot(doc["records"], out / "fig6.png")
     if markdown_path is not None:
         markdown_path.parent.mkdir(parents=True, exist_ok=True)
         figure = markdown_path.with_suffix(".png")
@@ -446,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.source is not None:
         doc = json.loads(args.source.read_text())
         doc["claims"] = claims(doc["records"])
-        out = args.out or args.source.parent
+        out = args.out
     else:
         batches = 3 if args.quick else args.batches
         loads = (QUICK_LOADS if args.quick and args.loads is None else
@@ -480,7 +522,8 @@ def main(argv: list[str] | None = None) -> int:
     for c in doc["claims"]:
         print(f"{c['verdict']:>7}: {c['claim']}{' (' + c['scheme'] + ')' if c['scheme'] else ''}"
               f": {c['detail']}")
-    print(f"{doc['seconds']:.0f} s of simulation; figure and records under {out}")
+    print(f"{doc['seconds']:.0f} s of simulation" + (f"; figure and records under {out}"
+                                                      if out is not None else ""))
     return 0
 
 

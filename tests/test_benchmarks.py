@@ -318,6 +318,8 @@ def test_t3d_fig6_claims_compare_intervals_and_saturation_loads():
     verdicts = {(c["claim"], c["scheme"]): (c["verdict"], c["detail"]) for c in claims(records)}
     near_one = "gang saturating only near load 1 (not below 0.9)"
     assert verdicts["FCFS saturates first", None][0] == "holds"
+    assert verdicts["FCFS slowdown highest (before saturation too)", None] == (
+        "partly", "above every other scheme at 0.2; not at 0.9")      # gang 10 s overlaps
     assert verdicts["backfilling (easy) below prime, sustaining a higher load", None] == (
         "partly", "easy below prime at 0.2; intervals overlap at 0.9; above at none; easy "
         "saturated from 0.9, prime from 0.9")
@@ -545,16 +547,19 @@ def test_t3d_fig6_page_shows_intervals_saturation_and_the_cost_of_rows():
     from benchmarks.t3d_fig6 import claims, markdown
     records = [{**_record("gang 10 s", 0.9, 8468.661, 7378.391, True), "mpl": 16,
                 "bounded_slowdown": 4421.8, "bounded_ci": None, "peak_rows": 16,
-                "wall_s": 53.0, "jobs": 20000},
+                "wall_s": 53.0, "jobs": 20000, "delivered": 0.79},
                {**_record("gang 10 s ∞", 0.9, 12.626, 6.907), "mpl": 0,
                 "bounded_slowdown": 9.5, "bounded_ci": 5.0, "peak_rows": 29, "wall_s": 62.0,
-                "jobs": 20000}]
+                "jobs": 20000, "delivered": 0.85}]
     doc = {"host": {"uname": "Linux h", "cpus": 2, "python": "3.11"}, "pes": 128,
            "batch": 3333, "batches": 6, "mpl": 16, "records": records,
-           "claims": claims(records), "measured": "then", "seconds": 120.0, "row_bytes": 2048}
+           "claims": claims(records), "measured": "then", "seconds": 120.0, "row_bytes": 2048,
+           "command": "python -m benchmarks.t3d_fig6"}
     page = markdown(doc, "fig.png", "python -m benchmarks.t3d_fig6 --markdown x.md")
     assert "| 0.9 | 8469 ± 7.38e+03 (sat.) | 12.63 ± 6.91 |" in page
     assert "| 0.9 | 4422 ± ∞ (sat.) | 9.5 ± 5 |" in page
     assert "| 0.9 | 16, 2650 | 29, 3100, 58 KiB |" in page
+    assert "| 0.9 | 0.878 | 0.944 |" in page                 # delivered / offered
+    assert "- gang 10 s ∞ / gang 10 s, wall time per load: 1.17 to 1.17" in page
     assert "| gang lowest |" not in page                   # no batch scheme to compare with
     assert "| gang saturating only near load 1 (not below 0.9) | gang 10 s | holds |" in page
