@@ -8,10 +8,11 @@ row that has one.  ``alternates`` implements alternate scheduling (T3D §3.1, TH
 slot, PEs left idle may run a job from another slot whose PEs are all idle there.
 
 A matrix built with MPL ``UNBOUNDED`` (0) has no limit on its rows (T3D §3.1's simulated gang
-scheduler packs jobs into slots without a stated bound): it holds only rows with jobs in them,
-a job that fits in no occupied row gets a new row (numbered with the lowest free number), and a
-row whose last job leaves is dropped.  Row numbers never change while a job is in the row, so
-what the event log says about a job's row stays true.
+scheduler packs jobs into slots without a stated bound): jobs are packed into occupied rows
+only, a job that fits in none gets a new row (numbered with the lowest free number), and a row
+whose last job leaves is dropped: never searched again, and freed once no occupied row is above
+it (until then it is only a free number).  Row numbers never change while a job is in the row,
+so what the event log says about a job's row stays true.
 
 Each row also keeps its busy PEs as the bits of one integer, so that the allocators and the
 alternate search cost a few big-integer operations instead of a pass over every PE: the
