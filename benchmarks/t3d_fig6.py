@@ -1,9 +1,11 @@
-"""T3D Fig 6 in the simulator: mean slowdown against offered load for five schedulers.
+"""T3D Fig 6 in the simulator: mean slowdown against offered load for five schedulers, gang
+scheduling both with a bounded matrix and with an unbounded one.
 
-``python -m benchmarks.t3d_fig6 [--quick] [--json] [--out DIR]`` simulates, for each offered
-load, FCFS, EASY backfilling, prime/non-prime, and gang scheduling with a 10 s and a 600 s
-quantum on a 128-PE machine (Feitelson & Jette 1997, §3).  Slowdown is response time over the
-dedicated runtime (the job's runtime), as T3D §3.2 defines it.
+``python -m benchmarks.t3d_fig6 [--quick] [--json] [--out DIR] [--markdown PAGE]`` simulates,
+for each offered load, FCFS, EASY backfilling, prime/non-prime, and gang scheduling with a 10 s
+and a 600 s quantum on a 128-PE machine (Feitelson & Jette 1997, §3), gang once with ``--mpl``
+rows (16) and once with as many rows as the jobs need (the curves marked ∞).  Slowdown is
+response time over the dedicated runtime (the job's runtime), as T3D §3.2 defines it.
 
 Method (T3D §3.2): one sequence of jobs is generated once and reused for every point; only the
 mean inter-arrival time changes with the load (arrival times are scaled).  The mean slowdown
@@ -17,16 +19,31 @@ its parameters are published only as code we could not retrieve.  As the issue a
 Lublin-Feitelson model stands in, with the daily cycle off (T3D's stream has no daily cycle,
 which is also why prime time is switched blindly every 12 h).  Runtimes are known exactly
 (T3D assumes perfect estimates for EASY and prime).  FCFS, EASY and prime use variable
-partitioning (any free PEs); gang uses the buddy allocator with alternate scheduling and, as
-T3D's simulated gang scheduler does not bound the number of slots, a generous MPL (``--mpl``,
-16): paging is not modeled, so more rows cost a job nothing but its share of the time.
+partitioning (any free PEs); gang uses the buddy allocator with alternate scheduling.  T3D's
+simulated gang scheduler packs jobs into slots with no stated bound: the ∞ curves are that
+model (``--mpl unbounded``: a new row whenever a job fits in no row, empty rows dropped, so a
+job gets one slice in k with k rows in use, more as an alternate).  Paging is not modeled, so a
+row costs a job nothing but its share of the time; with 16 rows a job that fits in none waits
+in strict FCFS order.
 
-Besides T3D's mean slowdown, each record carries the mean bounded slowdown (tau = 10 s), which
-the Lublin model's many jobs of a few seconds make far more telling here.
+A point is called saturated when the machine delivered less than 90 % of the offered load over
+the run (the work of all jobs over 128 PEs times the time from the first arrival to the last
+end): the backlog left at the last arrival then took more than a tenth of the arrival span to
+clear, far longer than the longest job (43 h against 43 days of arrivals at load 0.9).
 
-Writes ``fig6.png`` and ``fig6.json`` under ``--out`` (default ``runs/t3d-fig6-<time>``);
-prints a table, or with ``--json`` one record per point:
-``{"policy", "load", "slowdown", "ci", "jobs", "bounded_slowdown"}``.
+Each record carries, besides T3D's mean slowdown (``slowdown``, ``ci``), the mean bounded
+slowdown (tau = 10 s), which the Lublin model's many jobs of a few seconds make far more
+telling here (``bounded_slowdown``, ``bounded_ci``), the batch means, the delivered utilization
+and whether the point is saturated, the matrix's row limit (``mpl``, 0: none) and the most rows
+used (``peak_rows``), and the wall seconds the simulation took (``wall_s``).  ``run_points``
+returns the records in-process.
+
+Writes ``fig6.png`` and ``fig6.json`` under ``--out`` (default ``runs/t3d-fig6-<time>``), and
+with ``--markdown PAGE`` a results page with the figure beside it (``PAGE`` with ``.png``);
+``--from FILE`` writes the page (and with ``--out`` the figure and records) again from a
+``fig6.json`` without simulating; the published page keeps its records in
+``docs/results/t3d-fig6.json``.
+Prints a table, or with ``--json`` one record per point.
 """
 
 from __future__ import annotations
@@ -35,16 +52,19 @@ import argparse
 import json
 import math
 import statistics
+import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, table
+from benchmarks.harness import default_out, host, invocation, page_head, table
 from testbed.driver import Driver
 from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
+from testbed.policies.matrix import UNBOUNDED, Matrix
 from testbed.results.metrics import job_rows
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads import lublin
@@ -53,6 +73,11 @@ from testbed.workloads.files import JobSpec, Workload
 PES = 128
 BATCH = 3333
 SEED = 1
+MPL = 16
+SATURATED = 0.9         # delivered / offered load below this: saturated
+NEAR_ONE = 0.9          # "saturation delayed until load approaches 1": none below this load
+LOADS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+QUICK_LOADS = (0.3, 0.5, 0.7, 0.9)
 T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782,
        1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711,
        1.708, 1.706, 1.703, 1.701, 1.699, 1.697)
@@ -60,12 +85,18 @@ T95 = (6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.7
 
 @dataclass(frozen=True)
 class Scheme:
-    """One curve of the figure: a policy and its settings."""
+    """One curve of the figure: a policy and its settings (``unbounded``: gang without a limit
+    on its rows)."""
 
     label: str
     policy: str
     timeslice: float
     allocator: str
+    unbounded: bool = False
+
+    def mpl(self, bounded: int) -> int:
+        """The rows of the matrix: ``bounded``, or ``UNBOUNDED``."""
+        return UNBOUNDED if self.unbounded else bounded
 
 
 SCHEMES = (
@@ -74,7 +105,20 @@ SCHEMES = (
     Scheme("prime", "prime", 600.0, "first-fit"),
     Scheme("gang 10 s", "gang", 10.0, "buddy"),
     Scheme("gang 600 s", "gang", 600.0, "buddy"),
+    Scheme("gang 10 s ∞", "gang", 10.0, "buddy", unbounded=True),
+    Scheme("gang 600 s ∞", "gang", 600.0, "buddy", unbounded=True),
 )
+LABELS = tuple(scheme.label for scheme in SCHEMES)
+BATCH_SCHEMES = ("fcfs", "easy", "prime")
+GANG_SCHEMES = tuple(label for label in LABELS if label.startswith("gang"))
+
+
+def scheme(label: str) -> Scheme:
+    """The scheme called ``label``; ``ValueError`` naming the known ones."""
+    for known in SCHEMES:
+        if known.label == label:
+            return known
+    raise ValueError(f"unknown scheme {label!r} (known: {', '.join(LABELS)})")
 
 
 def base_workload(jobs: int) -> tuple[list[JobSpec], float]:
@@ -106,11 +150,17 @@ def t_quantile_95(df: int) -> float:
     return z + g1 / df + g2 / df**2 + g3 / df**3
 
 
+def batch_values(values: list[float], size: int = BATCH) -> list[float]:
+    """The means of the batches of ``size`` values after the first (warm-up) batch; a last,
+    incomplete batch is left out."""
+    return [statistics.fmean(values[i:i + size])
+            for i in range(size, len(values) - size + 1, size)]
+
+
 def batch_means(slowdowns: list[float], size: int = BATCH) -> tuple[float, float, int]:
     """Mean of the means of batches of ``size`` values (the first batch discarded), its 90 %
     half-width, and the number of batches used; the half-width is inf with fewer than two."""
-    batches = [statistics.fmean(slowdowns[i:i + size])
-               for i in range(size, len(slowdowns) - size + 1, size)]
+    batches = batch_values(slowdowns, size)
     if not batches:
         return math.nan, math.inf, 0
     if len(batches) < 2:
@@ -119,86 +169,361 @@ def batch_means(slowdowns: list[float], size: int = BATCH) -> tuple[float, float
     return statistics.fmean(batches), half, len(batches)
 
 
+def _rounded(value: float) -> float | None:
+    return round(value, 3) if math.isfinite(value) else None
+
+
 def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
           tmp: Path) -> dict[str, Any]:
-    """Simulate one scheme at one load with ``mpl`` rows (gang) and batches of ``batch``
-    terminations; its figure record."""
-    config = PolicyConfig(PES, mpl, scheme.timeslice, scheme.allocator)
+    """Simulate one scheme at one load with ``mpl`` rows (bounded gang) and batches of
+    ``batch`` terminations; its figure record."""
+    config = PolicyConfig(PES, scheme.mpl(mpl), scheme.timeslice, scheme.allocator)
     policy = make_policy(scheme.policy, config)
     executor = SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs})
     out = Path(tempfile.mkdtemp(dir=tmp))
+    began = time.perf_counter()
     Driver(workload, policy, executor, out, {"scheduler": scheme.policy,
            "machine": {"pes": PES}}, log=EventLog(out / "events.jsonl", flush_each=False)).run()
-    rows = [r for r in job_rows(read_events(out / "events.jsonl")) if r.status == "done"]
+    wall = time.perf_counter() - began
+    events = read_events(out / "events.jsonl")
+    (out / "events.jsonl").unlink()
+    rows = [r for r in job_rows(events) if r.status == "done"]
+    peak_rows = 1 + max((ev["slot"] for ev in events if ev["event"] == "start"), default=0)
+    del events
     rows.sort(key=lambda r: (r.end, r.id))
-    mean, half, batches = batch_means([r.response_slowdown for r in rows
-                                       if r.response_slowdown is not None], batch)
-    bounded, _, _ = batch_means([r.bounded_slowdown for r in rows
-                                 if r.bounded_slowdown is not None], batch)
-    return {"policy": scheme.label, "load": float(workload.meta["load"]),
-            "slowdown": round(mean, 3), "ci": round(half, 3) if math.isfinite(half) else None,
-            "jobs": len(rows), "batches": batches, "bounded_slowdown": round(bounded, 3)}
+    slowdowns = [r.response_slowdown for r in rows if r.response_slowdown is not None]
+    mean, half, batches = batch_means(slowdowns, batch)
+    bounded, bounded_half, _ = batch_means([r.bounded_slowdown for r in rows
+                                            if r.bounded_slowdown is not None], batch)
+    area = sum(r.size * (r.dedicated or 0.0) for r in rows)
+    span = max(r.end or 0.0 for r in rows) - min(r.arrival for r in rows)
+    load = float(workload.meta["load"])
+    delivered = area / (PES * span)
+    return {"policy": scheme.label, "load": load,
+            "slowdown": round(mean, 3), "ci": _rounded(half),
+            "jobs": len(rows), "batches": batches, "bounded_slowdown": round(bounded, 3),
+            "bounded_ci": _rounded(bounded_half),
+            "batch_means": [round(b, 3) for b in batch_values(slowdowns, batch)],
+            "delivered": round(delivered, 4), "saturated": delivered < SATURATED * load,
+            "mpl": policy.mpl, "peak_rows": peak_rows, "wall_s": round(wall, 3)}
+
+
+def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
+               schemes: Iterable[str] = LABELS, mpl: int = MPL) -> list[dict[str, Any]]:
+    """Simulate every scheme (by label) at every offered load, on ``batches`` batches of
+    ``batch_size`` terminations (the first dropped), bounded gang with ``mpl`` rows; the
+    records, load by load in the order of ``schemes``.  ``ValueError`` for an unknown label."""
+    chosen = [scheme(label) for label in schemes]
+    specs, natural = base_workload(batches * batch_size)
+    records = []
+    with tempfile.TemporaryDirectory(prefix="testbed-fig6-") as tmp:
+        for load in loads:
+            workload = at_load(specs, natural, load)
+            for one in chosen:
+                records.append(point(workload, one, mpl, batch_size, Path(tmp)))
+    return records
+
+
+def row_bytes(pes: int = PES) -> int:
+    """The bytes one empty matrix row of ``pes`` PEs holds (its cells, free-PE list, job
+    dict and busy mask; CPython ``sys.getsizeof``, the ints of small PE numbers shared)."""
+    matrix = Matrix(1, pes)
+    return sum(sys.getsizeof(part[0]) + 8 for part in (matrix.rows, matrix.free_pes,
+                                                       matrix.slots, matrix.busy))
+
+
+def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """``below`` or ``above`` when record ``a``'s slowdown interval lies wholly below or above
+    ``b``'s, else ``overlap`` (also when either has no interval)."""
+    if a["ci"] is None or b["ci"] is None:
+        return "overlap"
+    if a["slowdown"] + a["ci"] < b["slowdown"] - b["ci"]:
+        return "below"
+    if a["slowdown"] - a["ci"] > b["slowdown"] + b["ci"]:
+        return "above"
+    return "overlap"
+
+
+def first_saturated(records: list[dict[str, Any]], label: str) -> float | None:
+    """The lowest load at which ``label`` is saturated; None if at none of the loads."""
+    return min((r["load"] for r in records if r["policy"] == label and r["saturated"]),
+               default=None)
+
+
+def _loads(loads: list[float]) -> str:
+    return ", ".join(f"{load:g}" for load in loads) or "none"
+
+
+def _saturation(at: float | None) -> str:
+    return "never" if at is None else f"from {at:g}"
+
+
+def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """T3D §3.3's claims about Fig 6 checked against ``records`` (those schemes that are
+    there): each a dict of ``claim``, ``scheme`` (the gang curve it is about, or None),
+    ``verdict`` (``holds``, ``partly`` or ``fails``) and ``detail``.  Slowdowns are compared
+    by their intervals (``compare``); saturation is ``first_saturated``."""
+    by = {(r["policy"], r["load"]): r for r in records}
+    labels = list(dict.fromkeys(r["policy"] for r in records))
+    loads = sorted({r["load"] for r in records})
+    out: list[dict[str, Any]] = []
+    if "fcfs" in labels:
+        fcfs = first_saturated(records, "fcfs")
+        others = {label: first_saturated(records, label) for label in labels if label != "fcfs"}
+        earlier = [label for label, at in others.items()
+                   if at is not None and (fcfs is None or at < fcfs)]
+        verdict = "fails" if fcfs is None or earlier else "holds"
+        out.append({"claim": "FCFS saturates first", "scheme": None, "verdict": verdict,
+                    "detail": f"fcfs saturated {_saturation(fcfs)}; " + "; ".join(
+                        f"{label} {_saturation(at)}" for label, at in others.items())})
+        worst = [load for load in loads if all(
+            compare(by["fcfs", load], by[label, load]) == "above"
+            for label in others if (label, load) in by)]
+        rest = [load for load in loads if load not in worst]
+        verdict = "holds" if not rest else "partly" if worst else "fails"
+        out.append({"claim": "FCFS slowdown highest (before saturation too)", "scheme": None,
+                    "verdict": verdict, "detail": f"above every other scheme at "
+                                                  f"{_loads(worst)}; not at {_loads(rest)}"})
+    if {"easy", "prime"} <= set(labels):
+        seen = {load: compare(by["easy", load], by["prime", load]) for load in loads}
+        above = [load for load, c in seen.items() if c == "above"]
+        overlap = [load for load, c in seen.items() if c == "overlap"]
+        easy, prime = first_saturated(records, "easy"), first_saturated(records, "prime")
+        later = (easy is None or (prime is not None and easy >= prime))
+        below = [load for load, c in seen.items() if c == "below"]
+        verdict = "fails" if above or not later else "partly" if overlap else "holds"
+        out.append({"claim": "backfilling (easy) below prime, sustaining a higher load",
+                    "scheme": None, "verdict": verdict,
+                    "detail": f"easy below prime at {_loads(below)}; intervals overlap at "
+                              f"{_loads(overlap)}; above at {_loads(above)}; easy saturated "
+                              f"{_saturation(easy)}, prime {_saturation(prime)}"})
+    batch = [label for label in BATCH_SCHEMES if label in labels]
+    for gang in (label for label in GANG_SCHEMES if label in labels):
+        if batch:
+            lead = [load for load in loads if all(
+                compare(by[gang, load], by[other, load]) == "below" for other in batch)]
+            lost = [load for load in loads if load not in lead]
+            verdict = "holds" if not lost else "partly" if lead else "fails"
+            out.append({"claim": "gang lowest", "scheme": gang, "verdict": verdict,
+                        "detail": f"below every batch scheme at {_loads(lead)}; not at "
+                                  f"{_loads(lost)}"})
+        at = first_saturated(records, gang)
+        verdict = "holds" if at is None or at >= NEAR_ONE else "fails"
+        out.append({"claim": f"gang saturating only near load 1 (not below {NEAR_ONE:g})",
+                    "scheme": gang, "verdict": verdict,
+                    "detail": f"saturated {_saturation(at)}"})
+    return out
 
 
 def plot(records: list[dict[str, Any]], path: Path) -> None:
-    """Slowdown against load, one curve per scheme with its confidence intervals."""
+    """Slowdown against load, one curve per scheme with its confidence intervals; a gang curve
+    with an unbounded matrix is solid, its bounded twin dashed in the same colour."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    for scheme in SCHEMES:
-        mine = [r for r in records if r["policy"] == scheme.label]
+    fig, ax = plt.subplots(figsize=(7.2, 4.8))
+    colours = plt.get_cmap("tab10").colors
+    for one in SCHEMES:
+        mine = [r for r in records if r["policy"] == one.label]
+        if not mine:
+            continue
+        twin = one.label.removesuffix(" ∞")
+        dashed = one.policy == "gang" and not one.unbounded
         ax.errorbar([r["load"] for r in mine], [r["slowdown"] for r in mine],
                     yerr=[r["ci"] or 0 for r in mine], marker="o", capsize=3,
-                    label=scheme.label)
+                    color=colours[LABELS.index(twin)], linestyle="--" if dashed else "-",
+                    label=one.label + (f" (MPL {mine[0]['mpl']})" if dashed else ""))
     ax.set_xlabel("offered load")
     ax.set_ylabel("mean slowdown (response / dedicated)")
     ax.set_yscale("log")
-    ax.set_title(f"T3D Fig 6, simulated: {PES} PEs, Lublin model without daily cycle")
-    ax.legend()
+    ax.set_ylim(bottom=1)         # a slowdown is never below 1; wider intervals are cut there
+    ax.set_title(f"T3D Fig 6, simulated: {PES} PEs, Lublin model without daily cycle",
+                 fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
 
+def _cell(r: dict[str, Any], value: str = "slowdown", ci: str = "ci") -> str:
+    half = "∞" if r[ci] is None else f"{r[ci]:.3g}"
+    return f"{r[value]:.4g} ± {half}" + (" (sat.)" if r["saturated"] else "")
+
+
+def _grid(records: list[dict[str, Any]], value: str, ci: str) -> list[str]:
+    labels = list(dict.fromkeys(r["policy"] for r in records))
+    by = {(r["policy"], r["load"]): r for r in records}
+    lines = ["| load | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for load in sorted({r["load"] for r in records}):
+        lines.append(f"| {load:g} | " + " | ".join(
+            _cell(by[label, load], value, ci) if (label, load) in by else "-"
+            for label in labels) + " |")
+    return lines
+
+
+def _delivered(records: list[dict[str, Any]]) -> list[str]:
+    labels = list(dict.fromkeys(r["policy"] for r in records))
+    by = {(r["policy"], r["load"]): r for r in records}
+    lines = ["| load | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for load in sorted({r["load"] for r in records}):
+        lines.append(f"| {load:g} | " + " | ".join(
+            f"{by[label, load]['delivered'] / load:.3f}" if (label, load) in by else "-"
+            for label in labels) + " |")
+    return lines
+
+
+def _costs(records: list[dict[str, Any]], row_size: int) -> list[str]:
+    by = {(r["policy"], r["load"]): r for r in records}
+    pairs = [(label, f"{label} ∞") for label in GANG_SCHEMES
+             if not label.endswith("∞") and (f"{label} ∞", records[0]["load"]) in by]
+    if not pairs:
+        return []
+    head = " | ".join(f"{a}: rows, µs/job | {b}: rows, µs/job, row memory" for a, b in pairs)
+    lines = [f"| load | {head} |", "|---|" + "---:|" * 2 * len(pairs)]
+    for load in sorted({r["load"] for r in records}):
+        cells = []
+        for a, b in pairs:
+            ra, rb = by[a, load], by[b, load]
+            cells.append(f"{ra['peak_rows']}, {1e6 * ra['wall_s'] / ra['jobs']:.0f}")
+            cells.append(f"{rb['peak_rows']}, {1e6 * rb['wall_s'] / rb['jobs']:.0f}, "
+                         f"{rb['peak_rows'] * row_size / 1024:.0f} KiB")
+        lines.append(f"| {load:g} | " + " | ".join(cells) + " |")
+    lines.append("")
+    for a, b in pairs:
+        ratios = [by[b, load]["wall_s"] / by[a, load]["wall_s"]
+                  for load in sorted({r["load"] for r in records})]
+        lines.append(f"- {b} / {a}, wall time per load: {min(ratios):.2f} to "
+                     f"{max(ratios):.2f} (median {statistics.median(ratios):.2f}); most rows "
+                     f"{max(by[b, load]['peak_rows'] for load in by_load(records, b))} against "
+                     f"{max(by[a, load]['peak_rows'] for load in by_load(records, a))}")
+    return lines
+
+
+def by_load(records: list[dict[str, Any]], label: str) -> list[float]:
+    """The loads at which ``label`` has a record."""
+    return [r["load"] for r in records if r["policy"] == label]
+
+
+def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
+    """The results page of a ``fig6.json`` document: what was run, on what host and when, the
+    figure (the file name ``figure``, beside the page), the slowdowns with their intervals,
+    the paper's claims with a verdict each, and what the unbounded matrix cost."""
+    records = doc["records"]
+    lines = page_head("T3D Fig 6 in the simulator: gang with a bounded and an unbounded matrix",
+                      "benchmarks.t3d_fig6", command, doc["host"], doc["measured"])
+    lines += [f"- simulated by `{doc['command']}`; the records are kept in `t3d-fig6.json` "
+              "beside this page (`--from t3d-fig6.json --markdown PAGE` writes the page again)",
+              f"- {doc['pes']} PEs; Lublin-Feitelson model without the daily cycle (seed "
+              f"{SEED}), one job sequence scaled to each load; {doc['batches']} batches of "
+              f"{doc['batch']} terminations, the first dropped",
+              f"- gang: buddy allocator with alternate scheduling, MPL {doc['mpl']} (dashed) "
+              "or unbounded (∞, solid); fcfs, easy and prime: variable partitioning, exact "
+              "runtimes",
+              f"- simulated in {doc['seconds'] / 60:.1f} min", "",
+              f"![slowdown against load]({figure})", "",
+              "## Mean slowdown (response / dedicated runtime) ± 90 % batch-means half-width",
+              "", "(sat.): saturated, the machine delivered less than "
+              f"{SATURATED:.0%} of the offered load over the run; the interval of a saturated "
+              "point is not a confidence interval (its batch means grow), only their spread.",
+              "", *_grid(records, "slowdown", "ci"), "",
+              "## Mean bounded slowdown (τ = 10 s) ± 90 % half-width", "",
+              *_grid(records, "bounded_slowdown", "bounded_ci"), "",
+              "## Delivered / offered load", "",
+              "The work of all jobs over the PEs and the time from the first arrival to the "
+              f"last end, over the offered load; below {SATURATED:g}: saturated.", "",
+              *_delivered(records), "",
+              "## T3D §3.3's claims", "",
+              "Slowdowns are compared by their intervals: a scheme is below another only "
+              "where its interval lies wholly below the other's.", "",
+              "| claim | gang curve | verdict | evidence |", "|---|---|---|---|"]
+    lines += [f"| {c['claim']} | {c['scheme'] or '-'} | {c['verdict']} | {c['detail']} |"
+              for c in doc["claims"]]
+    costs = _costs(records, doc["row_bytes"])
+    if costs:
+        lines += ["", "## What the unbounded matrix costs", "",
+                  "Rows: the most rows the matrix held (1 + the highest row number a job got; "
+                  "a new row takes the lowest free number, so empty rows below an occupied one "
+                  "are few). µs/job: wall time of the simulation (driver, policy, executor, event "
+                  "log) over the jobs, one run each, not repeated. Row memory: rows × "
+                  f"{doc['row_bytes']} bytes, what one empty row of {doc['pes']} PEs holds "
+                  "(its cells, free-PE list, job dict and mask).", "", *costs]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(doc: dict[str, Any], out: Path | None, markdown_path: Path | None,
+                  command: str) -> None:
+    """Write ``fig6.json`` and ``fig6.png`` under ``out`` (if any), and the page with its
+    figure (the page's name with ``.png``) when ``markdown_path`` is given."""
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "fig6.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        plot(doc["records"], out / "fig6.png")
+    if markdown_path is not None:
+        markdown_path.parent.mkdir(parents=True, exist_ok=True)
+        figure = markdown_path.with_suffix(".png")
+        plot(doc["records"], figure)
+        markdown_path.write_text(markdown(doc, figure.name, command))
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run every scheme at every load, print and save the figure."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.t3d_fig6", description=__doc__)
+    """Run every scheme at every load, print and save the figure (or redraw a saved one)."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.t3d_fig6", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="3 batches, 4 loads")
     p.add_argument("--batches", type=int, default=6, help="batches, the first dropped")
     p.add_argument("--batch-size", type=int, default=BATCH, help="terminations per batch")
     p.add_argument("--loads", default=None, help="comma-separated offered loads")
-    p.add_argument("--mpl", type=int, default=16, help="rows of the gang matrix")
+    p.add_argument("--schemes", default=",".join(LABELS),
+                   help="comma-separated curves (default all: " + ", ".join(LABELS) + ")")
+    p.add_argument("--mpl", type=int, default=MPL, help="rows of the bounded gang matrix")
     p.add_argument("--json", action="store_true", help="one JSON record per point")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write a results page (and PAGE with .png beside it)")
+    p.add_argument("--from", dest="source", type=Path, default=None, metavar="FIG6_JSON",
+                   help="write the figure and page from a saved fig6.json, simulating nothing")
     args = p.parse_args(argv)
-    batches = 3 if args.quick else args.batches
-    default_loads = "0.3,0.5,0.7,0.9" if args.quick else "0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"
-    loads = [float(x) for x in (args.loads or default_loads).split(",")]
-    out = args.out or default_out("t3d-fig6")
-    out.mkdir(parents=True, exist_ok=True)
-    specs, natural = base_workload(batches * args.batch_size)
-    records = []
-    began = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="testbed-fig6-") as tmp:
-        for load in loads:
-            workload = at_load(specs, natural, load)
-            for scheme in SCHEMES:
-                records.append(point(workload, scheme, args.mpl, args.batch_size, Path(tmp)))
-    (out / "fig6.json").write_text(json.dumps({"host": host(), "pes": PES,
-                                               "batch": args.batch_size,
-                                               "batches": batches, "mpl": args.mpl,
-                                               "records": records}, indent=2) + "\n")
-    plot(records, out / "fig6.png")
+    command = invocation("benchmarks.t3d_fig6", argv)
+    if args.source is not None:
+        doc = json.loads(args.source.read_text())
+        doc["claims"] = claims(doc["records"])
+        out = args.out
+    else:
+        batches = 3 if args.quick else args.batches
+        loads = (QUICK_LOADS if args.quick and args.loads is None else
+                 LOADS if args.loads is None else
+                 tuple(float(x) for x in args.loads.split(",")))
+        schemes = args.schemes.split(",")
+        for label in schemes:
+            try:
+                scheme(label)
+            except ValueError as err:
+                p.error(str(err))
+        began = time.perf_counter()
+        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        records = run_points(loads, batches, args.batch_size, schemes, args.mpl)
+        seconds = time.perf_counter() - began
+        doc = {"host": host(), "pes": PES, "batch": args.batch_size, "batches": batches,
+               "mpl": args.mpl, "records": records, "claims": claims(records),
+               "measured": f"{started} to {time.strftime('%Y-%m-%dT%H:%M:%S%z')}",
+               "seconds": round(seconds, 1), "row_bytes": row_bytes(), "command": command}
+        out = args.out or default_out("t3d-fig6")
+    write_outputs(doc, out, args.markdown, command)
     if args.json:
-        for r in records:
-            print(json.dumps({k: r[k] for k in ("policy", "load", "slowdown", "ci", "jobs",
-                                                "bounded_slowdown")}))
+        for r in doc["records"]:
+            print(json.dumps(r, ensure_ascii=False))
         return 0
-    print(table(["policy", "load", "slowdown", "90% ci", "bounded", "jobs", "batches"],
+    print(table(["policy", "load", "slowdown", "90% ci", "bounded", "jobs", "batches", "sat.",
+                 "rows", "wall s"],
                 [[r["policy"], r["load"], r["slowdown"], r["ci"], r["bounded_slowdown"],
-                  r["jobs"], r["batches"]] for r in records]))
-    print(f"{time.perf_counter() - began:.0f} s; figure and records under {out}")
+                  r["jobs"], r["batches"], "yes" if r["saturated"] else "", r["peak_rows"],
+                  r["wall_s"]] for r in doc["records"]]))
+    for c in doc["claims"]:
+        print(f"{c['verdict']:>7}: {c['claim']}{' (' + c['scheme'] + ')' if c['scheme'] else ''}"
+              f": {c['detail']}")
+    print(f"{doc['seconds']:.0f} s of simulation" + (f"; figure and records under {out}"
+                                                      if out is not None else ""))
     return 0
 
 

@@ -50,6 +50,7 @@ from testbed.machine import Machine, build_cluster, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.memory_history import MemoryHistory
 from testbed.policies import POLICIES, MemoryAdmission, Policy, PolicyConfig, PrimeTime, make_policy
+from testbed.policies.matrix import UNBOUNDED
 from testbed.results.metrics import job_rows
 from testbed.results.report import write_results
 from testbed.service.protocol import job_exit_code
@@ -75,7 +76,7 @@ class Options:
     """Every setting of a run; times in seconds, sizes in bytes, None: not set."""
 
     scheduler: str = "gang"
-    mpl: int = 2
+    mpl: int = 2                # UNBOUNDED (0): no limit (the simulator only)
     timeslice: float = 0.2
     pes: int | None = None
     allocator: str = "buddy"
@@ -154,8 +155,8 @@ def check_policy_options(options: Options, schedulers: list[str]) -> None:
     for name in schedulers:
         if name not in POLICIES:
             raise UsageError(f"unknown scheduler {name!r} (known: {', '.join(sorted(POLICIES))})")
-    if options.mpl < 1:
-        raise UsageError(f"--mpl must be >= 1, got {options.mpl}")
+    if options.mpl < 0:
+        raise UsageError(f"--mpl must be >= 1, or unbounded, got {options.mpl}")
     for option in ("timeslice", "job_timeout", "prime_shift", "prime_large_limit",
                    "prime_small_limit"):
         value = getattr(options, option)
@@ -191,6 +192,10 @@ def check_emulation(options: Options, schedulers: list[str]) -> Machine:
     """Check ``options`` for emulated runs under ``schedulers``; the machine they describe.
     ``UsageError`` for bad input, ``MemorySetupError`` for memory the machine cannot give."""
     check_policy_options(options, schedulers)
+    if options.mpl == UNBOUNDED:
+        raise UsageError("--mpl unbounded is for the simulator only: real ranks stay in memory "
+                         "while stopped, so rows without limit would start every job that "
+                         "arrives and measure paging rather than scheduling; give a number")
     if options.spin is not None and options.spin < 0:
         raise UsageError(f"--spin must be >= 0, got {options.spin}")
     try:

@@ -271,17 +271,70 @@ def test_simulator_benchmark_reports_jobs_per_second():
 
 @pytest.mark.realtime
 def test_t3d_fig6_writes_one_record_per_policy_and_load(tmp_path):
+    page = tmp_path / "docs" / "fig6.md"
     done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_fig6", "--batches", "3",
                            "--batch-size", "40", "--loads", "0.4,0.8", "--json", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=300,
-                          check=True)
+                           str(tmp_path), "--markdown", str(page)], capture_output=True,
+                          text=True, timeout=300, check=True)
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["policy"], r["load"]) for r in records] == [
         (p, load) for load in (0.4, 0.8) for p in ("fcfs", "easy", "prime", "gang 10 s",
-                                                    "gang 600 s")]
+                                                    "gang 600 s", "gang 10 s ∞",
+                                                    "gang 600 s ∞")]
     for r in records:
         assert r["jobs"] == 120 and r["slowdown"] >= 1 and r["ci"] is not None
-    assert (tmp_path / "fig6.png").exists()
+        assert r["mpl"] == {"fcfs": 1, "easy": 1, "prime": 1}.get(
+            r["policy"], 0 if r["policy"].endswith("∞") else 16)
+        assert len(r["batch_means"]) == r["batches"] == 2 and r["wall_s"] > 0
+    assert all(r["peak_rows"] <= 16 for r in records if r["mpl"] == 16)
+    assert (tmp_path / "fig6.png").exists() and page.with_suffix(".png").exists()
+    doc = json.loads((tmp_path / "fig6.json").read_text())
+    assert doc["records"] == records and doc["claims"]
+    text = page.read_text()
+    assert "![slowdown against load](fig6.png)" in text and "--markdown" in text
+
+
+def _record(policy: str, load: float, slowdown: float, ci: float | None,
+            saturated: bool = False) -> dict:
+    return {"policy": policy, "load": load, "slowdown": slowdown, "ci": ci,
+            "saturated": saturated}
+
+
+def test_t3d_fig6_claims_compare_intervals_and_saturation_loads():
+    from benchmarks.t3d_fig6 import claims, compare, first_saturated
+    assert compare(_record("a", 0.5, 10, 2), _record("b", 0.5, 20, 5)) == "below"
+    assert compare(_record("a", 0.5, 10, 6), _record("b", 0.5, 20, 5)) == "overlap"
+    assert compare(_record("a", 0.5, 30, 2), _record("b", 0.5, 20, 5)) == "above"
+    assert compare(_record("a", 0.5, 10, None), _record("b", 0.5, 20, 1)) == "overlap"
+    records = [
+        _record("fcfs", 0.2, 900, 100, True), _record("fcfs", 0.9, 9000, 900, True),
+        _record("easy", 0.2, 50, 10), _record("easy", 0.9, 500, 400, True),
+        _record("prime", 0.2, 90, 10), _record("prime", 0.9, 700, 100, True),
+        _record("gang 10 s", 0.2, 2, 1), _record("gang 10 s", 0.9, 8000, 900, True),
+        _record("gang 10 s ∞", 0.2, 2, 1), _record("gang 10 s ∞", 0.9, 12, 6),
+    ]
+    assert first_saturated(records, "easy") == 0.9 and first_saturated(records, "gang 10 s ∞") \
+        is None
+    verdicts = {(c["claim"], c["scheme"]): (c["verdict"], c["detail"]) for c in claims(records)}
+    near_one = "gang saturating only near load 1 (not below 0.9)"
+    assert verdicts["FCFS saturates first", None][0] == "holds"
+    assert verdicts["FCFS slowdown highest (before saturation too)", None] == (
+        "partly", "above every other scheme at 0.2; not at 0.9")      # gang 10 s overlaps
+    assert verdicts["backfilling (easy) below prime, sustaining a higher load", None] == (
+        "partly", "easy below prime at 0.2; intervals overlap at 0.9; above at none; easy "
+        "saturated from 0.9, prime from 0.9")
+    assert verdicts["gang lowest", "gang 10 s"] == ("partly", "below every batch scheme at "
+                                                    "0.2; not at 0.9")
+    assert verdicts["gang lowest", "gang 10 s ∞"][0] == "holds"
+    assert verdicts[near_one, "gang 10 s"] == ("holds", "saturated from 0.9")
+    assert verdicts[near_one, "gang 10 s ∞"] == ("holds", "saturated never")
+    early = [*records, _record("gang 600 s ∞", 0.2, 5, 1, True),
+             _record("gang 600 s ∞", 0.9, 50, 10, True)]
+    verdicts = {(c["claim"], c["scheme"]): (c["verdict"], c["detail"]) for c in claims(early)}
+    assert verdicts["FCFS saturates first", None][0] == "holds"    # a tie at 0.2
+    assert verdicts[near_one, "gang 600 s ∞"] == ("fails", "saturated from 0.2")
+    first = [*records[2:], _record("fcfs", 0.2, 900, 100), _record("fcfs", 0.9, 9000, 900)]
+    assert claims(first)[0]["verdict"] == "fails"                 # fcfs never saturated
 
 
 def test_batch_means_drop_the_first_batch_and_use_students_t():
@@ -488,3 +541,25 @@ def test_same_logs_finds_a_checkout_the_same_as_itself_and_names_what_differs(tm
                               str(tmp_path)], capture_output=True, text=True, timeout=60,
                              cwd=same_logs.HERE)
     assert refused.returncode == 2 and "not a testbed checkout" in refused.stderr
+
+
+def test_t3d_fig6_page_shows_intervals_saturation_and_the_cost_of_rows():
+    from benchmarks.t3d_fig6 import claims, markdown
+    records = [{**_record("gang 10 s", 0.9, 8468.661, 7378.391, True), "mpl": 16,
+                "bounded_slowdown": 4421.8, "bounded_ci": None, "peak_rows": 16,
+                "wall_s": 53.0, "jobs": 20000, "delivered": 0.79},
+               {**_record("gang 10 s ∞", 0.9, 12.626, 6.907), "mpl": 0,
+                "bounded_slowdown": 9.5, "bounded_ci": 5.0, "peak_rows": 29, "wall_s": 62.0,
+                "jobs": 20000, "delivered": 0.85}]
+    doc = {"host": {"uname": "Linux h", "cpus": 2, "python": "3.11"}, "pes": 128,
+           "batch": 3333, "batches": 6, "mpl": 16, "records": records,
+           "claims": claims(records), "measured": "then", "seconds": 120.0, "row_bytes": 2048,
+           "command": "python -m benchmarks.t3d_fig6"}
+    page = markdown(doc, "fig.png", "python -m benchmarks.t3d_fig6 --markdown x.md")
+    assert "| 0.9 | 8469 ± 7.38e+03 (sat.) | 12.63 ± 6.91 |" in page
+    assert "| 0.9 | 4422 ± ∞ (sat.) | 9.5 ± 5 |" in page
+    assert "| 0.9 | 16, 2650 | 29, 3100, 58 KiB |" in page
+    assert "| 0.9 | 0.878 | 0.944 |" in page                 # delivered / offered
+    assert "- gang 10 s ∞ / gang 10 s, wall time per load: 1.17 to 1.17" in page
+    assert "| gang lowest |" not in page                   # no batch scheme to compare with
+    assert "| gang saturating only near load 1 (not below 0.9) | gang 10 s | holds |" in page

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from testbed.policies.matrix import Matrix, buddy_fit, first_fit, mask_of
+from testbed.policies.matrix import UNBOUNDED, Matrix, buddy_fit, first_fit, mask_of
 
 
 def _fit(allocator, row: list[str | None], size: int) -> list[tuple[int, ...]]:
@@ -84,9 +84,72 @@ def test_alternates_fill_idle_pes_without_conflicts():
     assert m.alternates(0, prefer=["e"]) == ["e", "f"]
 
 
-def test_mpl_must_be_positive():
-    with pytest.raises(ValueError):
-        Matrix(mpl=0, pes=2)
+def test_mpl_must_be_positive_or_unbounded():
+    with pytest.raises(ValueError, match="or 0 for no limit"):
+        Matrix(mpl=-1, pes=2)
+    assert Matrix(mpl=UNBOUNDED, pes=2).mpl == 0
+
+
+def test_an_unbounded_matrix_grows_a_row_only_when_a_job_fits_in_no_occupied_row():
+    m = Matrix(mpl=UNBOUNDED, pes=4)
+    assert list(m.candidates(4)) == [(0, (0, 1, 2, 3))]        # the first row, new
+    assert place(m, "a", 2) == (0, (0, 1))
+    assert place(m, "b", 4) == (1, (0, 1, 2, 3))
+    assert place(m, "c", 1) == (0, (2,))                       # row 0 still has room
+    assert list(m.candidates(2)) == [(2, (0, 1)), (2, (2, 3))]  # no room: only a new row
+    assert place(m, "d", 2) == (2, (0, 1))
+    assert (m.mpl, m.occupied_slots()) == (3, [0, 1, 2])
+    assert m.rows[2] == ["d", "d", None, None]
+    assert list(m.candidates(5)) == []
+
+
+def test_an_unbounded_matrix_drops_empty_rows_and_reuses_their_numbers():
+    m = Matrix(mpl=UNBOUNDED, pes=4)
+    for job, size in (("a", 4), ("b", 4), ("c", 2)):
+        place(m, job, size)                 # rows 0, 1, 2
+    m.remove("b")
+    assert m.occupied_slots() == [0, 2] and m.jobs_in(1) == []
+    # The empty row 1 is no row to pack into: a job that fits in row 2 goes there ...
+    assert place(m, "d", 2) == (2, (2, 3))
+    # ... and a new row takes the lowest free number, below the occupied row 2.
+    assert list(m.candidates(4)) == [(1, (0, 1, 2, 3))]
+    assert place(m, "e", 4) == (1, (0, 1, 2, 3))
+    m.remove("c")
+    m.remove("d")                           # row 2, the top one, empties: it is dropped
+    assert (m.mpl, m.occupied_slots(), m.jobs_in(2)) == (2, [0, 1], [])
+    m.remove("a")                           # row 0 empties below row 1: kept, but empty
+    assert (m.mpl, m.occupied_slots()) == (2, [1])
+    m.remove("e")
+    assert (m.mpl, m.placed) == (0, {})
+    assert place(m, "f", 1) == (0, (0,))
+
+
+def test_a_bounded_matrix_keeps_packing_into_its_first_empty_row():
+    m = Matrix(mpl=3, pes=4)
+    for job, size in (("a", 4), ("b", 4), ("c", 2)):
+        place(m, job, size)
+    m.remove("b")
+    assert place(m, "d", 2) == (1, (0, 1))          # unlike the unbounded matrix
+    assert m.mpl == 3
+
+
+def test_without_grow_an_unbounded_matrix_offers_its_occupied_rows_only():
+    m = Matrix(mpl=UNBOUNDED, pes=4)
+    place(m, "a", 2)
+    assert list(m.candidates(2, grow=False)) == [(0, (2, 3))]
+    assert list(m.candidates(4, grow=False)) == []
+
+
+def test_an_unbounded_matrix_takes_a_job_put_back_in_a_dropped_row():
+    m = Matrix(mpl=UNBOUNDED, pes=2)
+    place(m, "a", 2)
+    place(m, "b", 2)
+    place(m, "c", 2)
+    m.remove("b")
+    m.remove("c")                           # rows 2 and then 1 are dropped
+    assert m.mpl == 1
+    m.assign("c", 2, (0, 1))                # as a failed migration puts a job back
+    assert (m.mpl, m.occupied_slots(), m.jobs_in(2)) == (3, [0, 2], ["c"])
 
 
 def _reference_buddy(row: list[str | None], size: int) -> list[tuple[int, ...]]:

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from testbed.policies import JobRequest, Launch, PolicyConfig, Run, make_policy
+from testbed.policies.matrix import UNBOUNDED
 
 
 def _apply(actions, launched, running):
@@ -99,6 +100,56 @@ def test_gang_moves_on_when_the_current_row_empties():
     assert running == {"b"}
     _apply(policy.tick(2), launched, running)
     assert running == {"c"}
+
+
+def _shares(policy, ticks: int) -> dict[str, float]:
+    """The fraction of ``ticks`` timeslices each job ran in."""
+    counts: dict[str, int] = {}
+    for t in range(ticks):
+        for action in policy.tick(t):
+            if isinstance(action, Run):
+                for job in action.jobs:
+                    counts[job] = counts.get(job, 0) + 1
+    return {job: n / ticks for job, n in sorted(counts.items())}
+
+
+def test_unbounded_gang_starts_every_job_and_shares_the_time_among_its_rows():
+    policy = make_policy("gang", PolicyConfig(4, UNBOUNDED, 1.0, "buddy"))
+    assert policy.mpl == UNBOUNDED
+    launched: dict[str, Launch] = {}
+    running: set[str] = set()
+    # a and d share row 0 (PEs 0-1, 2-3), b and c fill rows 1 and 2, e has row 3 on PEs 0-1.
+    for job, size in (("a", 2), ("b", 4), ("c", 4), ("d", 2), ("e", 2)):
+        _apply(policy.arrive(JobRequest(job, size, 0), 0), launched, running)
+    assert not policy.queue
+    assert {j: a.slot for j, a in launched.items()} == {"a": 0, "b": 1, "c": 2, "d": 0, "e": 3}
+    # Four rows: each job runs one slice in four, and d also runs in e's row on its idle PEs.
+    assert _shares(policy, 8) == {"a": 0.25, "b": 0.25, "c": 0.25, "d": 0.5, "e": 0.25}
+    _apply(policy.finish("b", 8), launched, running)
+    _apply(policy.finish("c", 8), launched, running)
+    # Rows 1 and 2 are gone from the cycle: two rows, a half each (d runs always).
+    assert _shares(policy, 8) == {"a": 0.5, "d": 1.0, "e": 0.5}
+    _apply(policy.arrive(JobRequest("f", 4, 9), 9), launched, running)
+    assert launched["f"].slot == 1                # the lowest free row number
+    assert _shares(policy, 9) == {"a": 1 / 3, "d": 2 / 3, "e": 1 / 3, "f": 1 / 3}
+
+
+def test_bounded_gang_queues_what_does_not_fit_in_its_rows():
+    policy = make_policy("gang", PolicyConfig(4, 2, 1.0, "buddy"))
+    for job in "abc":
+        policy.arrive(JobRequest(job, 4, 0), 0)
+    assert [j.id for j in policy.queue] == ["c"] and _shares(policy, 4) == {"a": 0.5, "b": 0.5}
+
+
+def test_unbounded_gang_migrates_by_hand_into_a_new_row_when_no_row_has_the_pes():
+    policy = make_policy("gang", PolicyConfig(4, UNBOUNDED, 1.0, "buddy"))
+    for job, size in (("a", 4), ("b", 2), ("c", 2)):
+        policy.arrive(JobRequest(job, size, 0), 0)
+    assert policy.placements() == {"a": 0, "b": 1, "c": 1}
+    policy.migrate("b", (2, 3), 1)              # c has them in row 1, a in row 0
+    assert policy.matrix.placed["b"] == (2, (2, 3)) and policy.matrix.mpl == 3
+    policy.migrate("b", (0, 1), 2)              # free in row 1 again: row 2 is dropped
+    assert policy.matrix.placed["b"] == (1, (0, 1)) and policy.matrix.mpl == 2
 
 
 def test_local_runs_everything_placed_up_to_mpl():

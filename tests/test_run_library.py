@@ -8,9 +8,11 @@ import json
 import pytest
 
 from testbed import run
+from testbed.cli.options import policy_options
 from testbed.emulation.memory import MemorySetupError
 from testbed.emulation.remote import NodesError
 from testbed.events import WriteFailed, read_events
+from testbed.policies.matrix import UNBOUNDED
 
 
 def test_options_take_what_a_namespace_has_and_the_defaults_for_the_rest():
@@ -41,7 +43,7 @@ def test_node_managers_that_cannot_start_are_said_so():
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"mpl": 0}, "--mpl must be >= 1"),
+    ({"mpl": -1}, "--mpl must be >= 1, or unbounded"),
     ({"timeslice": 0.0}, "--timeslice must be > 0"),
     ({"balance": -1.0}, "--balance must be >= 0"),
     ({"app_max": 3}, "need 1 <= --app-max <= --abs-app-max"),
@@ -49,6 +51,22 @@ def test_node_managers_that_cannot_start_are_said_so():
 def test_bad_options_are_refused_naming_the_option(changes, message):
     with pytest.raises(run.UsageError, match=message):
         run.check_policy_options(run.Options(**changes), ["gang"])
+
+
+def test_an_unbounded_mpl_is_for_the_simulator_only():
+    options = run.Options(mpl=UNBOUNDED)
+    run.check_simulation(options, ["gang"], 4)
+    with pytest.raises(run.UsageError, match="--mpl unbounded is for the simulator only"):
+        run.check_emulation(options, ["gang"])
+
+
+def test_mpl_option_takes_a_number_or_unbounded():
+    parser = argparse.ArgumentParser()
+    policy_options(parser)
+    assert parser.parse_args(["--mpl", "unbounded"]).mpl == UNBOUNDED
+    assert parser.parse_args(["--mpl", "3"]).mpl == 3
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--mpl", "lots"])
 
 
 def test_unknown_and_unsimulable_schedulers_are_refused():

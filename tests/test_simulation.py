@@ -10,10 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from testbed import run
 from testbed.driver import Driver, Ended, Interrupted
 from testbed.events import EventLog, SchemaError, read_events
 from testbed.policies import PolicyConfig, make_policy
+from testbed.policies.matrix import UNBOUNDED
+from testbed.results import top
 from testbed.results.metrics import job_rows
+from testbed.results.plots import write_plots
+from testbed.results.timeline import matrix_rows
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads.files import load_workload
 
@@ -239,3 +244,35 @@ def test_both_executors_start_the_jobs_in_the_same_order(tmp_path, scheduler):
     assert orders[0] == orders[1]
     expected = ["j1", "j2", "j3", "j5", "j4"] if scheduler == "easy" else sorted(orders[0])
     assert orders[0] == expected
+
+
+def test_unbounded_gang_runs_every_job_at_once_sharing_the_time(tmp_path):
+    text = "0 2 bsp --work 2.5\n" * 3
+    bounded = _rows(_simulate(tmp_path, text, mpl=2, name="bounded"))
+    unbounded = _rows(_simulate(tmp_path, text, mpl=UNBOUNDED, name="unbounded"))
+    # MPL 2: j3 waits for j1's row: j1 runs [0,1) [2,3) [4,4.5), j2 [1,2) [3,4) [5,5.5), j3
+    # [4.5,5) [5.5,7.5).
+    assert [(bounded[j].start, bounded[j].end) for j in ("j1", "j2", "j3")] == [
+        (0.0, 4.5), (0.0, 5.5), (4.5, 7.5)]
+    # Unbounded: three rows from the start, a slice in three each: j1 [0,1) [3,4) [6,6.5),
+    # j2 [1,2) [4,5) [6.5,7) (row 0 emptied), j3 [2,3) [5,6) [7,7.5).
+    assert [(unbounded[j].start, unbounded[j].end) for j in ("j1", "j2", "j3")] == [
+        (0.0, 6.5), (0.0, 7.0), (0.0, 7.5)]
+
+
+def test_an_unbounded_run_records_mpl_0_and_its_views_show_the_rows_used(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 2 bsp --work 2\n0 2 bsp --work 2\n0 1 bsp --work 1\n")
+    options = run.Options(scheduler="gang", mpl=UNBOUNDED, timeslice=0.5)
+    run_dir = run.new_run_dir(tmp_path / "r", "unused")
+    assert run.simulate(run.simulated_workload(path, options, 2), options, 2, run_dir) == \
+        "complete"
+    events = read_events(run_dir / "events.jsonl")
+    assert events[0]["config"]["mpl"] == 0 and matrix_rows(events) == 3
+    view = top.render(events)
+    assert "gang  MPL unbounded  2 PEs" in view
+    assert [line.split()[0].rstrip("*") for line in view.splitlines()
+            if line[:3].strip().isdigit()] == ["0", "1", "2"]
+    (tmp_path / "plots").mkdir()
+    written = write_plots({"gang": events}, tmp_path / "plots")
+    assert all(path.stat().st_size > 0 for path in written)

@@ -10,6 +10,7 @@ from pathlib import Path
 from testbed.emulation.procs import RankPriority
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.policies import PrimeTime
+from testbed.policies.matrix import UNBOUNDED
 from testbed.run import Options
 from testbed.sizes import parse_size
 
@@ -20,10 +21,20 @@ def _size(text: str) -> int:
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
 
+def _mpl(text: str) -> int:
+    if text == "unbounded":
+        return UNBOUNDED
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of rows or 'unbounded', "
+                                         f"got {text!r}") from None
+
 def policy_options(p: argparse.ArgumentParser) -> None:
     """Options of every policy, emulated or simulated."""
-    p.add_argument("--mpl", type=int, default=2,
-                   help="multiprogramming level (rows); fcfs and the batch policies use 1")
+    p.add_argument("--mpl", type=_mpl, default=2, metavar="N|unbounded",
+                   help="multiprogramming level (rows); fcfs and the batch policies use 1; "
+                        "unbounded (simulator only): a new row whenever a job fits in none")
     p.add_argument("--timeslice", type=float, default=0.2, help="timeslice T, seconds")
     p.add_argument("--pes", type=int, default=None, help="PEs (default: CPUs in the affinity mask)")
     p.add_argument("--allocator", choices=("buddy", "first-fit"), default="buddy")

@@ -6,7 +6,8 @@ job in the highest occupied row that fits on PEs free in a lower row (the lowest
 allocator's first placement there).  Moving it empties its cells, so the rows it shared no
 longer compete with it, and a row that empties stops being a party.  A job whose migration
 failed, or that was moved by hand, is not chosen again for ``delay_s`` seconds (psched's error
-delay and its delay after a manual migration).
+delay and its delay after a manual migration).  In an unbounded matrix a job only moves into
+an occupied lower row: a new row would cut no party.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def best_move(matrix: Matrix, blocked: set[str],
             if job in blocked:
                 continue
             size = len(matrix.placed[job][1])
-            for to_slot, pes in matrix.candidates(size):
+            for to_slot, pes in matrix.candidates(size, grow=False):
                 if to_slot >= slot:
                     break
                 if allowed is None or allowed(job, pes):

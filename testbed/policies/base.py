@@ -142,8 +142,8 @@ class Policy:
 
     @property
     def mpl(self) -> int:
-        """The number of rows the policy uses."""
-        return self.matrix.mpl
+        """The number of rows the policy uses (``UNBOUNDED``, 0: as many as its jobs need)."""
+        return self.matrix.limit
 
     def observe_switch(self, seconds: float) -> None:
         """A heartbeat that stopped and continued jobs took ``seconds``: with a ``variation``

@@ -45,7 +45,8 @@ class PolicyConfig:
     """What a policy is built from.
 
     ``pes``: PEs of the machine; ``mpl``: rows of the matrix (policies without time slicing
-    may fix it); ``timeslice``: T in seconds; ``allocator``: ``buddy`` or ``first-fit``;
+    may fix it; 0, ``matrix.UNBOUNDED``: as many as the jobs need); ``timeslice``: T in
+    seconds; ``allocator``: ``buddy`` or ``first-fit``;
     ``spin``: the shim's spin time in seconds (fixed for ics, MAX_spin for fcs; None for the
     policy's default); ``memory``: memory-aware admission, if any; ``prime``: the prime-time
     settings; ``overrun``: what happens to a job that outlives its runtime estimate under the

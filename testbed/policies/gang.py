@@ -2,7 +2,11 @@
 
 On each heartbeat the next occupied row becomes current; its jobs run, and so do alternates:
 jobs of other rows whose PEs are all idle in the current row (T3D §3.1, THESIS Fig 2.2).  When
-the current row empties between heartbeats the next occupied row takes over at once.
+the current row empties between heartbeats the next occupied row takes over at once.  Empty
+rows are skipped, so with k occupied rows the cycle is k timeslices and a job runs in at least
+one of them (its own row's), more when it is an alternate; with an unbounded matrix
+(``mpl`` 0) a job never waits for a row (memory admission aside), and k is the number of
+rows the jobs present need.
 
 With ``balance_s`` a load balancer moves one job at a time to free PEs of a lower row (T3E
 psched, ``testbed.policies.balance``); jobs may also be moved by hand (``migrate``).
@@ -59,8 +63,9 @@ class Gang(Policy):
         return actions + self._admit(now)
 
     def migrate(self, job: str, pes: tuple[int, ...], now: float) -> list[Action]:
-        """Move placed ``job`` to ``pes`` by hand (the first row where they are free); the
-        balancer leaves it alone for ``migration_delay_s``."""
+        """Move placed ``job`` to ``pes`` by hand (the first row where they are free; in an
+        unbounded matrix a new row when none is); the balancer leaves it alone for
+        ``migration_delay_s``."""
         placed = self.matrix.placed.get(job)
         if placed is None:
             raise ValueError(f"{job} is not placed")
@@ -70,7 +75,8 @@ class Gang(Policy):
             raise ValueError(f"PEs are 0..{self.config.pes - 1}")
         self.matrix.remove(job)
         mask = sum(1 << pe for pe in pes)
-        slot = next((s for s, busy in enumerate(self.matrix.busy) if not busy & mask), None)
+        slot = next((s for s, busy in enumerate(self.matrix.busy) if not busy & mask),
+                    len(self.matrix.busy) if self.matrix.unbounded else None)
         self.matrix.assign(job, *placed)
         if slot is None:
             raise ValueError(f"PEs {list(pes)} are not free in any row")

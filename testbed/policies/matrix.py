@@ -7,6 +7,13 @@ allows in a row, best first; a policy without further criteria takes the first o
 row that has one.  ``alternates`` implements alternate scheduling (T3D §3.1, THESIS Fig 2.2): in a
 slot, PEs left idle may run a job from another slot whose PEs are all idle there.
 
+A matrix built with MPL ``UNBOUNDED`` (0) has no limit on its rows (T3D §3.1's simulated gang
+scheduler packs jobs into slots without a stated bound): jobs are packed into occupied rows
+only, a job that fits in none gets a new row (numbered with the lowest free number), and a row
+whose last job leaves is dropped: never searched again, and freed once no occupied row is above
+it (until then it is only a free number).  Row numbers never change while a job is in the row,
+so what the event log says about a job's row stays true.
+
 Each row also keeps its busy PEs as the bits of one integer, so that the allocators and the
 alternate search cost a few big-integer operations instead of a pass over every PE: the
 simulator runs the same matrix on 1,024 PEs over 100,000 jobs.
@@ -21,6 +28,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 Placement = tuple[int, ...]
 Allocator = Callable[[int, list[int], int, int], Iterator[Placement]]
+UNBOUNDED = 0
 
 
 def mask_of(pes: Iterable[int]) -> int:
@@ -86,11 +94,13 @@ ALLOCATORS: dict[str, Allocator] = {"buddy": buddy_fit, "first-fit": first_fit}
 
 
 class Matrix:
-    """An Ousterhout matrix of ``mpl`` slots by ``pes`` PEs."""
+    """An Ousterhout matrix of ``mpl`` slots by ``pes`` PEs (``UNBOUNDED``: as many slots as
+    the jobs need)."""
 
     def __init__(self, mpl: int, pes: int, allocator: str = "buddy") -> None:
-        if mpl < 1:
-            raise ValueError(f"MPL must be at least 1, got {mpl}")
+        if mpl < 0:
+            raise ValueError(f"MPL must be at least 1, or {UNBOUNDED} for no limit, got {mpl}")
+        self.limit = mpl
         self.pes = pes
         self.rows: list[list[str | None]] = [[None] * pes for _ in range(mpl)]
         self.busy: list[int] = [0] * mpl
@@ -99,24 +109,42 @@ class Matrix:
         self.placed: dict[str, tuple[int, Placement]] = {}
         self.masks: dict[str, int] = {}
         self.slots: list[dict[str, None]] = [{} for _ in range(mpl)]
+        self.all_pes = list(range(pes))
 
     @property
     def mpl(self) -> int:
-        """Number of time slots."""
+        """Number of time slots: the fixed number, or for an unbounded matrix the rows up to
+        the highest one in use (empty rows below it included, though they hold no jobs)."""
         return len(self.rows)
 
-    def candidates(self, size: int) -> Iterator[tuple[int, Placement]]:
+    @property
+    def unbounded(self) -> bool:
+        """Whether the matrix grows a row whenever a job fits in no occupied row."""
+        return self.limit == UNBOUNDED
+
+    def candidates(self, size: int, grow: bool = True) -> Iterator[tuple[int, Placement]]:
         """Every ``(slot, pes)`` where a job of ``size`` PEs could go: the placements the
         allocator allows in each row, by row and then in the allocator's order.  The first one is
-        the allocator's choice in the first row with room."""
+        the allocator's choice in the first row with room.  An unbounded matrix offers its
+        occupied rows, then (with ``grow``) a new row: the lowest free row number."""
+        unbounded = self.unbounded
         for slot, busy in enumerate(self.busy):
+            if unbounded and not busy:
+                continue
             free_pes = self.free_pes[slot]
             if len(free_pes) >= size:
                 for pes in self.fit(busy, free_pes, self.pes, size):
                     yield slot, pes
+        if unbounded and grow:
+            new = next((slot for slot, busy in enumerate(self.busy) if not busy), len(self.busy))
+            for pes in self.fit(0, self.all_pes, self.pes, size):
+                yield new, pes
 
     def assign(self, job: str, slot: int, pes: Placement) -> None:
-        """Put ``job`` on ``pes`` of row ``slot`` (which must be free)."""
+        """Put ``job`` on ``pes`` of row ``slot`` (which must be free; an unbounded matrix
+        grows to hold row ``slot``)."""
+        if slot >= len(self.rows) and self.unbounded:
+            self._grow(slot + 1)
         mask = mask_of(pes)
         assert not self.busy[slot] & mask, f"PEs {pes} of row {slot} are not all free"
         row = self.rows[slot]
@@ -135,7 +163,8 @@ class Matrix:
         self.slots[slot][job] = None
 
     def remove(self, job: str) -> None:
-        """Free the cells of ``job``."""
+        """Free the cells of ``job`` (an unbounded matrix then drops the empty rows at its
+        top; an empty row below an occupied one holds no job and is skipped)."""
         slot, pes = self.placed.pop(job)
         row = self.rows[slot]
         for pe in pes:
@@ -145,10 +174,22 @@ class Matrix:
         free_pes.extend(pes)
         free_pes.sort()         # two sorted runs: timsort merges them in one pass
         del self.slots[slot][job]
+        if self.unbounded:
+            while self.slots and not self.slots[-1]:
+                for rows in (self.rows, self.busy, self.free_pes, self.slots):
+                    rows.pop()
+
+    def _grow(self, rows: int) -> None:
+        """Add empty rows up to ``rows``."""
+        for _ in range(rows - len(self.rows)):
+            self.rows.append([None] * self.pes)
+            self.busy.append(0)
+            self.free_pes.append(list(self.all_pes))
+            self.slots.append({})
 
     def jobs_in(self, slot: int) -> list[str]:
-        """Jobs whose home is ``slot``, in placement order."""
-        return list(self.slots[slot])
+        """Jobs whose home is ``slot``, in placement order (none in a dropped row)."""
+        return list(self.slots[slot]) if slot < len(self.slots) else []
 
     def occupied_slots(self) -> list[int]:
         """Slots that hold at least one job."""

@@ -15,7 +15,12 @@ import matplotlib.pyplot as plt  # noqa: E402 (the backend must be chosen first)
 from matplotlib.collections import PolyCollection  # noqa: E402
 
 from testbed.results.metrics import JobRow, job_rows  # noqa: E402
-from testbed.results.timeline import interruptions, intervals, owner_visits  # noqa: E402
+from testbed.results.timeline import (  # noqa: E402
+    interruptions,
+    intervals,
+    matrix_rows,
+    owner_visits,
+)
 
 LABELLED_JOBS = 150
 NAMED_PES = 32
@@ -53,7 +58,7 @@ def gantt(ax: Any, events: list[dict[str, Any]], title: str) -> None:
     row, consecutive PEs share a box, cut by the lanes' lines); jobs are labelled and PEs
     named only while that stays legible."""
     start = next(ev for ev in events if ev["event"] == "run_start")
-    mpl, pes = start["config"]["mpl"], start["config"]["machine"]["pes"]
+    mpl, pes = matrix_rows(events), start["config"]["machine"]["pes"]
     merge = mpl == 1        # a row is the whole lane: consecutive PEs can share a box
     gap = 0.08 / mpl
     spans = intervals(events)

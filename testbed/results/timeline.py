@@ -21,6 +21,18 @@ class Interval:
     running: bool
 
 
+def matrix_rows(events: list[dict[str, Any]]) -> int:
+    """The matrix rows to draw: the run's MPL, or for an unbounded matrix (MPL 0) one more than
+    the highest row a job was placed in (at least 1)."""
+    start = next(ev for ev in events if ev["event"] == "run_start")
+    mpl: int = start["config"]["mpl"]
+    if mpl:
+        return mpl
+    return 1 + max((ev["slot"] for ev in events
+                    if ev["event"] == "start" or (ev["event"] == "migrate" and not ev["error"])),
+                   default=0)
+
+
 def launched_stopped(events: list[dict[str, Any]]) -> set[str]:
     """Jobs launched into a row that was not current (their first flip is a ``resume``)."""
     first: dict[str, str] = {}

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from testbed.events import read_events
-from testbed.results.timeline import intervals, launched_stopped
+from testbed.results.timeline import intervals, launched_stopped, matrix_rows
 
 FAILED = {"failed", "timeout", "killed"}
 BAR = 30
@@ -75,13 +75,13 @@ def render(events: list[dict[str, Any]], now: float | None = None) -> str:
     if start is None:
         return "waiting for the run to start...\n"
     config = start["config"]
-    mpl, pes = config["mpl"], config["machine"]["pes"]
+    mpl, pes = matrix_rows(events), config["machine"]["pes"]
     states = job_states(events)
     ended = next((ev for ev in events if ev["event"] == "run_end"), None)
     elapsed = ended["t"] if ended else (now if now is not None else events[-1]["t"])
     finished = sum(s in ("done", "failed") for s in states.values())
     filled = round(BAR * finished / len(states)) if states else BAR
-    lines = [f"{config['scheduler']}  MPL {mpl}  {pes} PEs  "
+    lines = [f"{config['scheduler']}  MPL {config['mpl'] or 'unbounded'}  {pes} PEs  "
              f"[{'#' * filled}{'-' * (BAR - filled)}] {finished}/{len(states)} jobs  "
              f"{elapsed:.1f} s" + (f"  ({ended['status']})" if ended else "")]
     rows = [["."] * pes for _ in range(mpl)]
