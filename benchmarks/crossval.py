@@ -1,6 +1,7 @@
 """Cross-validation: the same small workload emulated and simulated, per policy.
 
-``python -m benchmarks.crossval [--jobs 20] [--seed 1] [--json] [--out DIR]`` writes one
+``python -m benchmarks.crossval [--jobs 20] [--seed 1] [--json] [--out DIR] [--markdown PAGE]``
+writes one
 workload of BSP jobs that fits this machine (1 or 2 ranks on 2 PEs, work 1-3 s, Poisson
 arrivals at an offered load of about 0.8), runs it with ``testbed run`` (real ranks) and
 ``testbed simulate`` under fcfs, gang and easy (perfect estimates), and prints the ratio of
@@ -10,7 +11,8 @@ Each policy is simulated twice: with the bare model (a job lasts its work) and w
 cost: the median of (runtime - work) of the jobs emulated under fcfs, where a job runs alone on
 its PEs, so that the difference is what starting ``mpiexec``, Python and MPI costs a job (the
 simulator's ``--launch-cost``).  The first ratio shows the gap, the second how much of it that
-one measured constant explains.
+one measured constant explains.  ``--markdown PAGE`` also writes the table as a page, with the
+host, the date and the command recorded.
 """
 
 from __future__ import annotations
@@ -19,10 +21,20 @@ import argparse
 import json
 import random
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, jobs, table, testbed
+from benchmarks.harness import (
+    default_out,
+    host,
+    invocation,
+    jobs,
+    markdown_table,
+    page_head,
+    table,
+    testbed,
+)
 
 POLICIES = ("fcfs", "gang", "easy")
 PES = 2
@@ -50,6 +62,29 @@ def launch_cost(run: Path) -> float:
                              if r["status"] == "done")
 
 
+HEADER = ["policy", "emulated s", "simulated s", "sim/emu", "with launch s",
+          "sim/emu with launch"]
+
+
+def rows(records: list[dict[str, Any]]) -> list[list[Any]]:
+    """The table's rows, one per policy."""
+    return [[r["policy"], r["emulated_s"], r["simulated_s"], r["ratio"],
+             r["simulated_with_launch_s"], r["ratio_with_launch"]] for r in records]
+
+
+def markdown(records: list[dict[str, Any]], jobs_count: int, seed: int, command: str) -> str:
+    """The results page: the mean response times emulated and simulated, per policy."""
+    cost = records[0]["launch_cost_s"]
+    return "\n".join([
+        *page_head("Emulated against simulated", "benchmarks.crossval", command, host(),
+                   time.strftime("%Y-%m-%d %H:%M %Z")),
+        "", f"{jobs_count} BSP jobs of 1 or 2 ranks (seed {seed}, work 1-3 s) on {PES} PEs, "
+        "each policy run on real processes and in the simulator, bare and with the launch "
+        f"cost measured under fcfs ({cost:.3f} s: the median runtime - work). Mean response "
+        "times (s) of one run each.", "",
+        *markdown_table(HEADER, rows(records)), ""])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every policy emulated and simulated; print the ratios."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.crossval", description=__doc__)
@@ -57,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--json", action="store_true", help="one JSON record per policy")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write the table as a Markdown page")
     args = p.parse_args(argv)
     out = args.out or default_out("crossval")
     out.mkdir(parents=True, exist_ok=True)
@@ -85,14 +122,15 @@ def main(argv: list[str] | None = None) -> int:
                         "ratio_with_launch": round(simulated["launch"] / emulated[policy], 3)})
     (out / "crossval.json").write_text(json.dumps({"host": host(), "records": records},
                                                   indent=2) + "\n")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(records, args.jobs, args.seed,
+                                          invocation("benchmarks.crossval", argv)))
     if args.json:
         for record in records:
             print(json.dumps(record))
         return 0
-    print(table(["policy", "emulated s", "simulated s", "sim/emu", "with launch s",
-                 "sim/emu with launch"],
-                [[r["policy"], r["emulated_s"], r["simulated_s"], r["ratio"],
-                  r["simulated_with_launch_s"], r["ratio_with_launch"]] for r in records]))
+    print(table(HEADER, rows(records)))
     print(f"mean response times; launch cost {cost:.3f} s (median runtime - work under fcfs); "
           f"runs under {out}")
     return 0

@@ -95,6 +95,13 @@ def page_head(title: str, module: str, command: str, machine: dict[str, Any],
             f"- measured: {measured}"]
 
 
+def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:
+    """A Markdown table (its lines) of ``rows`` under ``header``; floats with 3 decimals."""
+    cells = [[f"{c:.3f}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(r) + " |" for r in cells)]
+
+
 def median(values: list[float]) -> float:
     """The median of ``values``."""
     return statistics.median(values)

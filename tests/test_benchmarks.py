@@ -563,3 +563,17 @@ def test_t3d_fig6_page_shows_intervals_saturation_and_the_cost_of_rows():
     assert "- gang 10 s ∞ / gang 10 s, wall time per load: 1.17 to 1.17" in page
     assert "| gang lowest |" not in page                   # no batch scheme to compare with
     assert "| gang saturating only near load 1 (not below 0.9) | gang 10 s | holds |" in page
+
+
+def test_crossval_page_records_the_command_and_one_row_per_policy():
+    from benchmarks import crossval
+
+    records = [{"policy": p, "emulated_s": 2.0, "simulated_s": 1.5, "ratio": 0.75,
+                "launch_cost_s": 0.27, "simulated_with_launch_s": 2.0,
+                "ratio_with_launch": 1.0} for p in crossval.POLICIES]
+    page = crossval.markdown(records, 20, 1, "python -m benchmarks.crossval --jobs 20")
+    assert "`python -m benchmarks.crossval --jobs 20`" in page
+    assert "0.270 s" in page
+    table = [line for line in page.splitlines() if line.startswith("| ")]
+    assert [line.split(" | ")[0] for line in table[1:]] == [f"| {p}" for p in crossval.POLICIES]
+    assert "| fcfs | 2.000 | 1.500 | 0.750 | 2.000 | 1.000 |" in table
