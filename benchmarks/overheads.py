@@ -13,8 +13,9 @@ taking turns, so drift of the machine spreads over all of them):
 * ``shim``: the shim's ping-pong cost (``shim_pingpong_ratio``: the median round trip with it
   over the median without, alternated three times in the round) and spin-block wake-up (a
   rank blocked after 100 us of spinning on a peer away 2-10 ms: ``wakeup_p50_us``,
-  ``wakeup_p99_us`` and ``blocked_cpu_share``, the waiting rank's CPU use as a fraction of a
-  core).
+  ``wakeup_p99_us``, ``blocked_cpu_share``, the waiting rank's CPU use as a fraction of a
+  core, spinning included, and ``asleep_cpu_share``, its CPU use while blocked over its time
+  blocked).
 
 Every figure is one value per round; the document holds the samples (``samples``) and, per
 figure, the median with its 95 % bootstrap interval (``figures``); a table of them goes to
@@ -137,14 +138,15 @@ def linearity_round(plan: dict[str, Any]) -> Round:
 
 def shim_round(plan: dict[str, Any]) -> Round:
     """One round of the shim's figures: the ping-pong ratio with / without, the spin-block
-    wake-up latency (us) and the blocked rank's CPU share."""
+    wake-up latency (us) and the waiting rank's CPU share, while waiting and while blocked."""
     done = shim_cost.measure(plan["pingpong_alternations"], plan["pingpong_iterations"],
                              plan["waits"], long_waits=False)
     blocked = done["wakeup"]["shim_spin_block_100us"]
     return {"shim_pingpong_ratio": done["pingpong"]["ratio"],
             "wakeup_p50_us": blocked["wakeup_us"]["p50"],
             "wakeup_p99_us": blocked["wakeup_us"]["p99"],
-            "blocked_cpu_share": blocked["cpu_share"]}, {}
+            "blocked_cpu_share": blocked["cpu_share"],
+            "asleep_cpu_share": blocked["asleep_cpu_share"]}, {}
 
 
 ROUNDS = {"launch": launch_round, "switch": switch_round, "linearity": linearity_round,

@@ -47,6 +47,11 @@ def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
         wake = out["wakeup"][case]
         assert 0 <= wake["cpu_share"] <= 1.5
         assert 0 < wake["wakeup_us"]["p50"] <= wake["wakeup_us"]["p99"]
+    for case in ("shim_spin_block_100us", "shim_long_waits_20_50ms"):
+        wake = out["wakeup"][case]
+        shim = wake["shim"]
+        assert shim["attached"] and shim["blocks"] >= 1 and shim["wakes_rung"] >= 1
+        assert wake["asleep_cpu_share"] == shim["blocked_cpu_s"] / shim["blocked_s"]
 
 
 def _experiment(module: str, tmp_path, *args: str) -> str:
@@ -101,7 +106,8 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     assert set(now["samples"]) == {
         *(f"launch_overhead_s[n={n}]" for n in range(1, cpus + 1)),
         "switch_p50_us[mpl=2]", "switch_p99_us[mpl=2]", "mpl_linearity[200ms][k=2]",
-        "shim_pingpong_ratio", "wakeup_p50_us", "wakeup_p99_us", "blocked_cpu_share"}
+        "shim_pingpong_ratio", "wakeup_p50_us", "wakeup_p99_us", "blocked_cpu_share",
+        "asleep_cpu_share"}
     assert all(len(values) == 2 and all(v > 0 for v in values)
                for values in now["samples"].values())
     for figure in now["figures"].values():

@@ -20,6 +20,11 @@
  * only when it blocks or unblocks; the futex wake (FUTEX_WAKE on the shared mapping, not
  * FUTEX_PRIVATE) is made only for a peer asleep.
  *
+ * A blocked rank tests up to TESTS_PER_WAKE times at each wake: with MPICH 5.0 a nonblocking
+ * collective of two ranks was seen to complete only at the test after the one that received
+ * its last message (its schedule advances apart from the polling of the message queue), so a
+ * single test per wake left it asleep until the safety net.
+ *
  * A peer's record is found by its world rank (the node manager names records by run, job and
  * rank) and mapped on first need.  A rank on another host has no record here and cannot ring;
  * neither can an MPI call the shim does not wrap, nor a step inside a peer's progress that no
@@ -27,7 +32,7 @@
  * the rings announce (``rung``: a small message from a rank with a record here, a small
  * collective of two such ranks) backs off from NET_FIRST_NS to NET_MAX_NS, using about no CPU;
  * any other backs off from BACKOFF_MIN_NS to BACKOFF_MAX_NS, as the shim's sleep-poll did
- * before it had doorbells, and is rung early where a ring comes.
+ * before it had doorbells, and is woken early where a ring comes.
  */
 #define _GNU_SOURCE
 #include <errno.h>
