@@ -273,13 +273,13 @@ static int call_end(struct tb_call c, int rc) {
 }
 
 /* Make CALL, counting it whole as one wait. */
-#define TIMED(CALL)                                                                         \
-    {                                                                                       \
-        struct tb_call c_ = call_begin();                                                   \
-        return call_end(c_, CALL);                                                          \
+#define TIMED(CALL)                                                                           \
+    {                                                                                         \
+        struct tb_call c_ = call_begin();                                                     \
+        return call_end(c_, CALL);                                                            \
     }
 
-#define BUSY(CALL)                                                                          \
+#define BUSY(CALL)                                                                            \
     if (busy_waits()) TIMED(CALL)
 
 struct one { MPI_Request *req; MPI_Status *status; };
@@ -338,8 +338,8 @@ static int small(MPI_Count count, MPI_Datatype datatype) {
            count * (MPI_Count)size <= SMALL_BYTES;
 }
 
-/* Whether a blocked wait for a receive of ``count`` ``datatype`` from ``source`` of ``comm``
- * may trust the doorbell (see block). */
+/* Whether the rings announce what completes a receive of ``count`` ``datatype`` from
+ * ``source`` of ``comm`` (``rung`` of struct tb_ringing). */
 static int recv_rung(MPI_Count count, MPI_Datatype datatype, int source, MPI_Comm comm) {
     return small(count, datatype) && tb_can_ring_me(comm, source);
 }
