@@ -9,7 +9,10 @@
   included), its CPU use while blocked (``asleep_cpu_share``: CPU time over time blocked, from
   its record), how its sleeps ended (``shim``: ``wakes_rung`` by the sender's doorbell,
   ``wakes_timed`` by the safety net) and the wake-up latency from the send to the receive
-  returning (p50/p99), against MPICH's busy-polling.
+  returning (p50/p99), against MPICH's busy-polling;
+* ``os_pipe``: the operating system's own wake-up, the floor under the shim's: a forked child
+  sleeps as rank 1 does and writes its send time to a pipe on which this process is blocked in
+  a read (p50/p99 from the write to the read returning, and the reader's CPU share).
 
 With the shim the ranks run on shim records made for them as a node manager makes them (spin
 set there, no node manager socket), so that they find and ring each other's doorbells as in
@@ -109,6 +112,35 @@ def records(spin: Spin) -> Iterator[tuple[dict[str, str], list[Record]]]:
             record.remove()
 
 
+def pipe_wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
+    """The wake-up latency (us) of a process blocked in a pipe read, woken by a forked child
+    that sleeps ``low_ms`` to ``high_ms`` before each write of its send time, and the reader's
+    CPU share while waiting: the operating system's floor under the shim's wake-up."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        rng = random.Random(1)
+        for _ in range(waits):
+            time.sleep(rng.uniform(low_ms, high_ms) / 1e3)
+            os.write(write_end, time.clock_gettime_ns(time.CLOCK_MONOTONIC).to_bytes(8, "little"))
+        os._exit(0)
+    os.close(write_end)
+    latency, cpu, wall = [], 0.0, 0.0
+    try:
+        for _ in range(waits):
+            c0, w0 = time.process_time(), time.perf_counter()
+            stamp = os.read(read_end, 8)
+            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            cpu += time.process_time() - c0
+            wall += time.perf_counter() - w0
+            latency.append((now - int.from_bytes(stamp, "little")) / 1e3)
+    finally:
+        os.close(read_end)
+        os.waitpid(child, 0)
+    return {"cpu_share": cpu / wall if wall else 0.0, "wakeup_us": percentiles(latency)}
+
+
 def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10",
          spin: Spin | None = None) -> dict[str, Any]:
     """Run ``mode`` on two ranks; with ``spin``, on records (``records``), whose rank 0
@@ -133,8 +165,9 @@ def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10",
 
 def measure(rounds: int, iterations: int, waits: int,
             long_waits: bool = True) -> dict[str, object]:
-    """Ping-pong with and without the shim, and the wake-up test (see the module's text;
-    without ``long_waits``, neither MPICH's busy-polling nor the 20-50 ms waits are run)."""
+    """Ping-pong with and without the shim, the wake-up test and the operating system's floor
+    under it (see the module's text; without ``long_waits``, neither MPICH's busy-polling nor
+    the 20-50 ms waits are run)."""
     preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}
     plain, shimmed = [], []
     for _ in range(rounds):
@@ -151,6 +184,7 @@ def measure(rounds: int, iterations: int, waits: int,
     if long_waits:
         wakeup["shim_long_waits_20_50ms"] = _blocked(_run("wakeup", max(1, waits // 3), preload,
                                                           "20:50", spin=BLOCK_AFTER_100US))
+    wakeup["os_pipe"] = pipe_wakeup(waits, 2, 10)
     wakeup["waits"] = waits
     return {"pingpong": pingpong, "wakeup": wakeup}
 

@@ -43,7 +43,8 @@ def test_switch_latency_reports_percentiles():
 def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
     out = _bench("benchmarks.shim_cost", "--rounds", "1", "--iterations", "300", "--waits", "12")
     assert out["pingpong"]["ratio"] > 0 and out["pingpong"]["without_us"] > 0
-    for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms"):
+    for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms",
+                 "os_pipe"):
         wake = out["wakeup"][case]
         assert 0 <= wake["cpu_share"] <= 1.5
         assert 0 < wake["wakeup_us"]["p50"] <= wake["wakeup_us"]["p99"]
@@ -107,7 +108,7 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
         *(f"launch_overhead_s[n={n}]" for n in range(1, cpus + 1)),
         "switch_p50_us[mpl=2]", "switch_p99_us[mpl=2]", "mpl_linearity[200ms][k=2]",
         "shim_pingpong_ratio", "wakeup_p50_us", "wakeup_p99_us", "blocked_cpu_share",
-        "asleep_cpu_share"}
+        "asleep_cpu_share", "pipe_wakeup_p50_us", "pipe_wakeup_p99_us"}
     assert all(len(values) == 2 and all(v > 0 for v in values)
                for values in now["samples"].values())
     for figure in now["figures"].values():
