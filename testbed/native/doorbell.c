@@ -141,9 +141,11 @@ static int drop_members(MPI_Comm comm, int key, void *value, void *extra) {
 }
 
 static struct members *build_members(MPI_Comm comm) {
-    int inter = 0, n = 0, rank = -1;
+    int initialized = 0, inter = 0, n = 0, rank = -1;
     MPI_Group group, world_group;
-    if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
+    /* Without MPI_Init (MPI sessions only) there is no MPI_COMM_WORLD to translate to. */
+    if (PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized ||
+        PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS ||
         PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
         (inter ? PMPI_Comm_remote_group(comm, &group) : PMPI_Comm_group(comm, &group)) !=
             MPI_SUCCESS)
