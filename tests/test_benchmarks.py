@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks import overheads
+from benchmarks import overheads, shim_cost
 from testbed.experiments.regression import check
+from testbed.policies.spin import Spin
+from testbed.shim_record import lib
 
 
 def _bench(module: str, *args: str) -> dict:
@@ -37,6 +39,18 @@ def test_switch_latency_reports_percentiles():
     assert out["switches"] >= 3 and out["ranks_per_switch"] == 2 * out["pes"]
     lat = out["latency_us"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
+
+
+def test_shim_cost_puts_its_ranks_on_records_it_removes_afterwards():
+    with shim_cost.records(Spin("fixed", fixed_s=0.0001)) as (env, made):
+        paths = [record.path for record in made]
+        assert paths == [f"/dev/shm/testbed-{env['TESTBED_RUN']}-{env['TESTBED_JOB']}-{rank}"
+                         for rank in range(shim_cost.RANKS)]
+        assert [record.c.rank for record in made] == list(range(shim_cost.RANKS))
+        assert all(r.c.spin_mode == lib.TB_SPIN_FIXED and r.c.spin_fixed_s == 0.0001
+                   for r in made)
+        assert all(Path(path).exists() for path in paths)
+    assert not any(Path(path).exists() for path in paths)
 
 
 @pytest.mark.realtime
