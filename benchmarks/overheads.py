@@ -13,8 +13,11 @@ taking turns, so drift of the machine spreads over all of them):
 * ``shim``: the shim's ping-pong cost (``shim_pingpong_ratio``: the median round trip with it
   over the median without, alternated three times in the round) and spin-block wake-up (a
   rank blocked after 100 us of spinning on a peer away 2-10 ms: ``wakeup_p50_us``,
-  ``wakeup_p99_us`` and ``blocked_cpu_share``, the waiting rank's CPU use as a fraction of a
-  core).
+  ``wakeup_p99_us``, ``blocked_cpu_share``, the waiting rank's CPU use as a fraction of a
+  core, spinning included, and ``asleep_cpu_share``, its CPU use while blocked over its time
+  blocked), beside the operating system's own wake-up of a process blocked in a pipe read
+  under the same waits (``pipe_wakeup_p50_us``, ``pipe_wakeup_p99_us``), the floor under the
+  shim's.
 
 Every figure is one value per round; the document holds the samples (``samples``) and, per
 figure, the median with its 95 % bootstrap interval (``figures``); a table of them goes to
@@ -76,7 +79,7 @@ SIDES = ("root", "unprivileged")
 # share 1.22, switch p99 1.20, wake-up p99 4.9 (the p99 of 100 waits is nearly their maximum;
 # a doubling is the least worth calling).
 DRIFT_MARGINS = {"launch_overhead_s": 0.75, "blocked_cpu_share": 0.25, "switch_p99_us": 0.25,
-                 "wakeup_p99_us": 1.0}
+                 "wakeup_p99_us": 1.0, "pipe_wakeup_p99_us": 1.0}
 
 
 def mean_runtime(k: int, timeslice: float, work: float) -> float:
@@ -137,14 +140,18 @@ def linearity_round(plan: dict[str, Any]) -> Round:
 
 def shim_round(plan: dict[str, Any]) -> Round:
     """One round of the shim's figures: the ping-pong ratio with / without, the spin-block
-    wake-up latency (us) and the blocked rank's CPU share."""
+    wake-up latency (us) and the waiting rank's CPU share, while waiting and while blocked,
+    and the operating system's wake-up latency (us) under the same waits."""
     done = shim_cost.measure(plan["pingpong_alternations"], plan["pingpong_iterations"],
                              plan["waits"], long_waits=False)
     blocked = done["wakeup"]["shim_spin_block_100us"]
     return {"shim_pingpong_ratio": done["pingpong"]["ratio"],
             "wakeup_p50_us": blocked["wakeup_us"]["p50"],
             "wakeup_p99_us": blocked["wakeup_us"]["p99"],
-            "blocked_cpu_share": blocked["cpu_share"]}, {}
+            "blocked_cpu_share": blocked["cpu_share"],
+            "asleep_cpu_share": blocked["asleep_cpu_share"],
+            "pipe_wakeup_p50_us": done["wakeup"]["os_pipe"]["wakeup_us"]["p50"],
+            "pipe_wakeup_p99_us": done["wakeup"]["os_pipe"]["wakeup_us"]["p99"]}, {}
 
 
 ROUNDS = {"launch": launch_round, "switch": switch_round, "linearity": linearity_round,

@@ -1,13 +1,13 @@
 """Unmodified MPI programs under every scheduler: makespan and small-message latency, with
 intervals.
 
-Three client programs in the style of public suites, written as plain MPI with no knowledge of
+Four client programs in the style of public suites, written as plain MPI with no knowledge of
 the testbed (``benchmarks/clients/``): ``osu_alltoall`` (mpi4py, ``MPI_Alltoall`` latency),
-``osu_latency`` (mpi4py, ping-pong latency between ranks 0 and 1) and ``pingpong_allreduce``
-(C, built on first use with the ``mpicc`` of the MPI that mpi4py loads: a ping-pong and an
-``MPI_Allreduce`` sweep).  Each prints ``size latency_us`` lines per test.  A fourth client is
-mpi4py's own ``python -m mpi4py.bench pingpong`` (``mpi4py_bench``), read from its table of
-mean one-way times.
+``osu_barrier`` (mpi4py, ``MPI_Barrier`` latency, printed as size 0), ``osu_latency`` (mpi4py,
+ping-pong latency between ranks 0 and 1) and ``pingpong_allreduce`` (C, built on first use
+with the ``mpicc`` of the MPI that mpi4py loads: a ping-pong and an ``MPI_Allreduce`` sweep).
+Each prints ``size latency_us`` lines per test.  A fifth client is mpi4py's own ``python -m
+mpi4py.bench pingpong`` (``mpi4py_bench``), read from its table of mean one-way times.
 
 Every run is one ``testbed run`` of a workload holding two copies of the program, both
 arriving at 0 with one rank per PE of the machine (MPL 2; fcfs runs them one after the other).
@@ -56,7 +56,7 @@ same ``--schedulers``, ``--programs`` and ``--repeats``) and gives the same inte
 ``--quick`` runs tiny sweeps to show that it works; its figures mean nothing.
 
 Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers gang,fcs,ics,local]
-[--programs osu_alltoall,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats N]
+[--programs osu_alltoall,osu_barrier,osu_latency,pingpong_allreduce,mpi4py_bench] [--repeats N]
 [--order interleaved|random] [--order-seed 1] [--reference gang] [--timeslice 0.2] [--spin S]
 [--job-timeout S] [--from RUNS] [--runs DIR] [--out FILE|-] [--markdown FILE]``
 
@@ -157,6 +157,7 @@ class Program:
 
 PROGRAMS = {
     "osu_alltoall": Program("osu_alltoall.py", ("alltoall",)),
+    "osu_barrier": Program("osu_barrier.py", ("barrier",), quick_args=("-i", "20", "-x", "2")),
     "osu_latency": Program("osu_latency.py", ("latency",)),
     "pingpong_allreduce": Program("pingpong_allreduce.c", ("pingpong", "allreduce")),
     "mpi4py_bench": Program("mpi4py.bench", ("bench_pingpong",), parse_mpi4py_bench,
@@ -403,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
                    default=list(SCHEDULERS),
                    help="comma-separated, default all; a name given twice runs twice (A/A)")
     p.add_argument("--programs", type=lambda t: _names(t, tuple(PROGRAMS), "programs"),
-                   default=list(PROGRAMS), help="comma-separated, default all four")
+                   default=list(PROGRAMS), help="comma-separated, default all five")
     p.add_argument("--repeats", type=int, default=3,
                    help="rounds of runs (>= 1, default 3; 5 or more to call differences)")
     p.add_argument("--order", choices=ORDERS, default="interleaved",

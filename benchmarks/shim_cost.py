@@ -2,11 +2,21 @@
 
 * ``pingpong``: round-trip latency of 8-byte messages between two ranks, with and without the
   shim preloaded, alternating in the same invocation (the shim busy-polls here, as MPICH does,
-  so the difference is the interposition itself);
+  so the difference is the interposition itself, ringing included);
 * ``wakeup``: rank 0 waits in a receive while rank 1 sleeps (2-10 ms: short waits; 20-50 ms:
   a peer descheduled for a while) and then sends its send time; with the shim set to block
-  after 100 us, it reports rank 0's CPU use while waiting (fraction of a core) and the wake-up
-  latency from the send to the receive returning (p50/p99), against MPICH's busy-polling.
+  after 100 us, it reports rank 0's CPU use while waiting (fraction of a core, spinning
+  included), its CPU use while blocked (``asleep_cpu_share``: CPU time over time blocked, from
+  its record), how its sleeps ended (``shim``: ``wakes_rung`` by the sender's doorbell,
+  ``wakes_timed`` by the safety net) and the wake-up latency from the send to the receive
+  returning (p50/p99), against MPICH's busy-polling;
+* ``os_pipe``: the operating system's own wake-up, the floor under the shim's: a forked child
+  sleeps as rank 1 does and writes its send time to a pipe on which this process is blocked in
+  a read (p50/p99 from the write to the read returning, and the reader's CPU share).
+
+With the shim the ranks run on shim records made for them as a node manager makes them (spin
+set there, no node manager socket), so that they find and ring each other's doorbells as in
+the testbed.
 
 Usage: ``python -m benchmarks.shim_cost [--rounds 5] [--iterations 20000] [--waits 300]``
 """
@@ -15,16 +25,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 from benchmarks.harness import host
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import library_path
+from testbed.policies.spin import Spin
 from testbed.results.metrics import percentiles
+from testbed.shim_record import Record, record_path
+
+RANKS = 2
+BUSY = Spin("forever")
+BLOCK_AFTER_100US = Spin("fixed", fixed_s=0.0001)
 
 
 def pingpong(iterations: int) -> dict[str, float]:
@@ -76,37 +96,105 @@ def wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
     return {"cpu_share": cpu / wall if wall else 0.0, "wakeup_us": percentiles(latency)}
 
 
-def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10") -> dict[str, object]:
+@contextmanager
+def records(spin: Spin) -> Iterator[tuple[dict[str, str], list[Record]]]:
+    """Shim records for the ranks of one ``mpiexec``, as a node manager makes them (spin
+    ``spin``, no node manager socket), removed afterwards: the environment that points the
+    ranks' shims at them, and the records."""
+    run, job = f"shimcost{os.getpid()}", "job"
+    made: list[Record] = []
+    try:
+        for rank in range(RANKS):
+            made.append(Record.create(record_path(run, job, rank), rank, job, rank, "", spin))
+        yield {"TESTBED_RUN": run, "TESTBED_JOB": job}, made
+    finally:
+        for record in made:
+            record.remove()
+
+
+def pipe_wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
+    """The wake-up latency (us) of a process blocked in a pipe read, woken by a forked child
+    that sleeps ``low_ms`` to ``high_ms`` before each write of its send time, and the reader's
+    CPU share while waiting: the operating system's floor under the shim's wake-up."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:
+        os.close(read_end)
+        rng = random.Random(1)
+        for _ in range(waits):
+            time.sleep(rng.uniform(low_ms, high_ms) / 1e3)
+            os.write(write_end, time.clock_gettime_ns(time.CLOCK_MONOTONIC).to_bytes(8, "little"))
+        os._exit(0)
+    os.close(write_end)
+    latency, cpu, wall = [], 0.0, 0.0
+    try:
+        for _ in range(waits):
+            c0, w0 = time.process_time(), time.perf_counter()
+            stamp = os.read(read_end, 8)
+            now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            cpu += time.process_time() - c0
+            wall += time.perf_counter() - w0
+            latency.append((now - int.from_bytes(stamp, "little")) / 1e3)
+    finally:
+        os.close(read_end)
+        os.waitpid(child, 0)
+    return {"cpu_share": cpu / wall if wall else 0.0, "wakeup_us": percentiles(latency)}
+
+
+def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10",
+         spin: Spin | None = None) -> dict[str, Any]:
+    """Run ``mode`` on two ranks; with ``spin``, on records (``records``), whose rank 0
+    counters are added as ``shim``."""
     mpi = detect_mpi()
-    out = subprocess.run([mpi.mpiexec, "-n", "2", *[a for k, v in env.items()
-                                                     for a in ("-genv", k, v)],
-                          sys.executable, "-m", "benchmarks.shim_cost", "--rank", mode,
-                          str(count), sleep_ms], check=True, capture_output=True,
-                         text=True).stdout
-    return json.loads(out.strip().splitlines()[0])
+
+    def mpiexec(extra: dict[str, str]) -> dict[str, Any]:
+        out = subprocess.run([mpi.mpiexec, "-n", str(RANKS),
+                              *[a for k, v in {**env, **extra}.items() for a in ("-genv", k, v)],
+                              sys.executable, "-m", "benchmarks.shim_cost", "--rank", mode,
+                              str(count), sleep_ms], check=True, capture_output=True,
+                             text=True).stdout
+        return json.loads(out.strip().splitlines()[0])
+
+    if spin is None:
+        return mpiexec({})
+    with records(spin) as (extra, made):
+        result = mpiexec(extra)
+        result["shim"] = made[0].counters().as_dict()
+    return result
 
 
 def measure(rounds: int, iterations: int, waits: int,
             long_waits: bool = True) -> dict[str, object]:
-    """Ping-pong with and without the shim, and the wake-up test (see the module's text;
-    without ``long_waits``, neither MPICH's busy-polling nor the 20-50 ms waits are run)."""
+    """Ping-pong with and without the shim, the wake-up test and the operating system's floor
+    under it (see the module's text; without ``long_waits``, neither MPICH's busy-polling nor
+    the 20-50 ms waits are run)."""
     preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}
     plain, shimmed = [], []
     for _ in range(rounds):
         plain.append(_run("pingpong", iterations, {})["round_trip_us"])
-        shimmed.append(_run("pingpong", iterations, preload)["round_trip_us"])
+        shimmed.append(_run("pingpong", iterations, preload, spin=BUSY)["round_trip_us"])
     pingpong = {"without_us": statistics.median(plain), "with_us": statistics.median(shimmed),
                 "ratio": statistics.median(shimmed) / statistics.median(plain),
                 "rounds": rounds, "iterations": iterations}
-    blocking = {**preload, "TESTBED_SPIN": "fixed:0.0001"}
     wakeup: dict[str, object] = {}
     if long_waits:
         wakeup["mpich_busy_poll"] = _run("wakeup", waits, {})
-    wakeup["shim_spin_block_100us"] = _run("wakeup", waits, blocking)
+    wakeup["shim_spin_block_100us"] = _blocked(_run("wakeup", waits, preload,
+                                                    spin=BLOCK_AFTER_100US))
     if long_waits:
-        wakeup["shim_long_waits_20_50ms"] = _run("wakeup", max(1, waits // 3), blocking, "20:50")
+        wakeup["shim_long_waits_20_50ms"] = _blocked(_run("wakeup", max(1, waits // 3), preload,
+                                                          "20:50", spin=BLOCK_AFTER_100US))
+    wakeup["os_pipe"] = pipe_wakeup(waits, 2, 10)
     wakeup["waits"] = waits
     return {"pingpong": pingpong, "wakeup": wakeup}
+
+
+def _blocked(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` of a wake-up run on records with ``asleep_cpu_share``: rank 0's CPU time
+    while blocked over its time blocked (0 when it never blocked)."""
+    shim = result["shim"]
+    share = shim["blocked_cpu_s"] / shim["blocked_s"] if shim["blocked_s"] > 0 else 0.0
+    return {**result, "asleep_cpu_share": share}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -27,6 +27,7 @@ ffi.cdef(HEADER.read_text())
 RECORD_SIZE = ffi.sizeof("struct tb_record")
 EVENT = struct.Struct("=IIQ")
 assert EVENT.size == ffi.sizeof("struct tb_event")
+assert ffi.offsetof("struct tb_record", "doorbell") % 64 == 0   # a cache line of its own
 lib = ffi.dlopen(None)
 SPIN_MODES = {"forever": lib.TB_SPIN_FOREVER, "fixed": lib.TB_SPIN_FIXED,
               "adaptive": lib.TB_SPIN_ADAPTIVE}
@@ -90,7 +91,8 @@ class Record:
         c = self.c
         return Counters(c.pid, bool(c.attached), c.c_cs, c.c_dc, c.t_cs, c.t_dc,
                         c.max_nonblock_s, bool(c.blocked), c.block_seq, c.blocks, c.blocked_s,
-                        c.cpu_s, c.spin_s, c.stopped_s)
+                        c.cpu_s, c.spin_s, c.stopped_s, c.wakes_rung, c.wakes_timed,
+                        c.blocked_cpu_s)
 
     def close(self) -> None:
         """Unmap (the file stays)."""

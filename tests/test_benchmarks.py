@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from benchmarks import overheads
+from benchmarks import overheads, shim_cost
 from testbed.experiments.regression import check
+from testbed.policies.spin import Spin
+from testbed.shim_record import lib
 
 
 def _bench(module: str, *args: str) -> dict:
@@ -39,14 +41,32 @@ def test_switch_latency_reports_percentiles():
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
 
 
+def test_shim_cost_puts_its_ranks_on_records_it_removes_afterwards():
+    with shim_cost.records(Spin("fixed", fixed_s=0.0001)) as (env, made):
+        paths = [record.path for record in made]
+        assert paths == [f"/dev/shm/testbed-{env['TESTBED_RUN']}-{env['TESTBED_JOB']}-{rank}"
+                         for rank in range(shim_cost.RANKS)]
+        assert [record.c.rank for record in made] == list(range(shim_cost.RANKS))
+        assert all(r.c.spin_mode == lib.TB_SPIN_FIXED and r.c.spin_fixed_s == 0.0001
+                   for r in made)
+        assert all(Path(path).exists() for path in paths)
+    assert not any(Path(path).exists() for path in paths)
+
+
 @pytest.mark.realtime
 def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
     out = _bench("benchmarks.shim_cost", "--rounds", "1", "--iterations", "300", "--waits", "12")
     assert out["pingpong"]["ratio"] > 0 and out["pingpong"]["without_us"] > 0
-    for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms"):
+    for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms",
+                 "os_pipe"):
         wake = out["wakeup"][case]
         assert 0 <= wake["cpu_share"] <= 1.5
         assert 0 < wake["wakeup_us"]["p50"] <= wake["wakeup_us"]["p99"]
+    for case in ("shim_spin_block_100us", "shim_long_waits_20_50ms"):
+        wake = out["wakeup"][case]
+        shim = wake["shim"]
+        assert shim["attached"] and shim["blocks"] >= 1 and shim["wakes_rung"] >= 1
+        assert wake["asleep_cpu_share"] == shim["blocked_cpu_s"] / shim["blocked_s"]
 
 
 def _experiment(module: str, tmp_path, *args: str) -> str:
@@ -101,7 +121,8 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     assert set(now["samples"]) == {
         *(f"launch_overhead_s[n={n}]" for n in range(1, cpus + 1)),
         "switch_p50_us[mpl=2]", "switch_p99_us[mpl=2]", "mpl_linearity[200ms][k=2]",
-        "shim_pingpong_ratio", "wakeup_p50_us", "wakeup_p99_us", "blocked_cpu_share"}
+        "shim_pingpong_ratio", "wakeup_p50_us", "wakeup_p99_us", "blocked_cpu_share",
+        "asleep_cpu_share", "pipe_wakeup_p50_us", "pipe_wakeup_p99_us"}
     assert all(len(values) == 2 and all(v > 0 for v in values)
                for values in now["samples"].values())
     for figure in now["figures"].values():

@@ -203,14 +203,15 @@ def test_quick_run_reports_every_program_and_label_with_intervals(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("== osu_alltoall alltoall: sizes from 1 B")
-    assert len(re.findall(r"^\[\d+/16\] ", done.stderr, re.MULTILINE)) == 16
+    assert len(re.findall(r"^\[\d+/20\] ", done.stderr, re.MULTILINE)) == 20
     doc = json.loads(out.read_text())
     assert doc["quick"] and doc["repeats"] == 2 and doc["pes"] == doc["host"]["cpus"] >= 1
     assert doc["order"] == "random" and doc["reference"] == "gang"
-    assert set(doc["programs"]) == {"osu_alltoall", "osu_latency", "pingpong_allreduce",
-                                    "mpi4py_bench"}
+    assert set(doc["programs"]) == {"osu_alltoall", "osu_barrier", "osu_latency",
+                                    "pingpong_allreduce", "mpi4py_bench"}
     assert Path(doc["programs"]["pingpong_allreduce"]["argv"][0]).is_file()
-    smallest = {"alltoall": 1, "latency": 0, "pingpong": 0, "allreduce": 4, "bench_pingpong": 1}
+    smallest = {"alltoall": 1, "barrier": 0, "latency": 0, "pingpong": 0, "allreduce": 4,
+                "bench_pingpong": 1}
     assert [r["test"] for r in doc["results"]] == list(smallest)
     for result in doc["results"]:
         assert result["smallest_size"] == smallest[result["test"]]
@@ -221,6 +222,9 @@ def test_quick_run_reports_every_program_and_label_with_intervals(tmp_path):
             assert load["disturbed"] == run["disturbed"] and load["wall_s"] > 0
         assert len(result["records"]) == 2 * 3
         for r in result["records"]:
+            if result["test"] == "barrier" and r["metric"] == "kib_latency_us":
+                assert r["n"] == 0      # a barrier has no 1 KiB message
+                continue
             assert r["n"] == 2 and 0 < r["ci_low"] <= r["median"] <= r["ci_high"]
             assert 0 < r["ratio_low"] <= r["ratio"] <= r["ratio_high"]
         assert [c["figure"] for c in result["targets"]] == ["makespan", "small_latency_us"]

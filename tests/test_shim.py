@@ -20,6 +20,7 @@ from testbed.policies.spin import Spin
 from testbed.shim_record import Record, ffi, record_path
 
 pytestmark = pytest.mark.realtime
+BLOCKS = Spin("fixed", fixed_s=0.001)
 
 
 def _shim_ranks(run_dir):
@@ -62,14 +63,16 @@ def test_c_program_built_with_mpicc_runs_unmodified_and_is_counted(tmp_path):
 @contextlib.contextmanager
 def _shimmed_job(program: str, *args: str, spins: list[Spin], nm_socket: str = "",
                  native_collectives: bool = False, run_id: str | None = None,
+                 env: dict[str, str] | None = None,
                  **popen: object) -> Iterator[tuple[list[Record], subprocess.Popen]]:
     """Drive the shim as a node manager does: a record per rank, then ``mpiexec`` with the
-    shim preloaded running ``program``; afterwards no process or record is left."""
+    shim preloaded running ``program`` (``env`` added to the environment); afterwards no
+    process or record is left."""
     mpi = detect_mpi()
     run_id = run_id or f"t{uuid.uuid4().hex[:8]}"
     records = [Record.create(record_path(run_id, "j1", r), r, "j1", r, nm_socket, spin,
                              native_collectives) for r, spin in enumerate(spins)]
-    env = dict(os.environ, TESTBED_RUN=run_id, TESTBED_JOB="j1")
+    env = dict(os.environ, **(env or {}), TESTBED_RUN=run_id, TESTBED_JOB="j1")
     job = subprocess.Popen([mpi.mpiexec, "-n", str(len(spins)), "-genv", "LD_PRELOAD",
                             str(library_path(mpi)), sys.executable, str(PROGRAMS / program),
                             *args], env=env, start_new_session=True, **popen)
@@ -148,6 +151,26 @@ def test_time_a_waiting_rank_spends_stopped_is_not_counted_as_wait(tmp_path):
         # Without the exclusion the wait would be at least 1 s longer than all of this.
         assert 0 < last.t_dc < wall - 0.9, (last, wall)
         assert 0 < last.blocked_s < wall - 0.9, (last, wall)
+
+
+@pytest.mark.parametrize("late", [[BLOCKS, BLOCKS], [BLOCKS, Spin("forever")]])
+def test_a_blocked_rank_is_woken_by_its_peers_doorbell(late):
+    """Every wait the shim trusts the doorbell for, the peer late, on two communicators:
+    with a safety net of 10 minutes, a ring is the only thing that can end a blocked rank's
+    sleep in time.  The peer either blocks too or, as a coscheduled FCS process does,
+    busy-waits (its sends then ring after the blocking call)."""
+    with _shimmed_job("doorbell.py", "0.05", spins=late, env={"TESTBED_SAFETY_NET_US": "6e8"},
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.strip() == "ok", err
+        blocking = [r.counters() for r, spin in zip(records, late, strict=True) if spin == BLOCKS]
+    for counters in blocking:
+        # 2 communicators x 9 waits for a late peer (the receive after a probe finds its
+        # message), all blocking after 1 ms of 50; every sleep ended by a ring.
+        assert counters.blocks >= 18 and counters.wakes_timed == 0, counters
+        assert counters.wakes_rung >= counters.blocks // 2, counters
+        assert 0 < counters.blocked_cpu_s < counters.blocked_s, counters
 
 
 @pytest.mark.parametrize("native_collectives", [False, True])

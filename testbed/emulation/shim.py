@@ -1,8 +1,9 @@
 """The spin-block shim: building the preload library, and the node manager's socket for the
 ranks' block and unblock events.
 
-The library (``testbed/native/shim.c``) is compiled with the ``mpicc`` of the MPI that mpi4py
-loads, once per MPI library and source version (see ``testbed.emulation.build``).
+The library (``testbed/native/shim.c``, and ``doorbell.c``: how blocked ranks sleep and are
+woken) is compiled with the ``mpicc`` of the MPI that mpi4py loads, once per MPI library and
+version of the sources and headers (see ``testbed.emulation.build``).
 ``scripts/demo`` and ``scripts/test`` build it during set-up; any other use builds it on first
 need.  The records the shim and the node manager share are ``testbed.shim_record``.
 """
@@ -18,7 +19,8 @@ from testbed.emulation import build
 from testbed.emulation.mpi_info import MpiInfo
 from testbed.shim_record import EVENT, HEADER
 
-SOURCE = build.NATIVE / "shim.c"
+SOURCES = [build.NATIVE / "shim.c", build.NATIVE / "doorbell.c"]
+HEADERS = [HEADER, build.NATIVE / "doorbell.h"]
 
 
 class ShimBuildError(RuntimeError):
@@ -37,9 +39,10 @@ def mpicc(mpi: MpiInfo) -> str:
 def library_path(mpi: MpiInfo, rebuild: bool = False) -> Path:
     """The shim library for ``mpi``, compiled first if needed (or if ``rebuild``)."""
     try:
-        return build.library("testbed_shim", [SOURCE],
+        headers = "\0".join(h.read_text() for h in HEADERS)
+        return build.library("testbed_shim", SOURCES,
                              [mpicc(mpi), "-O2", "-fPIC", "-shared", "-Wall"],
-                             depends=f"{mpi.library}\0{mpi.version}\0{HEADER.read_text()}",
+                             depends=f"{mpi.library}\0{mpi.version}\0{headers}",
                              rebuild=rebuild)
     except build.BuildError as err:
         raise ShimBuildError(str(err)) from None

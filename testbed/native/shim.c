@@ -2,8 +2,14 @@
  *
  * Preloaded (LD_PRELOAD) into every rank.  Each blocking MPI call below becomes its
  * nonblocking form plus a spin-block wait: poll with PMPI_Test* for the spin time, then block
- * (sleep-poll with a bounded backoff, using no CPU to speak of) until the operation completes.
- * Both the classic and the MPI-4 large-count (_c) forms are wrapped: mpi4py 4 calls the _c ones.
+ * until the operation completes.  Both the classic and the MPI-4 large-count (_c) forms are
+ * wrapped: mpi4py 4 calls the _c ones.
+ *
+ * A blocked rank sleeps on the doorbell in its record, and its peers ring it when they may
+ * have given it something to complete (doorbell.c); a timeout on every sleep is the safety
+ * net.  TESTBED_SAFETY_NET_US (unset by default) replaces the safety net's backoff, for the
+ * waits whose completion the rings announce, by a constant timeout of that many microseconds:
+ * a test sets it long to see that rings alone wake such waits.
  *
  * Every wait is counted in the rank's shared record (shim_record.h), split by the coscheduled
  * flag the node manager sets, without the time the node manager kept the process stopped;
@@ -31,10 +37,10 @@
 #include <unistd.h>
 
 #include "shim_record.h"
+#include "doorbell.h"
 
-#define BACKOFF_MIN_NS 20000L
-#define BACKOFF_MAX_NS 650000L
 #define CPU_SAMPLE_MASK 1023u
+#define RING_FIRST_S 1e-6
 
 static struct tb_record private_record = {.magic = TB_MAGIC, .version = TB_VERSION,
                                           .spin_mode = TB_SPIN_FOREVER,
@@ -99,6 +105,20 @@ static void delay_from_env(void) {
     if (ns != NULL) injected_delay_s = atof(ns) * 1e-9;
 }
 
+static struct tb_record *map_record(const char *path) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    void *p = mmap(NULL, sizeof(struct tb_record), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) return NULL;
+    struct tb_record *r = p;
+    if (r->magic != TB_MAGIC || r->version != TB_VERSION) {
+        munmap(p, sizeof(struct tb_record));
+        return NULL;
+    }
+    return r;
+}
+
 /* Busy-wait the injected delay, if any. */
 static void injected_delay(void) {
     if (injected_delay_s <= 0.0) return;
@@ -107,31 +127,30 @@ static void injected_delay(void) {
     }
 }
 
+static void attach(const char *run, const char *job) {
+    const char *rank = rank_from_env();
+    char path[256];
+    if (run == NULL || job == NULL || rank == NULL ||
+        snprintf(path, sizeof path, "/dev/shm/testbed-%s-%s-%s", run, job, rank) >=
+            (int)sizeof path)
+        return;
+    struct tb_record *r = map_record(path);
+    if (r == NULL) return;
+    rec = r;
+    rec->pid = (int32_t)getpid();
+    rec->attached = 1;
+    connect_node_manager();
+}
+
 __attribute__((constructor)) static void tb_attach(void) {
     spin_from_env();
     delay_from_env();
     private_record.pid = (int32_t)getpid();
     const char *run = getenv("TESTBED_RUN"), *job = getenv("TESTBED_JOB");
-    const char *rank = rank_from_env();
-    if (run == NULL || job == NULL || rank == NULL) return;
-    char path[256];
-    if (snprintf(path, sizeof path, "/dev/shm/testbed-%s-%s-%s", run, job, rank) >=
-        (int)sizeof path)
-        return;
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return;
-    void *p = mmap(NULL, sizeof(struct tb_record), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) return;
-    struct tb_record *r = p;
-    if (r->magic != TB_MAGIC || r->version != TB_VERSION) {
-        munmap(p, sizeof(struct tb_record));
-        return;
-    }
-    rec = r;
-    rec->pid = (int32_t)getpid();
-    rec->attached = 1;
-    connect_node_manager();
+    const char *net = getenv("TESTBED_SAFETY_NET_US");
+    attach(run, job);
+    tb_doorbell_init(rec, rec == &private_record ? NULL : run, job,
+                     net != NULL ? atof(net) : 0.0);
 }
 
 static void notify(uint32_t blocked) {
@@ -190,38 +209,38 @@ static void account(int coscheduled, double waited) {
     injected_delay();
 }
 
-/* A completion test: sets *done when the awaited operation(s) completed. */
-typedef int (*tb_test)(void *ctx, int *done);
-
 /* Wait for test() to report completion: spin while the spin limit (re-read every poll, as the
  * node manager may change the class) exceeds the time waited, then block.  Time stopped by the
- * node manager counts neither as spinning nor as waiting. */
-static int spin_block(tb_test test, void *ctx) {
+ * node manager counts neither as spinning nor as waiting.  A collective rings its partners
+ * after its first test and, between two ranks, at doubling times while it spins (see
+ * doorbell.c). */
+static int spin_block(tb_test test, void *ctx, const struct tb_ringing *ringing) {
     int coscheduled = rec->coscheduled;
-    double s0, t0 = stamp(&s0), waited = 0.0, limit = spin_limit();
+    double s0, t0 = stamp(&s0), waited = 0.0, limit = spin_limit(), ring_at = RING_FIRST_S;
     int done = 0;
     int rc = test(ctx, &done);
+    if (ringing->comm != MPI_COMM_NULL) tb_ring_partners(ringing->comm, 1);
     while (rc == MPI_SUCCESS && !done) {
         waited = ready_since(t0, s0);
         limit = spin_limit();
         if (waited >= limit) break;
         rc = test(ctx, &done);
+        if (ringing->relay && waited >= ring_at) {
+            tb_ring_partners(ringing->comm, 0);
+            ring_at *= 2;
+        }
     }
     if (rc == MPI_SUCCESS && !done) {
         double sb, tb = stamp(&sb);
         rec->blocks++;
         notify(1);
-        long ns = BACKOFF_MIN_NS;
-        while (rc == MPI_SUCCESS && !done) {
-            struct timespec ts = {0, ns};
-            nanosleep(&ts, NULL);
-            rc = test(ctx, &done);
-            ns = ns * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : ns * 2;
-        }
+        double cpu_blocked = rec->cpu_s;
+        rc = tb_block(test, ctx, ringing, &done);
         double s1, t1 = stamp(&s1);
         rec->blocked_s += (t1 - tb) - (s1 - sb);
         waited = (t1 - t0) - (s1 - s0);
         notify(0);
+        rec->blocked_cpu_s += rec->cpu_s - cpu_blocked;
     } else {
         waited = ready_since(t0, s0);
         if (waited > rec->max_nonblock_s) rec->max_nonblock_s = waited;
@@ -268,9 +287,14 @@ static int test_one(void *c, int *done) {
     struct one *x = c;
     return PMPI_Test(x->req, done, x->status);
 }
-static int wait_one(MPI_Request *req, MPI_Status *status) {
+static int wait_one(MPI_Request *req, MPI_Status *status, struct tb_ringing ringing) {
     struct one c = {req, status};
-    return spin_block(test_one, &c);
+    return spin_block(test_one, &c, &ringing);
+}
+
+/* A wait that rings nobody as it goes; ``rung``: see struct tb_ringing. */
+static struct tb_ringing point_to_point(int rung) {
+    return (struct tb_ringing){rung, MPI_COMM_NULL, 0};
 }
 
 struct all { int n; MPI_Request *reqs; MPI_Status *statuses; };
@@ -303,21 +327,49 @@ static int test_mprobe(void *c, int *done) {
     return PMPI_Improbe(x->source, x->tag, x->comm, done, x->message, x->status);
 }
 
+/* Whether ``count`` items of ``datatype`` make a message small enough to be sent eagerly in
+ * one go (MPICH's shared-memory cells hold 8 KiB), so that the sender's ring is the only one
+ * its receiver needs: a larger message takes steps in which each side's progress serves the
+ * other, which nobody rings for. */
+#define SMALL_BYTES 4096
+static int small(MPI_Count count, MPI_Datatype datatype) {
+    int size;
+    return count >= 0 && PMPI_Type_size(datatype, &size) == MPI_SUCCESS && size >= 0 &&
+           count * (MPI_Count)size <= SMALL_BYTES;
+}
+
+/* Whether the rings announce what completes a receive of ``count`` ``datatype`` from
+ * ``source`` of ``comm`` (``rung`` of struct tb_ringing). */
+static int recv_rung(MPI_Count count, MPI_Datatype datatype, int source, MPI_Comm comm) {
+    return small(count, datatype) && tb_can_ring_me(comm, source);
+}
+
+/* How a collective on ``comm`` moving ``count`` ``datatype`` per message rings: its partners
+ * after its first test and when it completes; between two ranks, also as it goes, and then,
+ * when small, its completion is announced by rings. */
+static struct tb_ringing collective(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm) {
+    int pair = tb_size_of(comm) == 2;
+    return (struct tb_ringing){pair && small(count, datatype) && tb_all_can_ring_me(comm), comm,
+                               pair};
+}
+
+/* Waits on requests the program made itself: the shim does not follow them, so it cannot
+ * tell whether whoever completes them rings; they keep the short safety net. */
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     BUSY(PMPI_Wait(request, status))
-    return wait_one(request, status);
+    return wait_one(request, status, point_to_point(0));
 }
 
 int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses) {
     BUSY(PMPI_Waitall(count, array_of_requests, array_of_statuses))
     struct all c = {count, array_of_requests, array_of_statuses};
-    return spin_block(test_all, &c);
+    return spin_block(test_all, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
 }
 
 int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status) {
     BUSY(PMPI_Waitany(count, array_of_requests, indx, status))
     struct any c = {count, array_of_requests, indx, status};
-    return spin_block(test_any, &c);
+    return spin_block(test_any, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
 }
 
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
@@ -325,52 +377,105 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
     BUSY(PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices,
                        array_of_statuses))
     struct some c = {incount, array_of_requests, outcount, array_of_indices, array_of_statuses};
-    return spin_block(test_some, &c);
+    return spin_block(test_some, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
 }
 
+/* A probe waits for an envelope, which the sender's ring announces whatever the size. */
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
     BUSY(PMPI_Probe(source, tag, comm, status))
     struct probe c = {source, tag, comm, NULL, status};
-    return spin_block(test_probe, &c);
+    struct tb_ringing ringing = point_to_point(tb_can_ring_me(comm, source));
+    return spin_block(test_probe, &c, &ringing);
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
     BUSY(PMPI_Mprobe(source, tag, comm, message, status))
     struct probe c = {source, tag, comm, message, status};
-    return spin_block(test_mprobe, &c);
+    struct tb_ringing ringing = point_to_point(tb_can_ring_me(comm, source));
+    return spin_block(test_mprobe, &c, &ringing);
+}
+
+int MPI_Start(MPI_Request *request) {
+    int rc = PMPI_Start(request);
+    tb_ring_world();
+    return rc;
+}
+
+int MPI_Startall(int count, MPI_Request array_of_requests[]) {
+    int rc = PMPI_Startall(count, array_of_requests);
+    tb_ring_world();
+    return rc;
 }
 
 /* A blocking call as its nonblocking form (which fills r_) plus a spin-block wait on r_. */
-#define NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
+#define NONBLOCKING_ONLY(NONBLOCKING, STATUS, RUNG)                                         \
     {                                                                                       \
         MPI_Request r_;                                                                     \
         int rc_ = NONBLOCKING;                                                              \
-        return rc_ != MPI_SUCCESS ? rc_ : wait_one(&r_, STATUS);                            \
+        return rc_ != MPI_SUCCESS ? rc_ : wait_one(&r_, STATUS, point_to_point(RUNG));      \
     }
 
-/* A blocking point-to-point call: made as it is when the process busy-waits anyway, else as
- * its nonblocking form (which fills r_) plus a spin-block wait on r_.  Blocking and
- * nonblocking point-to-point operations match each other, so peers may differ in the form. */
-#define SPIN_BLOCK(BLOCKING, NONBLOCKING, STATUS)                                           \
+/* A blocking receive: made as it is when the process busy-waits anyway, else as its
+ * nonblocking form (which fills r_) plus a spin-block wait on r_.  Blocking and nonblocking
+ * point-to-point operations match each other, so peers may differ in the form. */
+#define SPIN_BLOCK(BLOCKING, NONBLOCKING, STATUS, RUNG)                                     \
     {                                                                                       \
         BUSY(BLOCKING)                                                                      \
-        NONBLOCKING_ONLY(NONBLOCKING, STATUS)                                               \
+        NONBLOCKING_ONLY(NONBLOCKING, STATUS, RUNG)                                         \
+    }
+
+/* A blocking send to rank DEST of COMM: as a receive, and the destination is rung once the
+ * message is posted.  A process that busy-waits makes the blocking call and rings after it
+ * (which is when an eager message is posted), unless the destination is asleep already: then
+ * it takes the nonblocking form too, so that a message needing the destination's progress
+ * does not wait for its safety net.  The sender's own wait trusts no doorbell: a send that
+ * does not complete at once needs the receiver's progress, and receivers do not ring. */
+#define SEND(BLOCKING, NONBLOCKING, COMM, DEST)                                             \
+    {                                                                                       \
+        if (busy_waits() && !tb_asleep(COMM, DEST)) {                                       \
+            struct tb_call c_ = call_begin();                                               \
+            int rc_ = BLOCKING;                                                             \
+            tb_ring(COMM, DEST);                                                            \
+            return call_end(c_, rc_);                                                       \
+        }                                                                                   \
+        MPI_Request r_;                                                                     \
+        int rc_ = NONBLOCKING;                                                              \
+        if (rc_ != MPI_SUCCESS) return rc_;                                                 \
+        tb_ring(COMM, DEST);                                                                \
+        return wait_one(&r_, MPI_STATUS_IGNORE, point_to_point(0));                         \
+    }
+
+/* A nonblocking send: posted, then its destination rung. */
+#define POST_SEND(NONBLOCKING, COMM, DEST)                                                  \
+    {                                                                                       \
+        int rc_ = NONBLOCKING;                                                              \
+        if (rc_ == MPI_SUCCESS) tb_ring(COMM, DEST);                                        \
+        return rc_;                                                                         \
     }
 
 /* A blocking collective: the blocking call itself when the job's collectives are native, else
- * its nonblocking form plus a spin-block wait.  A blocking and a nonblocking collective never
- * match (MPI-3 5.12) and the ranks of one job may be in different classes, so the form is a
- * setting of the whole job, fixed before launch, never a per-process choice. */
-#define COLLECTIVE(BLOCKING, NONBLOCKING)                                                   \
+ * its nonblocking form plus a spin-block wait that rings as ``collective`` says, and a ring of
+ * its partners once it completes (its last progress may have sent what they wait for).  A
+ * blocking and a nonblocking collective never match (MPI-3 5.12) and the ranks of one job may
+ * be in different classes, so the form is a setting of the whole job, fixed before launch,
+ * never a per-process choice.  COUNT and DATATYPE: what one message of it carries (COUNT -1:
+ * its messages differ in size). */
+#define COLLECTIVE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                            \
     {                                                                                       \
         if (rec->native_collectives) TIMED(BLOCKING)                                        \
-        NONBLOCKING_ONLY(NONBLOCKING, MPI_STATUS_IGNORE)                                    \
+        MPI_Request r_;                                                                     \
+        int rc_ = NONBLOCKING;                                                              \
+        if (rc_ != MPI_SUCCESS) return rc_;                                                 \
+        rc_ = wait_one(&r_, MPI_STATUS_IGNORE, collective(COUNT, DATATYPE, COMM));          \
+        tb_ring_partners(COMM, 1);                                                          \
+        return rc_;                                                                         \
     }
 
-static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status) {
+static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     MPI_Status statuses[2];
     struct all c = {2, reqs, statuses};
-    int rc = spin_block(test_all, &c);
+    struct tb_ringing ringing = point_to_point(rung);
+    int rc = spin_block(test_all, &c, &ringing);
     if (status != MPI_STATUS_IGNORE) *status = statuses[0];
     return rc;
 }
@@ -380,22 +485,54 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status) {
 #define WRAPPERS(S, COUNT, COUNTS, DISPLS)                                                  \
     int MPI_Send##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int tag, \
         MPI_Comm comm)                                                                      \
-        SPIN_BLOCK(PMPI_Send##S(buf, count, datatype, dest, tag, comm),                     \
-                   PMPI_Isend##S(buf, count, datatype, dest, tag, comm, &r_),               \
-                   MPI_STATUS_IGNORE)                                                       \
+        SEND(PMPI_Send##S(buf, count, datatype, dest, tag, comm),                           \
+             PMPI_Isend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)         \
+    int MPI_Ssend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
+        tag, MPI_Comm comm)                                                                 \
+        SEND(PMPI_Ssend##S(buf, count, datatype, dest, tag, comm),                          \
+             PMPI_Issend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)        \
+    int MPI_Rsend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
+        tag, MPI_Comm comm)                                                                 \
+        SEND(PMPI_Rsend##S(buf, count, datatype, dest, tag, comm),                          \
+             PMPI_Irsend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)        \
+    int MPI_Bsend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
+        tag, MPI_Comm comm)                                                                 \
+        SEND(PMPI_Bsend##S(buf, count, datatype, dest, tag, comm),                          \
+             PMPI_Ibsend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)        \
+    int MPI_Isend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
+        tag, MPI_Comm comm, MPI_Request *request)                                           \
+        POST_SEND(PMPI_Isend##S(buf, count, datatype, dest, tag, comm, request), comm, dest)\
+    int MPI_Issend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int    \
+        tag, MPI_Comm comm, MPI_Request *request)                                           \
+        POST_SEND(PMPI_Issend##S(buf, count, datatype, dest, tag, comm, request), comm,     \
+                  dest)                                                                     \
+    int MPI_Irsend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int    \
+        tag, MPI_Comm comm, MPI_Request *request)                                           \
+        POST_SEND(PMPI_Irsend##S(buf, count, datatype, dest, tag, comm, request), comm,     \
+                  dest)                                                                     \
+    int MPI_Ibsend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int    \
+        tag, MPI_Comm comm, MPI_Request *request)                                           \
+        POST_SEND(PMPI_Ibsend##S(buf, count, datatype, dest, tag, comm, request), comm,     \
+                  dest)                                                                     \
     int MPI_Recv##S(void *buf, COUNT count, MPI_Datatype datatype, int source, int tag,     \
         MPI_Comm comm, MPI_Status *status)                                                  \
         SPIN_BLOCK(PMPI_Recv##S(buf, count, datatype, source, tag, comm, status),           \
-                   PMPI_Irecv##S(buf, count, datatype, source, tag, comm, &r_), status)     \
+                   PMPI_Irecv##S(buf, count, datatype, source, tag, comm, &r_), status,     \
+                   recv_rung(count, datatype, source, comm))                                \
     int MPI_Mrecv##S(void *buf, COUNT count, MPI_Datatype datatype, MPI_Message *message,   \
         MPI_Status *status)                                                                 \
         SPIN_BLOCK(PMPI_Mrecv##S(buf, count, datatype, message, status),                    \
-                   PMPI_Imrecv##S(buf, count, datatype, message, &r_), status)              \
+                   PMPI_Imrecv##S(buf, count, datatype, message, &r_), status, 0)           \
     int MPI_Sendrecv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, int    \
         dest, int sendtag, void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int       \
         source, int recvtag, MPI_Comm comm, MPI_Status *status) {                           \
-        BUSY(PMPI_Sendrecv##S(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf,         \
-            recvcount, recvtype, source, recvtag, comm, status))                            \
+        if (busy_waits() && !tb_asleep(comm, dest)) {                                       \
+            struct tb_call c_ = call_begin();                                               \
+            int rc_ = PMPI_Sendrecv##S(sendbuf, sendcount, sendtype, dest, sendtag,         \
+                recvbuf, recvcount, recvtype, source, recvtag, comm, status);               \
+            tb_ring(comm, dest);                                                            \
+            return call_end(c_, rc_);                                                       \
+        }                                                                                   \
         MPI_Request reqs[2];                                                                \
         int rc = PMPI_Irecv##S(recvbuf, recvcount, recvtype, source, recvtag, comm, &reqs[0]);\
         if (rc != MPI_SUCCESS) return rc;                                                   \
@@ -405,66 +542,73 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status) {
             PMPI_Request_free(&reqs[0]);                                                    \
             return rc;                                                                      \
         }                                                                                   \
-        return sendrecv_wait(reqs, status);                                                 \
+        tb_ring(comm, dest);                                                                \
+        return sendrecv_wait(reqs, status, small(sendcount, sendtype) &&                    \
+                             recv_rung(recvcount, recvtype, source, comm));                 \
     }                                                                                       \
     int MPI_Bcast##S(void *buffer, COUNT count, MPI_Datatype datatype, int root, MPI_Comm   \
         comm)                                                                               \
         COLLECTIVE(PMPI_Bcast##S(buffer, count, datatype, root, comm),                      \
-            PMPI_Ibcast##S(buffer, count, datatype, root, comm, &r_))                       \
+            PMPI_Ibcast##S(buffer, count, datatype, root, comm, &r_), comm, count,          \
+            datatype)                                                                       \
     int MPI_Reduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype         \
         datatype, MPI_Op op, int root, MPI_Comm comm)                                       \
         COLLECTIVE(PMPI_Reduce##S(sendbuf, recvbuf, count, datatype, op, root, comm),       \
-            PMPI_Ireduce##S(sendbuf, recvbuf, count, datatype, op, root, comm, &r_))        \
+            PMPI_Ireduce##S(sendbuf, recvbuf, count, datatype, op, root, comm, &r_), comm,  \
+            count, datatype)                                                                \
     int MPI_Allreduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype      \
         datatype, MPI_Op op, MPI_Comm comm)                                                 \
         COLLECTIVE(PMPI_Allreduce##S(sendbuf, recvbuf, count, datatype, op, comm),          \
-            PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_))           \
+            PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_), comm,     \
+            count, datatype)                                                                \
     int MPI_Gather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void     \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)          \
         COLLECTIVE(PMPI_Gather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,         \
             recvtype, root, comm), PMPI_Igather##S(sendbuf, sendcount, sendtype, recvbuf,   \
-            recvcount, recvtype, root, comm, &r_))                                          \
+            recvcount, recvtype, root, comm, &r_), comm, -1, MPI_BYTE)                      \
     int MPI_Scatter##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm)          \
         COLLECTIVE(PMPI_Scatter##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,        \
             recvtype, root, comm), PMPI_Iscatter##S(sendbuf, sendcount, sendtype, recvbuf,  \
-            recvcount, recvtype, root, comm, &r_))                                          \
+            recvcount, recvtype, root, comm, &r_), comm, -1, MPI_BYTE)                      \
     int MPI_Allgather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void  \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
         COLLECTIVE(PMPI_Allgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,      \
             recvtype, comm), PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf,      \
-            recvcount, recvtype, comm, &r_))                                                \
+            recvcount, recvtype, comm, &r_), comm, recvcount, recvtype)                     \
     int MPI_Alltoall##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void   \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
         COLLECTIVE(PMPI_Alltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,       \
             recvtype, comm), PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf,       \
-            recvcount, recvtype, comm, &r_))                                                \
+            recvcount, recvtype, comm, &r_), comm, recvcount, recvtype)                     \
     int MPI_Gatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         int root, MPI_Comm comm)                                                            \
         COLLECTIVE(PMPI_Gatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,       \
             displs, recvtype, root, comm), PMPI_Igatherv##S(sendbuf, sendcount, sendtype,   \
-            recvbuf, recvcounts, displs, recvtype, root, comm, &r_))                        \
+            recvbuf, recvcounts, displs, recvtype, root, comm, &r_), comm, -1, MPI_BYTE)    \
     int MPI_Scatterv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS        \
         displs[], MPI_Datatype sendtype, void *recvbuf, COUNT recvcount, MPI_Datatype       \
         recvtype, int root, MPI_Comm comm)                                                  \
         COLLECTIVE(PMPI_Scatterv##S(sendbuf, sendcounts, displs, sendtype, recvbuf,         \
             recvcount, recvtype, root, comm), PMPI_Iscatterv##S(sendbuf, sendcounts, displs,\
-            sendtype, recvbuf, recvcount, recvtype, root, comm, &r_))                       \
+            sendtype, recvbuf, recvcount, recvtype, root, comm, &r_), comm, -1, MPI_BYTE)   \
     int MPI_Allgatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         MPI_Comm comm)                                                                      \
         COLLECTIVE(PMPI_Allgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,    \
             displs, recvtype, comm), PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype,      \
-            recvbuf, recvcounts, displs, recvtype, comm, &r_))                              \
+            recvbuf, recvcounts, displs, recvtype, comm, &r_), comm, -1, MPI_BYTE)          \
     int MPI_Alltoallv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS       \
         sdispls[], MPI_Datatype sendtype, void *recvbuf, const COUNTS recvcounts[], const   \
         DISPLS rdispls[], MPI_Datatype recvtype, MPI_Comm comm)                             \
         COLLECTIVE(PMPI_Alltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,       \
             recvcounts, rdispls, recvtype, comm), PMPI_Ialltoallv##S(sendbuf, sendcounts,   \
-            sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, &r_))
+            sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, &r_), comm,    \
+            -1, MPI_BYTE)
 
 WRAPPERS(, int, int, int)
 WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 
-int MPI_Barrier(MPI_Comm comm) COLLECTIVE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_))
+int MPI_Barrier(MPI_Comm comm)
+    COLLECTIVE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)

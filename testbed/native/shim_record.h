@@ -5,9 +5,15 @@
  * seconds; wait times exclude the time the process spent stopped (THESIS §3.4), which the
  * shim learns from stopped_s.  Block and unblock events are also sent as a datagram to the node
  * manager's socket.
+ *
+ * A blocked rank sleeps on the doorbell at the end of its record (a futex word on this shared
+ * mapping); a peer that may have given it something to complete (a send posted, a step of a
+ * collective) rings it, if it is asleep: adds 1 and wakes it.  Peers map each other's records
+ * by world rank (the same path with their rank); a rank on another host has no record here and
+ * cannot ring, so a blocked rank also wakes at a timeout, its safety net.
  */
 #define TB_MAGIC 1413632840
-#define TB_VERSION 3
+#define TB_VERSION 4
 #define TB_SPIN_FOREVER 0
 #define TB_SPIN_FIXED 1
 #define TB_SPIN_ADAPTIVE 2
@@ -44,6 +50,15 @@ struct tb_record {
     double blocked_s;         /* total time spent blocked */
     double cpu_s;             /* process CPU time at the last block, unblock or 1024th call */
     double spin_s;            /* spin time in force at the last wait */
+    uint64_t wakes_rung;      /* sleeps of a blocked wait ended by the doorbell */
+    uint64_t wakes_timed;     /* sleeps of a blocked wait ended by the safety-net timeout */
+    double blocked_cpu_s;     /* CPU time used while blocked */
+    uint64_t pad2;
+    /* the doorbell, on a cache line of its own (offset 320): peers read it at every send */
+    uint32_t doorbell;        /* futex word: peers add 1 when they ring */
+    uint32_t asleep;          /* threads of the rank in a blocked wait: peers ring only then */
+    uint32_t news;            /* rings that announced a new operation (not a step within one) */
+    uint32_t pad3[13];
 };
 
 struct tb_event {

@@ -29,7 +29,9 @@ class Spin:
 
 @dataclass(frozen=True)
 class Counters:
-    """A snapshot of a shim record: counts, seconds (stopped time excluded), blocked state."""
+    """A snapshot of a shim record: counts, seconds (stopped time excluded), blocked state,
+    and how the sleeps of blocked waits ended (rung by a peer, or at the safety-net timeout)
+    and the CPU time used while blocked."""
 
     pid: int
     attached: bool
@@ -45,6 +47,9 @@ class Counters:
     cpu_s: float
     spin_s: float
     stopped_s: float
+    wakes_rung: int = 0
+    wakes_timed: int = 0
+    blocked_cpu_s: float = 0.0
 
     def as_dict(self) -> dict[str, float | int | bool]:
         """JSON-ready fields."""

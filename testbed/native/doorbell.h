@@ -1,0 +1,50 @@
+/* The shim's doorbells: how a blocked rank sleeps and how its peers wake it (doorbell.c).
+ *
+ * Internal to the shim library (hidden: a preloaded library must not lend its names to the
+ * program).  Ranks are world ranks unless a communicator is given.
+ */
+#pragma GCC visibility push(hidden)
+
+/* How a wait rings its peers and how it sleeps when blocked. */
+struct tb_ringing {
+    int rung;      /* the peers' rings announce what completes the wait: a long safety net */
+    MPI_Comm comm; /* a collective's communicator, whose partners it rings; else MPI_COMM_NULL */
+    int relay;     /* a collective of two ranks: also ring the other one as the wait goes */
+};
+
+/* A completion test: sets *done when the awaited operation(s) completed. */
+typedef int (*tb_test)(void *ctx, int *done);
+
+/* Use ``own`` as this rank's record; with ``run`` and ``job`` (NULL outside the testbed), map
+ * the other ranks' records on first need.  ``net_us`` > 0 makes the safety net of a rung wait a
+ * constant timeout of that many microseconds. */
+void tb_doorbell_init(struct tb_record *own, const char *run, const char *job, double net_us);
+
+/* Ring rank ``rank`` of ``comm`` after posting a message to it. */
+void tb_ring(MPI_Comm comm, int rank);
+
+/* Ring every other rank of the job (a persistent request started: its peers are not known). */
+void tb_ring_world(void);
+
+/* Ring the ranks of ``comm`` a collective may be waiting on this one for; ``news``: this rank
+ * started or finished a collective (a new operation, not a step within one). */
+void tb_ring_partners(MPI_Comm comm, int news);
+
+/* Whether rank ``rank`` of ``comm`` is asleep in a blocked wait. */
+int tb_asleep(MPI_Comm comm, int rank);
+
+/* Whether rank ``source`` of ``comm`` (every rank, for MPI_ANY_SOURCE) can ring this rank. */
+int tb_can_ring_me(MPI_Comm comm, int source);
+
+/* Whether every rank of ``comm``, an intracommunicator, can ring this rank. */
+int tb_all_can_ring_me(MPI_Comm comm);
+
+/* The number of ranks of the intracommunicator ``comm`` (0: not known, or this rank has no
+ * peers to ring). */
+int tb_size_of(MPI_Comm comm);
+
+/* The blocked part of a wait: sleep on this rank's doorbell, test at every wake, until test()
+ * reports completion (see doorbell.c); test()'s error code. */
+int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *done);
+
+#pragma GCC visibility pop
