@@ -76,6 +76,10 @@ ENV_VARS = {
 }
 """The environment variable that gives each testbed option when the command line does not."""
 
+CLIENT_ENV_SKIPPED = ("TESTBED_RUN", "TESTBED_JOB", "TESTBED_SOCKET", "TESTBED_LIMIT",
+                      "TESTBED_CLASS", "TESTBED_MEM", "TESTBED_USER")
+"""The client's variables the ranks do not inherit: the testbed's own."""
+
 # option name (without dashes) -> kind
 _OPTIONS: dict[str, str] = {
     "n": "ranks", "np": "ranks", "c": "ranks",
@@ -324,3 +328,13 @@ def parse_mpirun(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> M
         socket=socket,
         ignored=tuple(ignored),
     )
+
+
+def job_environment(request: MpirunRequest, environ: Mapping[str, str]) -> dict[str, str]:
+    """What the ranks get on top of the service's environment: the client's environment
+    ``environ`` (as Hydra passes the whole environment on), without the testbed's own
+    variables, then the variables the mpirun options set."""
+    env = {k: v for k, v in environ.items()
+           if valid_env_name(k) and k not in CLIENT_ENV_SKIPPED and "\0" not in v}
+    env.update(request.env)
+    return env
