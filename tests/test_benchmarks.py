@@ -294,12 +294,21 @@ def test_batch_means_drop_the_first_batch_and_use_students_t():
 
 
 @pytest.mark.realtime
-def test_service_benchmark_reports_overhead_and_throughput():
-    out = _bench("benchmarks.service", "--repeats", "2", "--jobs", "4", "--clients", "2",
-                 "--json")
-    assert out["overhead"]["mpirun_median_ms"] > 0 and out["overhead"]["mpiexec_median_ms"] > 0
-    assert out["throughput"]["jobs"] == 4 and out["throughput"]["jobs_per_s"] > 0
-    assert out["service_latency_ms"]["median"] > 0
+def test_service_benchmark_reports_overhead_and_throughput(tmp_path):
+    page = tmp_path / "service.md"
+    out = _bench("benchmarks.service", "--repeats", "3", "--rounds", "2", "--jobs", "4",
+                 "--clients", "2", "--json", "--markdown", str(page))
+    this = out["sides"]["this"]
+    assert len(this["samples"]["mpirun_s"]) == len(out["samples"]["mpiexec_s"]) == 3
+    assert this["mpirun_ms"]["low"] <= this["mpirun_ms"]["value"] <= this["mpirun_ms"]["high"]
+    differences = sorted(a - b for a, b in zip(this["samples"]["mpirun_s"],
+                                               out["samples"]["mpiexec_s"], strict=True))
+    assert this["overhead_ms"]["value"] == round(differences[1] * 1e3, 2)
+    assert len(this["samples"]["jobs_per_s"]) == 2 and this["jobs_per_s"]["value"] > 0
+    assert this["service_latency_ms"]["value"] > 0
+    assert this["client"] in ("compiled", "python") and out["plan"]["jobs"] == 4
+    text = page.read_text()
+    assert "python -m benchmarks.service --repeats 3" in text and out["host"]["uname"] in text
 
 
 @pytest.mark.realtime
