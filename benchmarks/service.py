@@ -5,11 +5,14 @@
 the machine's PEs with a private socket and measures, with the ``testbed`` command installed
 beside this Python (what a suite's ``MPIRUN=testbed mpirun`` runs):
 
-* overhead: the wall time of ``testbed mpirun -np 1 true`` through the service against plain
-  ``mpiexec -n 1 true``, taken in turn ``--repeats`` times each; the overhead is the median of
+* overhead: the wall time of ``testbed mpirun -np 1 JOB`` through the service against plain
+  ``mpiexec -n 1 JOB``, taken in turn ``--repeats`` times each; the overhead is the median of
   the paired differences (each mpirun run less the mpiexec run beside it), with its 95 %
   bootstrap interval (``testbed.experiments.stats.median_interval``), and the ratio of the
-  medians with its interval (``ratio_interval``, paired);
+  medians with its interval (``ratio_interval``, paired).  Two jobs: ``true``, which is not
+  an MPI program (the service's ranks still load the shim, and with it the MPI library), and
+  ``init_finalize`` (``benchmarks/clients/init_finalize.c``: MPI_Init, MPI_Finalize), the
+  smallest MPI job;
 * throughput: ``--jobs`` such jobs from ``--clients`` concurrent clients, each running its share
   one after another; jobs per wall second from the first submission to the last exit, in
   ``--rounds`` rounds (the median over the rounds with its interval); once with ``testbed
@@ -42,11 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import host, invocation, page_head
+from benchmarks.real_clients import build_c_client
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.experiments.stats import Interval, median_interval, ratio_interval
 from testbed.service import protocol
 from testbed.service.native_client import LINK
 
+MPI_JOB = Path(__file__).parent / "clients" / "init_finalize.c"
 TARGET_OVERHEAD_MS = 20.0
 TARGET_JOBS_PER_S = 50.0
 
@@ -61,10 +66,10 @@ class Side:
     socket: Path
     env: dict[str, str]
 
-    @property
-    def client(self) -> list[str]:
-        """The command line of one tiny job through this side's service."""
-        return [str(self.bin_dir / "testbed"), "mpirun", "-np", "1", "true"]
+    def client(self, job: str = "true") -> list[str]:
+        """The command line of one tiny job (``job``: its program) through this side's
+        service."""
+        return [str(self.bin_dir / "testbed"), "mpirun", "-np", "1", job]
 
     def compiled(self) -> bool:
         """Whether this side's ``testbed mpirun`` runs the compiled client."""
@@ -140,21 +145,22 @@ def figure(interval: Interval | None, scale: float = 1.0) -> dict[str, float | N
 def measure(sides: list[Side], mpiexec: str, repeats: int, rounds: int, jobs: int,
             clients: int) -> dict[str, Any]:
     """Every figure of every side (see the module docstring) with its samples."""
-    plain = [mpiexec, "-n", "1", "true"]
+    programs = {"true": "true", "init_finalize": str(build_c_client(MPI_JOB))}
     for side in sides:
-        timed(side.client, side.env)        # a first run builds the compiled client if needed
-    mpirun: dict[str, list[float]] = {s.name: [] for s in sides}
-    direct: list[float] = []
+        timed(side.client(), side.env)      # a first run builds the compiled client if needed
+    mpirun = {job: {s.name: [] for s in sides} for job in programs}
+    direct: dict[str, list[float]] = {job: [] for job in programs}
     for repeat in range(repeats):
-        for side in in_turn(sides, repeat):
-            mpirun[side.name].append(timed(side.client, side.env))
-        direct.append(timed(plain, sides[0].env))
+        for job, program in programs.items():
+            for side in in_turn(sides, repeat):
+                mpirun[job][side.name].append(timed(side.client(program), side.env))
+            direct[job].append(timed([mpiexec, "-n", "1", program], sides[0].env))
     through: dict[str, list[float]] = {s.name: [] for s in sides}
     protocol_rate: dict[str, list[float]] = {s.name: [] for s in sides}
     for repeat in range(rounds):
         for side in in_turn(sides, repeat):
             through[side.name].append(jobs_per_second(
-                lambda side=side: timed(side.client, side.env), jobs, clients))
+                lambda side=side: timed(side.client(), side.env), jobs, clients))
         for side in in_turn(sides, repeat):
             protocol_rate[side.name].append(jobs_per_second(
                 lambda side=side: direct_job(side.socket), jobs, clients))
@@ -162,23 +168,29 @@ def measure(sides: list[Side], mpiexec: str, repeats: int, rounds: int, jobs: in
     for repeat in range(repeats):
         for side in in_turn(sides, repeat):
             latency[side.name].append(direct_job(side.socket))
-    result: dict[str, Any] = {"mpiexec_ms": figure(median_interval(direct), 1e3), "sides": {}}
+    result: dict[str, Any] = {
+        "mpiexec_ms": {job: figure(median_interval(direct[job]), 1e3) for job in programs},
+        "sides": {}}
     for side in sides:
         name = side.name
-        differences = [a - b for a, b in zip(mpirun[name], direct, strict=True)]
-        result["sides"][name] = {
-            "client": "compiled" if side.compiled() else "python",
-            "mpirun_ms": figure(median_interval(mpirun[name]), 1e3),
-            "overhead_ms": figure(median_interval(differences), 1e3),
-            "ratio_to_mpiexec": figure(ratio_interval(mpirun[name], direct, paired=True)),
+        figures: dict[str, Any] = {"client": "compiled" if side.compiled() else "python"}
+        for job in programs:
+            differences = [a - b for a, b in zip(mpirun[job][name], direct[job], strict=True)]
+            figures |= {
+                f"mpirun_ms:{job}": figure(median_interval(mpirun[job][name]), 1e3),
+                f"overhead_ms:{job}": figure(median_interval(differences), 1e3),
+                f"ratio_to_mpiexec:{job}": figure(ratio_interval(mpirun[job][name], direct[job],
+                                                                 paired=True))}
+        result["sides"][name] = figures | {
             "jobs_per_s": figure(median_interval(through[name])),
             "protocol_jobs_per_s": figure(median_interval(protocol_rate[name])),
             "service_latency_ms": figure(median_interval(latency[name]), 1e3),
-            "samples": {"mpirun_s": mpirun[name], "jobs_per_s": through[name],
+            "samples": {**{f"mpirun_s:{job}": mpirun[job][name] for job in programs},
+                        "jobs_per_s": through[name],
                         "protocol_jobs_per_s": protocol_rate[name],
                         "service_latency_s": latency[name]},
         }
-    result["samples"] = {"mpiexec_s": direct}
+    result["samples"] = {f"mpiexec_s:{job}": direct[job] for job in programs}
     return result
 
 
@@ -200,10 +212,13 @@ def _cell(f: dict[str, float | None], unit: str = "") -> str:
 
 
 ROWS = (("client", "`testbed mpirun` runs the"),
-        ("mpirun_ms", "`testbed mpirun -np 1 true`, median ms"),
-        ("overhead_ms", "overhead over plain `mpiexec`, median of the differences, ms"),
-        ("ratio_to_mpiexec", "ratio of the medians, mpirun / mpiexec"),
-        ("jobs_per_s", "jobs/s, `testbed mpirun` processes"),
+        ("mpirun_ms:true", "`testbed mpirun -np 1 true`, median ms"),
+        ("overhead_ms:true", "its overhead over plain `mpiexec`, median of the differences, ms"),
+        ("ratio_to_mpiexec:true", "ratio of the medians, mpirun / mpiexec"),
+        ("mpirun_ms:init_finalize", "`testbed mpirun -np 1 init_finalize`, median ms"),
+        ("overhead_ms:init_finalize", "its overhead over plain `mpiexec`, ms"),
+        ("ratio_to_mpiexec:init_finalize", "ratio of the medians, mpirun / mpiexec"),
+        ("jobs_per_s", "jobs/s of `true`, `testbed mpirun` processes"),
         ("protocol_jobs_per_s", "jobs/s, threads over the protocol (no client process)"),
         ("service_latency_ms", "service latency, submit to `exited`, median ms"))
 
@@ -211,7 +226,8 @@ ROWS = (("client", "`testbed mpirun` runs the"),
 def text_table(result: dict[str, Any]) -> str:
     """The figures as plain-text lines, one a figure, a column a side."""
     names = list(result["sides"])
-    lines = [f"plain mpiexec -n 1 true: median {_cell(result['mpiexec_ms'])} ms"]
+    lines = [f"plain mpiexec -n 1 {job}: median {_cell(f)} ms"
+             for job, f in result["mpiexec_ms"].items()]
     for key, label in ROWS:
         cells = [result["sides"][n][key] for n in names]
         lines.append(f"{label}: " + "; ".join(
@@ -230,8 +246,10 @@ def markdown(result: dict[str, Any]) -> str:
     lines += ["- sides: " + "; ".join(f"{n}: commit {result['commits'][n]}" for n in names),
               f"- {plan['repeats']} runs of each command taken in turn; {plan['rounds']} "
               f"rounds of {plan['jobs']} jobs from {plan['clients']} concurrent clients; "
-              "scheduler gang on the machine's PEs, the job `true` on 1 rank",
-              f"- plain `mpiexec -n 1 true`: median {_cell(result['mpiexec_ms'])} ms", "",
+              "scheduler gang on the machine's PEs, every job on 1 rank; `init_finalize` is "
+              "`benchmarks/clients/init_finalize.c` (MPI_Init, MPI_Finalize)",
+              *(f"- plain `mpiexec -n 1 {job}`: median {_cell(f)} ms"
+                for job, f in result["mpiexec_ms"].items()), "",
               "Median [95 % bootstrap interval].  Targets: overhead <= "
               f"{TARGET_OVERHEAD_MS:g} ms, >= {TARGET_JOBS_PER_S:g} jobs/s from 10 clients.", "",
               "| figure | " + " | ".join(names) + " |",
@@ -242,10 +260,13 @@ def markdown(result: dict[str, Any]) -> str:
             c if isinstance(c, str) else _cell(c) for c in cells) + " |")
     lines += ["", "The overhead is what the client, the service and its node manager add to a "
               "job that does nothing: each `testbed mpirun` run less the plain `mpiexec` run "
-              "beside it.  The service's latency is the same job submitted over the protocol "
-              "by a thread of the benchmark, without a client process; the difference between "
-              "it and the `mpiexec` median is the service's share of the overhead, the rest is "
-              "starting the client."]
+              "beside it.  The service's latency is `true` submitted over the protocol by a "
+              "thread of the benchmark, without a client process: less the plain `mpiexec` "
+              "median, it is the service's share of the overhead of `true`, the rest is "
+              "starting the client.  The service launches every job bound to its PEs and with "
+              "the shim preloaded, and the shim links the MPI library: a program that is not "
+              "an MPI program (`true`) loads that library only under the testbed, an MPI "
+              "program (`init_finalize`) loads it anyway."]
     return "\n".join(lines) + "\n"
 
 

@@ -299,11 +299,14 @@ def test_service_benchmark_reports_overhead_and_throughput(tmp_path):
     out = _bench("benchmarks.service", "--repeats", "3", "--rounds", "2", "--jobs", "4",
                  "--clients", "2", "--json", "--markdown", str(page))
     this = out["sides"]["this"]
-    assert len(this["samples"]["mpirun_s"]) == len(out["samples"]["mpiexec_s"]) == 3
-    assert this["mpirun_ms"]["low"] <= this["mpirun_ms"]["value"] <= this["mpirun_ms"]["high"]
-    differences = sorted(a - b for a, b in zip(this["samples"]["mpirun_s"],
-                                               out["samples"]["mpiexec_s"], strict=True))
-    assert this["overhead_ms"]["value"] == round(differences[1] * 1e3, 2)
+    for job in ("true", "init_finalize"):
+        assert len(this["samples"][f"mpirun_s:{job}"]) == len(out["samples"][f"mpiexec_s:{job}"])
+        mpirun = this[f"mpirun_ms:{job}"]
+        assert mpirun["low"] <= mpirun["value"] <= mpirun["high"]
+        differences = sorted(a - b for a, b in zip(this["samples"][f"mpirun_s:{job}"],
+                                                   out["samples"][f"mpiexec_s:{job}"],
+                                                   strict=True))
+        assert this[f"overhead_ms:{job}"]["value"] == round(differences[1] * 1e3, 2)
     assert len(this["samples"]["jobs_per_s"]) == 2 and this["jobs_per_s"]["value"] > 0
     assert this["service_latency_ms"]["value"] > 0
     assert this["client"] in ("compiled", "python") and out["plan"]["jobs"] == 4
