@@ -19,7 +19,8 @@ Ranks
     ``-n``; here it is an error.  (Inside a Slurm or PBS allocation, or with ``-ppn K`` or
     ``-hosts a:K``, Hydra would start that many; Open MPI starts one rank per slot, by
     default one per core.  The testbed ignores hosts and ``-ppn``, so it is always 1.)
-Environment (the ``env`` of the request; the caller decides what else the ranks inherit)
+Environment (the ``env`` of the request; what else the ranks inherit is the caller's: both
+clients pass ``job_environment``, the client's environment without the testbed's variables)
     ``-genv NAME VALUE``, ``-env NAME VALUE`` and Hydra's one-word ``-genv NAME=VALUE``;
     ``-x NAME=VALUE`` and ``-x NAME`` (Open MPI: NAME's value here is passed); ``-genvlist
     A,B`` and ``-envlist A,B`` (Hydra: those variables' values here).  A later setting of a
