@@ -1,5 +1,6 @@
 # Sourced by scripts/demo and scripts/test: make .venv if missing, install the project into it
-# with MPICH from PyPI as the MPI (pass extras, e.g. "mpich,test"), and build the shim.
+# with MPICH from PyPI as the MPI (pass extras, e.g. "mpich,test"), and build the shim and the
+# compiled mpirun client.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 extras=$1
@@ -14,7 +15,8 @@ fi
 log=.venv/install.log
 if ! { .venv/bin/python -m pip install --upgrade pip &&
        .venv/bin/python -m pip install -e ".[$extras]" &&
-       .venv/bin/testbed shim --path; } >"$log" 2>&1; then
+       .venv/bin/testbed shim --path &&
+       .venv/bin/testbed client; } >"$log" 2>&1; then
     cat "$log" >&2
     echo "installing the project failed (log above, also in $log)" >&2
     exit 1

@@ -1,12 +1,18 @@
-"""``testbed mpirun`` / ``testbed mpiexec``: kept light (no plotting or model imports), since a
-benchmark suite starts one for every run; the run library is imported only to run a job
-without a service."""
+"""``testbed mpirun`` / ``testbed mpiexec`` in Python: kept light (no plotting or model
+imports); the run library is imported only to run a job without a service.
+
+A benchmark suite starts one for every run, so the ``testbed`` command normally runs the
+compiled client instead (``testbed.service.native_client``), which hands a command to this
+one only when it cannot take it itself (no service, ``--testbed-socket``, a stale build);
+the first run here builds that client.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 
+from testbed.service import native_client
 from testbed.service.client import NoService, follow, socket_path
 from testbed.service.mpirun_args import parse_mpirun
 
@@ -16,6 +22,7 @@ EXIT_BAD_INPUT = 2
 def mpirun_main(argv: list[str], name: str) -> int:
     """Run one MPI program (``argv``: the words after ``name``, mpirun or mpiexec) through the
     service, or under a coordinator of its own when no service answers; the exit code."""
+    native_client.link_quietly()
     try:
         req = parse_mpirun(argv, os.environ, os.getcwd())
     except ValueError as err:

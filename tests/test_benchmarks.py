@@ -368,12 +368,24 @@ def test_batch_means_drop_the_first_batch_and_use_students_t():
 
 
 @pytest.mark.realtime
-def test_service_benchmark_reports_overhead_and_throughput():
-    out = _bench("benchmarks.service", "--repeats", "2", "--jobs", "4", "--clients", "2",
-                 "--json")
-    assert out["overhead"]["mpirun_median_ms"] > 0 and out["overhead"]["mpiexec_median_ms"] > 0
-    assert out["throughput"]["jobs"] == 4 and out["throughput"]["jobs_per_s"] > 0
-    assert out["service_latency_ms"]["median"] > 0
+def test_service_benchmark_reports_overhead_and_throughput(tmp_path):
+    page = tmp_path / "service.md"
+    out = _bench("benchmarks.service", "--repeats", "3", "--rounds", "2", "--jobs", "4",
+                 "--clients", "2", "--json", "--markdown", str(page))
+    this = out["sides"]["this"]
+    for job in ("true", "init_finalize"):
+        assert len(this["samples"][f"mpirun_s:{job}"]) == len(out["samples"][f"mpiexec_s:{job}"])
+        mpirun = this[f"mpirun_ms:{job}"]
+        assert mpirun["low"] <= mpirun["value"] <= mpirun["high"]
+        differences = sorted(a - b for a, b in zip(this["samples"][f"mpirun_s:{job}"],
+                                                   out["samples"][f"mpiexec_s:{job}"],
+                                                   strict=True))
+        assert this[f"overhead_ms:{job}"]["value"] == round(differences[1] * 1e3, 2)
+    assert len(this["samples"]["jobs_per_s"]) == 2 and this["jobs_per_s"]["value"] > 0
+    assert this["service_latency_ms"]["value"] > 0
+    assert this["client"] in ("compiled", "python") and out["plan"]["jobs"] == 4
+    text = page.read_text()
+    assert "python -m benchmarks.service --repeats 3" in text and out["host"]["uname"] in text
 
 
 @pytest.mark.realtime

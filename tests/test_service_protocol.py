@@ -212,6 +212,9 @@ REQUESTS = [
     Suspend("j3"),
     Resume("j3"),
     Shutdown(),
+    protocol.Mpirun("mpiexec", ("-n", "2", "./prog", "\udcff"), {"PATH": "/bin", "_": ""},
+                    "/home/ann"),
+    protocol.Mpirun("mpirun", (), {}, "/"),
 ]
 
 
@@ -234,7 +237,7 @@ def test_wire_type_names():
     assert {t: c.__name__ for t, c in protocol.REQUEST_TYPES.items()} == {
         "submit": "Submit", "submit_workload": "SubmitWorkload", "queue": "Queue",
         "cancel": "Cancel", "suspend": "Suspend", "resume": "Resume", "set_class": "SetClass",
-        "migrate": "MigrateJob", "shutdown": "Shutdown"}
+        "migrate": "MigrateJob", "shutdown": "Shutdown", "mpirun": "Mpirun"}
 
 
 def test_migrate_checks_its_pes():
@@ -365,6 +368,13 @@ OTHER_ERRORS = [
     ({"type": "queue", "all": True}, "all"),
     ({"type": "shutdown", "now": True}, "now"),
     ({"job": "j1"}, "type"),
+    ({"type": "mpirun", "name": "srun", "argv": [], "environ": {}, "cwd": "/"}, "name"),
+    ({"type": "mpirun", "name": "mpirun", "argv": ["a\0"], "environ": {}, "cwd": "/"},
+     "argv[0]"),
+    ({"type": "mpirun", "name": "mpirun", "argv": [], "environ": {"A-B": "1"}, "cwd": "/"},
+     "environ"),
+    ({"type": "mpirun", "name": "mpirun", "argv": [], "environ": {}, "cwd": "run"}, "cwd"),
+    ({"type": "mpirun", "name": "mpirun", "argv": [], "environ": {}}, "cwd"),
 ]
 
 
@@ -394,6 +404,8 @@ def test_reply_shapes():
                                                 "status": "done", "exit_code": 0, "reason": ""}
     assert protocol.error("no such job") == {"type": "error", "message": "no such job"}
     assert protocol.ok() == {"type": "ok"}
+    assert protocol.note("ignored: -ppn 2") == {"type": "note", "text": "ignored: -ppn 2"}
+    assert protocol.usage("no program") == {"type": "usage", "message": "no program"}
     assert protocol.queue_reply([{"job": "j1", "state": "running"}]) == {
         "type": "queue", "jobs": [{"job": "j1", "state": "running"}]}
     assert protocol.output("j1", "err", b"hi") == {"type": "output", "job": "j1",
@@ -460,7 +472,8 @@ def test_check_reply_names_the_bad_field(reply, field):
 def test_check_reply_accepts_every_builder():
     replies = [protocol.accepted("j1"), protocol.output("j1", "out", b"x"),
                protocol.exited("j1", "killed", None), protocol.error("e"),
-               protocol.queue_reply([]), protocol.ok()]
+               protocol.queue_reply([]), protocol.ok(), protocol.note("n"),
+               protocol.usage("u")]
     assert [protocol.check_reply(r)["type"] for r in replies] == list(protocol.REPLY_TYPES)
 
 

@@ -30,6 +30,7 @@ from testbed.cli.runs import (
 from testbed.cli.service import (
     ServiceUnavailable,
     cmd_class,
+    cmd_client,
     cmd_migrate,
     cmd_queue,
     cmd_stop,
@@ -39,6 +40,7 @@ from testbed.cli.service import (
     setup_client,
     setup_job,
     setup_migrate,
+    setup_nothing,
     setup_submit,
 )
 from testbed.cli.workloads import (
@@ -68,6 +70,7 @@ COMMANDS: dict[str, Command] = {
     "report": (setup_report, cmd_report),
     "exec": (setup_exec, cmd_exec),
     "shim": (setup_shim, cmd_shim),
+    "client": (setup_nothing, cmd_client),
     "top": (setup_top, cmd_top),
 }
 EXPERIMENT_COMMANDS: dict[str, Command] = {

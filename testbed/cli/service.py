@@ -1,5 +1,5 @@
 """The service's client commands: ``submit``, ``queue``, ``cancel``, ``suspend``, ``resume``,
-``class``, ``migrate`` and ``stop``."""
+``class``, ``migrate`` and ``stop``; ``client`` builds the compiled mpirun client."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.run import UsageError
+from testbed.service import native_client
 from testbed.service.client import NoService, socket_path
 from testbed.service.client import request as client_request
 from testbed.service.protocol import (
@@ -107,3 +108,16 @@ def setup_migrate(p: argparse.ArgumentParser) -> None:
     p.add_argument("job", help="a job id, as testbed queue shows it (j12)")
     p.add_argument("pes", metavar="PE", type=int, nargs="+", help="the PE of each rank, in order")
     setup_client(p)
+
+
+def cmd_client(args: argparse.Namespace) -> int:
+    """Build the compiled mpirun client and link it beside the testbed command; print its path.
+
+    ``testbed mpirun`` builds it on first need anyway; this does it ahead (set-up)."""
+    directory = native_client.command_dir()
+    print(native_client.link(directory) if directory else native_client.client_path())
+    return 0
+
+
+def setup_nothing(p: argparse.ArgumentParser) -> None:
+    """A command without options."""

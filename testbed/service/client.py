@@ -18,11 +18,9 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from testbed.service import protocol
-from testbed.service.mpirun_args import MpirunRequest
+from testbed.service.mpirun_args import MpirunRequest, job_environment
 
 LOST = 1
-CLIENT_ENV_SKIPPED = ("TESTBED_RUN", "TESTBED_JOB", "TESTBED_SOCKET", "TESTBED_LIMIT",
-                      "TESTBED_CLASS", "TESTBED_MEM", "TESTBED_USER")
 
 
 class NoService(Exception):
@@ -59,16 +57,6 @@ def request(path: Path, message: protocol.Request) -> dict[str, Any]:
     if reply is None:
         raise ConnectionError(f"the testbed service at {path} closed the connection")
     return protocol.check_reply(reply)
-
-
-def job_environment(request: MpirunRequest, environ: dict[str, str]) -> dict[str, str]:
-    """What the ranks get on top of the service's environment: this client's environment (as
-    Hydra passes the whole environment on), without the testbed's own variables, then the
-    variables the mpirun options set."""
-    env = {k: v for k, v in environ.items()
-           if protocol.valid_env_name(k) and k not in CLIENT_ENV_SKIPPED and "\0" not in v}
-    env.update(request.env)
-    return env
 
 
 def follow(path: Path, request: MpirunRequest, out: BinaryIO, err: BinaryIO) -> int:

@@ -19,7 +19,8 @@ Ranks
     ``-n``; here it is an error.  (Inside a Slurm or PBS allocation, or with ``-ppn K`` or
     ``-hosts a:K``, Hydra would start that many; Open MPI starts one rank per slot, by
     default one per core.  The testbed ignores hosts and ``-ppn``, so it is always 1.)
-Environment (the ``env`` of the request; the caller decides what else the ranks inherit)
+Environment (the ``env`` of the request; what else the ranks inherit is the caller's: both
+clients pass ``job_environment``, the client's environment without the testbed's variables)
     ``-genv NAME VALUE``, ``-env NAME VALUE`` and Hydra's one-word ``-genv NAME=VALUE``;
     ``-x NAME=VALUE`` and ``-x NAME`` (Open MPI: NAME's value here is passed); ``-genvlist
     A,B`` and ``-envlist A,B`` (Hydra: those variables' values here).  A later setting of a
@@ -75,6 +76,10 @@ ENV_VARS = {
     "socket": "TESTBED_SOCKET",
 }
 """The environment variable that gives each testbed option when the command line does not."""
+
+CLIENT_ENV_SKIPPED = ("TESTBED_RUN", "TESTBED_JOB", "TESTBED_SOCKET", "TESTBED_LIMIT",
+                      "TESTBED_CLASS", "TESTBED_MEM", "TESTBED_USER")
+"""The client's variables the ranks do not inherit: the testbed's own."""
 
 # option name (without dashes) -> kind
 _OPTIONS: dict[str, str] = {
@@ -324,3 +329,13 @@ def parse_mpirun(argv: Sequence[str], environ: Mapping[str, str], cwd: str) -> M
         socket=socket,
         ignored=tuple(ignored),
     )
+
+
+def job_environment(request: MpirunRequest, environ: Mapping[str, str]) -> dict[str, str]:
+    """What the ranks get on top of the service's environment: the client's environment
+    ``environ`` (as Hydra passes the whole environment on), without the testbed's own
+    variables, then the variables the mpirun options set."""
+    env = {k: v for k, v in environ.items()
+           if valid_env_name(k) and k not in CLIENT_ENV_SKIPPED and "\0" not in v}
+    env.update(request.env)
+    return env

@@ -29,6 +29,9 @@ Requests (client -> server)
     ``set_class``        ``SetClass(job, job_class)``
     ``migrate``          ``MigrateJob(job, pes)``
     ``shutdown``         ``Shutdown()``
+    ``mpirun``           ``Mpirun(name, argv, environ, cwd)``: a whole mpirun command line,
+                         read by the server (the compiled client's request; followed like
+                         a ``submit`` with ``follow``)
 
     Every field is required and unknown fields are refused, so a client and a server from
     different versions fail loudly instead of silently dropping an option.
@@ -45,6 +48,10 @@ Replies (server -> client)
     ``error(message)``                ``{"type": "error", "message": str}``
     ``queue_reply(rows)``             ``{"type": "queue", "jobs": [object, ...]}``
     ``ok()``                          ``{"type": "ok"}``
+    ``note(text)``                    ``{"type": "note", "text": str}`` (to an ``mpirun``
+                                      request: the line about ignored options)
+    ``usage(message)``                ``{"type": "usage", "message": str}`` (to an
+                                      ``mpirun`` request: its command line is refused)
 
     ``check_reply(obj)`` validates a received reply's shape for the client.
 """
@@ -358,13 +365,36 @@ class Shutdown(_Message):
     TYPE: ClassVar[str] = "shutdown"
 
 
+@dataclass(frozen=True)
+class Mpirun(_Message):
+    """Run an mpirun/mpiexec command line as a followed job, the server reading it
+    (``testbed.service.mpirun_args``) so that a client need not: the compiled client's request.
+
+    ``name``: "mpirun" or "mpiexec", the command the user typed (for messages); ``argv``: the
+    words after it (may be empty: the server then refuses it as mpirun would); ``environ``:
+    the client's environment (valid names only), which ``-x NAME``, ``-genvlist`` and the
+    ``TESTBED_*`` defaults read and the ranks inherit as from ``testbed mpirun``; ``cwd``: the
+    client's absolute working directory.  Answered by ``note`` (if options were ignored) or
+    ``usage`` (refused), then as a followed ``submit``.  Not hashable (``environ`` is a
+    dict)."""
+
+    TYPE: ClassVar[str] = "mpirun"
+    name: str
+    argv: tuple[str, ...]
+    environ: dict[str, str]
+    cwd: str
+
+
+MPIRUN_NAMES = ("mpirun", "mpiexec")
+"""The names an ``Mpirun`` request may give."""
+
 Request = (Submit | SubmitWorkload | Queue | Cancel | Suspend | Resume | SetClass | MigrateJob
-           | Shutdown)
+           | Shutdown | Mpirun)
 """Any request, as ``parse_request`` returns it."""
 
 REQUEST_TYPES: dict[str, type[_Message]] = {
     cls.TYPE: cls for cls in (Submit, SubmitWorkload, Queue, Cancel, Suspend, Resume, SetClass,
-                              MigrateJob, Shutdown)
+                              MigrateJob, Shutdown, Mpirun)
 }
 """Request classes by their wire ``"type"``."""
 
@@ -421,11 +451,11 @@ class _Fields:
         return self.text(field, self.obj[field], max_len, empty=empty)
 
     def strings(self, field: str, max_items: int, max_len: int, *,
-                newline: bool = True) -> tuple[str, ...]:
+                newline: bool = True, empty: bool = False) -> tuple[str, ...]:
         value = self.obj[field]
         if not isinstance(value, list):
             raise self.fail(field, f"must be a list of strings, not {_json_type(value)}")
-        if not value:
+        if not value and not empty:
             raise self.fail(field, "must not be empty")
         if len(value) > max_items:
             raise self.fail(field, f"more than {max_items} entries ({len(value)})")
@@ -509,6 +539,18 @@ def _submit(check: _Fields) -> Submit:
     return Submit(argv, ranks, env, cwd, limit, user_label, job_class, mem_mb, follow)
 
 
+def _mpirun(check: _Fields) -> Mpirun:
+    name = check.string("name", MAX_NAME)
+    if name not in MPIRUN_NAMES:
+        raise check.fail("name", f"must be mpirun or mpiexec, not {name[:80]!r}")
+    argv = check.strings("argv", MAX_ARGV, MAX_ARG, empty=True)
+    environ = check.environment("environ")
+    cwd = check.string("cwd", MAX_PATH, empty=False)
+    if not cwd.startswith("/"):
+        raise check.fail("cwd", f"must be an absolute path, got {cwd[:200]!r}")
+    return Mpirun(name, argv, environ, cwd)
+
+
 def _submit_workload(check: _Fields) -> SubmitWorkload:
     lines = check.strings("lines", MAX_LINES, MAX_LINE, newline=False)
     path = check.string("path", MAX_PATH, empty=False)
@@ -544,6 +586,7 @@ _PARSERS: dict[str, Any] = {
     "set_class": lambda check: SetClass(check.job(), _class_name(check)),
     "migrate": lambda check: MigrateJob(check.job(), _pes(check)),
     "shutdown": lambda check: Shutdown(),
+    "mpirun": _mpirun,
 }
 
 
@@ -645,6 +688,20 @@ def ok() -> dict[str, Any]:
     return {"type": "ok"}
 
 
+def note(text: str) -> dict[str, Any]:
+    """To an ``mpirun`` request, before anything else: ``{"type": "note", "text": text}``, the
+    line about ignored options that the client prints after ``testbed NAME: `` on its
+    stderr."""
+    return {"type": "note", "text": text}
+
+
+def usage(message: str) -> dict[str, Any]:
+    """To an ``mpirun`` request: its command line is refused (no job was made):
+    ``{"type": "usage", "message": message}``, which the client prints after
+    ``testbed NAME: `` and exits 2, as ``testbed mpirun`` does for a bad command line."""
+    return {"type": "usage", "message": message}
+
+
 _REPLY_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "accepted": {"job": (str,)},
     "output": {"job": (str,), "stream": (str,), "data": (str,)},
@@ -652,6 +709,8 @@ _REPLY_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "error": {"message": (str,)},
     "queue": {"jobs": (list,)},
     "ok": {},
+    "note": {"text": (str,)},
+    "usage": {"message": (str,)},
 }
 REPLY_TYPES = tuple(_REPLY_FIELDS)
 """Every reply ``"type"``."""

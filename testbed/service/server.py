@@ -6,6 +6,10 @@ its observer: it listens on an AF_UNIX socket, turns requests into jobs and comm
 each followed job's output to its client while it runs (read from the job's files under the run
 directory, where it is also kept), and sends the exit status when the job ends.
 
+A followed job comes either as a ``submit`` (the Python client read the mpirun command line)
+or as an ``mpirun`` request carrying the command line, its environment and directory, which
+the service reads with the same code (the compiled client, ``native/mpirun.c``).
+
 Security: the socket's directory is made mode 0700 and the socket 0600, so only the service's
 user (and root) can connect; every connection's credentials are read with SO_PEERCRED, and a
 user may cancel, suspend or resume only jobs they submitted (root: any), and stop the service
@@ -31,6 +35,7 @@ from typing import Any
 from testbed.driver import Driver, Ended
 from testbed.emulation.executor import EmulationExecutor
 from testbed.service import protocol
+from testbed.service.mpirun_args import job_environment, parse_mpirun
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, parse_line
 
 FOLLOW_POLL = 0.05
@@ -238,6 +243,8 @@ class Service:
         match request:
             case protocol.Submit():
                 self._submit(client, request)
+            case protocol.Mpirun():
+                self._mpirun(client, request)
             case protocol.SubmitWorkload():
                 self._submit_workload(client, request)
             case protocol.Queue():
@@ -292,6 +299,27 @@ class Service:
             self.followed[job] = Followed(client)
         self._send(client, protocol.accepted(job))
         self.driver.submit(Workload("<mpirun>", [spec], {"user": user}))
+
+    def _mpirun(self, client: Client, request: protocol.Mpirun) -> None:
+        """Read an mpirun command line as ``testbed mpirun`` does and follow its job: the same
+        note, refusal and job as the Python client would give (``testbed.mpirun``)."""
+        try:
+            wanted = parse_mpirun(request.argv, request.environ, request.cwd)
+            submit = dataclasses.replace(wanted.to_submit(follow=True),
+                                         env=job_environment(wanted, request.environ))
+        except ValueError as err:
+            self._send(client, protocol.usage(str(err)))
+            return
+        note = wanted.note()
+        if note:
+            self._send(client, protocol.note(note))
+        try:
+            checked = protocol.parse_request(submit.to_message())
+        except protocol.ProtocolError as err:
+            self._send(client, protocol.error(str(err)))
+            return
+        assert isinstance(checked, protocol.Submit)
+        self._submit(client, checked)
 
     def _submit_workload(self, client: Client, request: protocol.SubmitWorkload) -> None:
         assert self.driver is not None
