@@ -1,54 +1,115 @@
 """COW §3 in the simulator: AFCFS and LGFS on 16 workstations with owners (Karatza 2001).
 
-``python -m benchmarks.cow --set 1|2 [--quick] [--json] [--out DIR]``
+``python -m benchmarks.cow [--set 1 2] [--quick] [--json] [--out DIR] [--markdown PAGE]
+[--readings] [READING OPTIONS]``
 
 * set 1: 1/λ = 1, 1/μ = 1/μ' = 1, 1/λ' in 1, 0.8, 0.6, 0.4;
 * set 2: 1/λ in 1, 0.8, 0.6, with (1/λ', 1/μ') in (1, 1), (2, 2), (4, 4), (8, 8).
 
-Gangs arrive Poisson (mean gap 1/λ), have a size uniform in 1..16 and an exponential demand of
-mean 1/μ = 1, the same for all their tasks; owners arrive Poisson (mean gap 1/λ') at a
-workstation without an owner and stay an exponential time of mean 1/μ' (``OwnerStream``).  An
-interrupted gang starts again from the beginning (COW §2.1: "all work ... must be redone").
-COW does not say whether the restart needs the same demand or a new draw.  With the same
-demand (``--redo same``) a gang of n tasks interrupted at rate r needs E[(e^(rS) - 1)/r], which
-is infinite once r >= μ: for 16-task gangs already at 1/λ' = 1, so the means never settle
-(COW reports intervals within 5 %).  The default (``--redo fresh``) draws a new demand of the
-same law at each restart: the lost work still counts in U, but the expected demand stays 1/μ.
+Gangs arrive Poisson (mean gap 1/λ) with a size uniform in 1..16; owners arrive Poisson (mean
+gap 1/λ') and stay an exponential time of mean 1/μ' (``OwnerStream``); an interrupted gang
+starts again from the beginning (COW §2.1: "all work ... must be redone").  Where the paper
+leaves a choice that decides whether the system is stable, it is an option (``Reading``; the
+defaults and why: docs/schedulers.md, "Workstations with owners"):
+
+* ``--tasks together|apart``: one exponential demand of mean 1/μ = 1 for all the gang's tasks
+  (§1), or one per task, the gang holding its PEs until its last task ends (§2.1);
+* ``--redo fresh|same``: a restarted gang draws a new demand of the same law, or needs the
+  same again (with ``same`` a gang of n tasks interrupted at rate r needs
+  E[(e^(rS) - 1)/r], infinite once r >= μ: for 16-task gangs already at 1/λ' = 1);
+* ``--restart keep|first|tail`` and ``--hold/--no-hold``: where the COW policy keeps an
+  interrupted gang (its place in the policy's order, before all others, or back in line) and
+  whether it holds its PEs while none has an owner (``testbed.policies.cow``);
+* ``--owner-pick unowned|idle|any``: the PE an owner takes (``OwnerStream.pick``);
+* ``--utilization gangs|useful|all``: what U counts: the gangs' busy PE time with the aborted
+  runs (repeated work), without them, or with the owners' time too.
+
 RT is the mean response time (arrival at the queues to completion), U the mean processor
-utilization counting the repeated work (busy PE time of gangs, aborted runs included, over
-16 x the span; owners' own work not counted), restarts the mean number of interruptions per
-gang.  Each cell is ``--replications`` independent replications (different seeds for gangs and
-owners) of ``--jobs`` gangs, the first 10 % of completions dropped as warm-up; the interval is
-the 95 % t interval over the replications (COW §3.1).  The RT ratio is LGFS over AFCFS.
+utilization over 16 x the span of the kept gangs (first arrival to last end), restarts the
+mean number of interruptions per gang.  Each cell is ``--replications`` independent
+replications (different seeds for gangs and owners) of ``--jobs`` gangs, the first 10 % of
+completions dropped as warm-up; the interval is the 95 % t interval over the replications
+(COW §3.1).  The RT ratio is LGFS over AFCFS.  ``growth`` says whether the queues settled:
+the mean number of gangs in the system over the second half of the arrivals over that over the
+first half (about 1 when settled; queues growing linearly from empty give 3).
 
 Writes ``cow-setN.json`` and ``cow-setN.png`` under ``--out`` and prints a table, or with
 ``--json`` one record per cell: ``{"policy", "inv_lambda", "inv_lambda_owner",
-"inv_mu_owner", "rt", "rt_ci", "u", "u_ci", "restarts"}``.
+"inv_mu_owner", "rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth",
+"tasks", "redo", "restart", "hold", "owner_pick", "utilization"}`` (``u_repeated`` and ``u_owners``:
+the aborted runs' and the owners' share of 16 x the span).  ``--markdown PAGE`` also writes the
+tables, the paper's claims checked against them, and with ``--readings`` each other reading of
+one choice (3 replications of 1,000 gangs on set 1 and two cells of set 2), as a Markdown
+page.
+``run_set`` gives the records in-process.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import random
+import shutil
 import statistics
 import tempfile
+import time
+from dataclasses import dataclass
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, table
-from testbed.driver import Driver, OwnerStream
+from benchmarks.harness import default_out, host, invocation, page_head, table
+from testbed.driver import OWNER_PICKS, Driver, OwnerStream
 from testbed.events import EventLog, read_events
-from testbed.policies import PolicyConfig, make_policy
-from testbed.results.metrics import job_rows
+from testbed.policies import PolicyConfig
+from testbed.policies.cow import RESTARTS, Afcfs, Cow, Lgfs
+from testbed.results.metrics import JobRow, job_rows
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads.files import JobSpec, Workload
 
 PES = 16
-POLICIES = ("afcfs", "lgfs")
+SCHEDULERS: dict[str, type[Cow]] = {"afcfs": Afcfs, "lgfs": Lgfs}
+POLICIES = tuple(SCHEDULERS)
+TASKS = ("together", "apart")
+REDOS = ("fresh", "same")
+UTILIZATIONS = ("gangs", "useful", "all")
+SETTLED = 1.3
 T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
         2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086)
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading of what COW §2-§3 leave open (the defaults are this project's reading)."""
+
+    tasks: str = "together"
+    redo: str = "fresh"
+    restart: str = "keep"
+    hold: bool = True
+    owner_pick: str = "unowned"
+    utilization: str = "gangs"
+
+    def __post_init__(self) -> None:
+        for name, known in (("tasks", TASKS), ("redo", REDOS), ("restart", RESTARTS),
+                            ("owner_pick", OWNER_PICKS), ("utilization", UTILIZATIONS)):
+            if getattr(self, name) not in known:
+                raise ValueError(f"unknown {name} {getattr(self, name)!r} "
+                                 f"(known: {', '.join(known)})")
+
+
+@dataclass(frozen=True)
+class Replication:
+    """What one replication measured: mean RT (s), U, the aborted runs' and the owners' shares
+    of the PE time, restarts per gang and the growth of the number in the system."""
+
+    rt: float
+    u: float
+    u_repeated: float
+    u_owners: float
+    restarts: float
+    growth: float
 
 
 def cells(which: int) -> list[tuple[float, float, float]]:
@@ -58,38 +119,78 @@ def cells(which: int) -> list[tuple[float, float, float]]:
     return [(inv, owner, owner) for inv in (1.0, 0.8, 0.6) for owner in (1.0, 2.0, 4.0, 8.0)]
 
 
-def gangs(count: int, inv_lambda: float, seed: int) -> Workload:
+def demand(rng: random.Random, size: int, tasks: str) -> float:
+    """A gang's execution time (s): one exponential draw of mean 1 for all its tasks
+    (``together``), or the largest of one draw per task (``apart``)."""
+    if tasks == "together":
+        return rng.expovariate(1.0)
+    return max(rng.expovariate(1.0) for _ in range(size))
+
+
+def gangs(count: int, inv_lambda: float, seed: int, tasks: str = "together") -> Workload:
     """``count`` gangs: Poisson arrivals of mean gap ``inv_lambda``, sizes uniform in 1..16,
-    exponential demands of mean 1."""
+    execution times as ``demand`` draws them."""
     rng = random.Random(seed)
     t, specs = 0.0, []
     for i in range(1, count + 1):
         t += rng.expovariate(1 / inv_lambda)
-        specs.append(JobSpec(f"j{i}", i, t, rng.randint(1, PES), (), rng.expovariate(1.0)))
+        size = rng.randint(1, PES)
+        specs.append(JobSpec(f"j{i}", i, t, size, (), demand(rng, size, tasks)))
     return Workload(f"<cow gangs 1/lambda={inv_lambda} seed={seed}>", specs)
 
 
-def replication(policy: str, cell: tuple[float, float, float], jobs: int, seed: int,
-                tmp: Path, redo: str = "fresh") -> tuple[float, float, float]:
-    """One replication: mean RT, U and restarts per gang after the warm-up; ``redo`` says
-    whether a restarted gang needs the same demand or a fresh one."""
-    inv_lambda, inv_owner, mean_owner = cell
-    workload = gangs(jobs, inv_lambda, seed)
-    out = Path(tempfile.mkdtemp(dir=tmp))
-    draws = random.Random(seed + 2_000_003)
-    redraw = (lambda _job: draws.expovariate(1.0)) if redo == "fresh" else None
-    Driver(workload, make_policy(policy, PolicyConfig(PES)),
-           SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs}, redraw=redraw), out,
-           {"scheduler": policy, "machine": {"pes": PES}},
-           log=EventLog(out / "events.jsonl", flush_each=False),
-           owners=OwnerStream(1 / inv_owner, mean_owner, seed + 1_000_003)).run()
-    rows = sorted((r for r in job_rows(read_events(out / "events.jsonl"))
-                   if r.status == "done"), key=lambda r: r.end or 0.0)
+def owner_time(events: list[dict[str, Any]], start: float, end: float) -> float:
+    """PE seconds the owners were present between ``start`` and ``end`` (s)."""
+    return sum(max(0.0, min(ev["t"] + ev["duration"], end) - max(ev["t"], start))
+               for ev in events if ev["event"] == "owner_start")
+
+
+def summarize(events: list[dict[str, Any]], utilization: str) -> Replication:
+    """A replication's figures from its event log: the gangs done, sorted by end, the first
+    10 % dropped; U over 16 x their span as ``utilization`` says."""
+    rows = sorted((r for r in job_rows(events) if r.status == "done"),
+                  key=lambda r: r.end or 0.0)
     kept = rows[len(rows) // 10:]
-    span = max(r.end or 0.0 for r in kept) - min(r.arrival for r in kept)
-    busy = sum(r.cpu_s or 0.0 for r in kept)
-    return (statistics.fmean(r.response or 0.0 for r in kept), busy / (PES * span),
-            statistics.fmean(r.restarts for r in kept))
+    first, last = min(r.arrival for r in kept), max(r.end or 0.0 for r in kept)
+    capacity = PES * (last - first)
+    busy = sum(r.cpu_s or 0.0 for r in kept) / capacity
+    repeated = sum(r.lost_s * r.size for r in kept) / capacity
+    owners = owner_time(events, first, last) / capacity
+    u = {"gangs": busy, "useful": busy - repeated, "all": busy + owners}[utilization]
+    end = max(r.arrival for r in rows)
+    early, late = (in_system(rows, a, b) for a, b in ((0.0, end / 2), (end / 2, end)))
+    return Replication(statistics.fmean(r.response or 0.0 for r in kept), u, repeated, owners,
+                       statistics.fmean(r.restarts for r in kept), late / early)
+
+
+def in_system(rows: list[JobRow], start: float, end: float) -> float:
+    """The mean number of gangs arrived and not ended between ``start`` and ``end`` (s)."""
+    return sum(max(0.0, min(r.end or 0.0, end) - max(r.arrival, start))
+               for r in rows) / (end - start)
+
+
+def replication(policy: str, cell: tuple[float, float, float], jobs: int, seed: int,
+                tmp: Path, reading: Reading = Reading()) -> Replication:
+    """Simulate one replication of ``cell`` under ``policy`` and ``reading`` (its run
+    directory, under ``tmp``, is removed once read)."""
+    inv_lambda, inv_owner, mean_owner = cell
+    workload = gangs(jobs, inv_lambda, seed, reading.tasks)
+    sizes = {j.id: j.pes for j in workload.jobs}
+    draws = random.Random(seed + 2_000_003)
+    redraw = None if reading.redo == "same" else (
+        lambda job: demand(draws, sizes[job], reading.tasks))
+    scheduler = SCHEDULERS[policy](PolicyConfig(PES), restart=reading.restart, hold=reading.hold)
+    owners = OwnerStream(1 / inv_owner, mean_owner, seed + 1_000_003, reading.owner_pick)
+    out = Path(tempfile.mkdtemp(dir=tmp))
+    try:
+        Driver(workload, scheduler,
+               SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs}, redraw=redraw),
+               out, {"scheduler": policy, "machine": {"pes": PES},
+                     "cow": dataclasses.asdict(reading)},
+               log=EventLog(out / "events.jsonl", flush_each=False), owners=owners).run()
+        return summarize(read_events(out / "events.jsonl"), reading.utilization)
+    finally:
+        shutil.rmtree(out)
 
 
 def interval(values: list[float]) -> float:
@@ -99,23 +200,190 @@ def interval(values: list[float]) -> float:
     return t * statistics.stdev(values) / math.sqrt(n)
 
 
+def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
+              reading: Reading) -> list[dict[str, Any]]:
+    """One record per cell and policy (the module docstring lists the fields)."""
+    records = []
+    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp:
+        for cell in cell_list:
+            for policy in POLICIES:
+                results = [replication(policy, cell, jobs, seed, Path(tmp), reading)
+                           for seed in range(1, replications + 1)]
+                rts, us = [r.rt for r in results], [r.u for r in results]
+                records.append({"policy": policy, "inv_lambda": cell[0],
+                                "inv_lambda_owner": cell[1], "inv_mu_owner": cell[2],
+                                "rt": round(statistics.fmean(rts), 3),
+                                "rt_ci": round(interval(rts), 3),
+                                "u": round(statistics.fmean(us), 4),
+                                "u_ci": round(interval(us), 4),
+                                "restarts": round(statistics.fmean(r.restarts for r in results),
+                                                  3),
+                                "u_repeated": round(statistics.fmean(r.u_repeated
+                                                                     for r in results), 4),
+                                "u_owners": round(statistics.fmean(r.u_owners for r in results),
+                                                  4),
+                                "growth": round(statistics.fmean(r.growth for r in results), 3),
+                                **dataclasses.asdict(reading)})
+    return records
+
+
+def run_set(which: int, replications: int = 5, jobs: int = 3000,
+            **choices: Any) -> list[dict[str, Any]]:
+    """Simulate experiment set ``which`` (1 or 2) under both policies: ``replications`` of
+    ``jobs`` gangs per cell, the choices (``Reading``'s fields) as given, else the defaults.
+    One record per cell and policy, as ``--json`` prints them."""
+    return run_cells(cells(which), replications, jobs, Reading(**choices))
+
+
+def ratios(records: list[dict[str, Any]]) -> dict[tuple[float, float], float]:
+    """LGFS's RT over AFCFS's, by (1/λ, 1/λ')."""
+    afcfs = {(r["inv_lambda"], r["inv_lambda_owner"]): r["rt"] for r in records
+             if r["policy"] == "afcfs"}
+    return {(r["inv_lambda"], r["inv_lambda_owner"]):
+            r["rt"] / afcfs[(r["inv_lambda"], r["inv_lambda_owner"])]
+            for r in records if r["policy"] == "lgfs"}
+
+
+HEADER = ["policy", "1/λ", "1/λ'", "1/μ'", "RT", "±95%", "RT ratio", "U", "±95%", "repeated",
+          "owners", "restarts", "growth"]
+
+
+def rows(records: list[dict[str, Any]]) -> list[list[Any]]:
+    """The table rows of ``records`` (columns ``HEADER``)."""
+    ratio = ratios(records)
+    return [[r["policy"], r["inv_lambda"], r["inv_lambda_owner"], r["inv_mu_owner"],
+             r["rt"], r["rt_ci"], round(ratio[(r["inv_lambda"], r["inv_lambda_owner"])]
+                                        if r["policy"] == "lgfs" else 1.0, 3),
+             r["u"], r["u_ci"], r["u_repeated"], r["u_owners"], r["restarts"], r["growth"]]
+            for r in records]
+
+
+def claims(sets: dict[int, list[dict[str, Any]]]) -> list[str]:
+    """COW §3.2/§4's claims checked against the records of both sets, one line each."""
+    records = [r for which in sorted(sets) for r in sets[which]]
+    pairs = [(a, b) for a in records for b in records
+             if a["policy"] == "afcfs" and b["policy"] == "lgfs"
+             and (a["inv_lambda"], a["inv_lambda_owner"], a["inv_mu_owner"])
+             == (b["inv_lambda"], b["inv_lambda_owner"], b["inv_mu_owner"])]
+    unique = list({(a["inv_lambda"], a["inv_lambda_owner"], a["inv_mu_owner"]): (a, b)
+                   for a, b in pairs}.values())
+    lower = [b["rt"] < a["rt"] for a, b in unique]
+    clear = [b["rt"] + b["rt_ci"] < a["rt"] - a["rt_ci"] for a, b in unique]
+    higher_u = [b["u"] > a["u"] for a, b in unique]
+    lines = [f"- LGFS's RT below AFCFS's: {sum(lower)} of {len(unique)} cells "
+             f"({sum(clear)} with disjoint intervals)",
+             f"- U higher with LGFS: {sum(higher_u)} of {len(unique)} cells",
+             f"- settled (growth below {SETTLED} for both policies): "
+             f"{sum(a['growth'] < SETTLED and b['growth'] < SETTLED for a, b in unique)} of "
+             f"{len(unique)} cells"]
+    if 1 in sets:
+        afcfs = [r["rt"] for r in sets[1] if r["policy"] == "afcfs"]
+        lgfs = [r["rt"] for r in sets[1] if r["policy"] == "lgfs"]
+        rising = all(x < y for curve in (afcfs, lgfs) for x, y in pairwise(curve))
+        lines.append(f"- set 1: RT rises as owners come more often: "
+                     f"{'yes' if rising else 'no'} (AFCFS "
+                     + ", ".join(f"{x:g}" for x in afcfs) + "; LGFS "
+                     + ", ".join(f"{x:g}" for x in lgfs) + ")")
+    if 2 in sets:
+        inverses = sorted({r["inv_lambda"] for r in sets[2]}, reverse=True)
+        curves = [[r["rt"] for r in sets[2] if r["inv_lambda"] == inv and r["policy"] == policy]
+                  for inv in inverses for policy in POLICIES]
+        longer = sum(all(x < y for x, y in pairwise(curve)) for curve in curves)
+        lines.append(f"- set 2: RT rises as owners stay longer (and come more rarely): "
+                     f"{longer} of {len(curves)} curves (1/λ and policy)")
+        by_lambda = {inv: statistics.fmean(r["rt"] for r in sets[2] if r["inv_lambda"] == inv)
+                     for inv in inverses}
+        lines.append("- set 2: mean RT over owners and policies by 1/λ: "
+                     + ", ".join(f"{inv:g}: {rt:.3g}" for inv, rt in by_lambda.items()))
+    return lines
+
+
+PROBE = [*[(1.0, inv, 1.0) for inv in (1.0, 0.8, 0.6, 0.4)], (0.8, 8.0, 8.0), (0.6, 1.0, 1.0)]
+
+
+def readings(default: Reading) -> list[tuple[str, Reading]]:
+    """Every reading differing from ``default`` in one choice (not ``utilization``, which
+    changes no simulation), each with a label."""
+    found = []
+    for name, known in (("tasks", TASKS), ("redo", REDOS), ("restart", RESTARTS),
+                        ("hold", (True, False)), ("owner_pick", OWNER_PICKS)):
+        for value in known:
+            if value != getattr(default, name):
+                found.append((f"{name}={value}", dataclasses.replace(default, **{name: value})))
+    return found
+
+
+def compare_readings(default: Reading, replications: int = 3,
+                     jobs: int = 1000) -> list[list[Any]]:
+    """RT and growth of AFCFS and LGFS under ``default`` and each reading changing one choice,
+    on ``PROBE``: table rows."""
+    probe = PROBE
+    found = []
+    for label, reading in [("default", default), *readings(default)]:
+        records = run_cells(probe, replications, jobs, reading)
+        for cell in probe:
+            mine = {r["policy"]: r for r in records
+                    if (r["inv_lambda"], r["inv_lambda_owner"], r["inv_mu_owner"]) == cell}
+            found.append([label, *cell, mine["afcfs"]["rt"], mine["afcfs"]["growth"],
+                          mine["lgfs"]["rt"], mine["lgfs"]["growth"]])
+    return found
+
+
+READINGS_HEADER = ["reading", "1/λ", "1/λ'", "1/μ'", "AFCFS RT", "growth", "LGFS RT",
+                   "growth"]
+
+
+def markdown(sets: dict[int, dict[str, Any]], compared: list[list[Any]] | None,
+             command: str) -> str:
+    """The Markdown page of a run: how it was made, each set's table, the claims checked and,
+    if measured, the other readings."""
+    meta = next(iter(sets.values()))
+    lines = page_head("COW: AFCFS and LGFS on workstations with owners, simulated",
+                      "benchmarks.cow", command, meta["host"], meta["date"])
+    reading = meta["reading"]
+    lines += [f"- {meta['replications']} replications of {meta['jobs']} gangs per cell, "
+              "the first 10 % of completions dropped; ± is the 95 % t interval",
+              "- reading: " + ", ".join(f"{k}={v}" for k, v in reading.items()), "",
+              "RT: mean response time; U: utilization as `utilization` says; repeated, owners: "
+              "the aborted gang runs' and the owners' shares of the PE time; restarts: "
+              "interruptions per gang; growth: mean number of gangs in the system over the "
+              "second half of the arrivals over that over the first (about 1 when settled, 3 "
+              "for queues growing steadily from empty).", ""]
+    for which, result in sorted(sets.items()):
+        lines += [f"## Set {which}", "", "| " + " | ".join(HEADER) + " |",
+                  "|" + "---|" * len(HEADER)]
+        lines += ["| " + " | ".join(f"{c:g}" if isinstance(c, float) else str(c) for c in row)
+                  + " |" for row in rows(result["records"])]
+        lines.append("")
+    lines += ["## The paper's claims (COW §3.2, §4)", "",
+              *claims({w: s["records"] for w, s in sets.items()}), ""]
+    if compared is not None:
+        lines += ["## Other readings", "",
+                  "Each changes one choice of the reading above; 3 replications of 1,000 gangs.",
+                  "", "| " + " | ".join(READINGS_HEADER) + " |",
+                  "|" + "---|" * len(READINGS_HEADER)]
+        lines += ["| " + " | ".join(f"{c:g}" if isinstance(c, float) else str(c) for c in row)
+                  + " |" for row in compared]
+        lines.append("")
+    return "\n".join(lines)
+
+
 def plot(records: list[dict[str, Any]], which: int, path: Path) -> None:
     """RT (log) and the RT ratio against 1/λ', one curve per policy (and per 1/λ in set 2)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    ratio = ratios(records)
     for inv_lambda in sorted({r["inv_lambda"] for r in records}):
         for policy in POLICIES:
             mine = [r for r in records if r["policy"] == policy and r["inv_lambda"] == inv_lambda]
             left.errorbar([r["inv_lambda_owner"] for r in mine], [r["rt"] for r in mine],
                           yerr=[r["rt_ci"] for r in mine], marker="o", capsize=3,
                           label=f"{policy} 1/λ={inv_lambda:g}")
-        pairs = {(r["inv_lambda_owner"]): r["rt"] for r in records
-                 if r["policy"] == "afcfs" and r["inv_lambda"] == inv_lambda}
-        ratio = [(r["inv_lambda_owner"], r["rt"] / pairs[r["inv_lambda_owner"]])
-                 for r in records if r["policy"] == "lgfs" and r["inv_lambda"] == inv_lambda]
-        right.plot([x for x, _ in ratio], [y for _, y in ratio], marker="o",
+        mine = sorted((owner, value) for (inv, owner), value in ratio.items()
+                      if inv == inv_lambda)
+        right.plot([x for x, _ in mine], [y for _, y in mine], marker="o",
                    label=f"1/λ={inv_lambda:g}")
     left.set_yscale("log")
     left.set_xlabel("1/λ' (and 1/μ' in set 2)")
@@ -132,52 +400,60 @@ def plot(records: list[dict[str, Any]], which: int, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run every cell of a set under both policies; print, plot and save."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.cow", description=__doc__)
-    p.add_argument("--set", type=int, choices=(1, 2), required=True)
+    """Run every cell of the sets asked for under both policies; print, plot and save."""
+    p = argparse.ArgumentParser(prog="python -m benchmarks.cow", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--set", type=int, nargs="+", choices=(1, 2), default=[1, 2])
     p.add_argument("--quick", action="store_true", help="3 replications of 1,000 gangs")
     p.add_argument("--replications", type=int, default=5)
     p.add_argument("--jobs", type=int, default=3000, help="gangs per replication")
-    p.add_argument("--redo", choices=("fresh", "same"), default="fresh",
+    default = Reading()
+    p.add_argument("--tasks", choices=TASKS, default=default.tasks,
+                   help="one demand for all of a gang's tasks, or one each")
+    p.add_argument("--redo", choices=REDOS, default=default.redo,
                    help="a restarted gang's demand: a new draw, or the same again")
+    p.add_argument("--restart", choices=RESTARTS, default=default.restart,
+                   help="where an interrupted gang waits (the COW policy's restart)")
+    p.add_argument("--hold", action=argparse.BooleanOptionalAction, default=default.hold,
+                   help="an interrupted gang holds its PEs while none has an owner")
+    p.add_argument("--owner-pick", choices=OWNER_PICKS, default=default.owner_pick,
+                   help="the PE an arriving owner takes")
+    p.add_argument("--utilization", choices=UTILIZATIONS, default=default.utilization,
+                   help="what U counts")
+    p.add_argument("--readings", action="store_true",
+                   help="also measure each reading changing one choice (for --markdown)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write the tables as a Markdown page")
     args = p.parse_args(argv)
     reps, jobs = (3, 1000) if args.quick else (args.replications, args.jobs)
-    out = args.out or default_out(f"cow-set{args.set}")
+    reading = Reading(args.tasks, args.redo, args.restart, args.hold, args.owner_pick,
+                      args.utilization)
+    out = args.out or default_out("cow")
     out.mkdir(parents=True, exist_ok=True)
-    records = []
-    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp:
-        for cell in cells(args.set):
-            for policy in POLICIES:
-                results = [replication(policy, cell, jobs, seed, Path(tmp), args.redo)
-                           for seed in range(1, reps + 1)]
-                rts, us, restarts = (list(x) for x in zip(*results, strict=True))
-                records.append({"policy": policy, "inv_lambda": cell[0],
-                                "inv_lambda_owner": cell[1], "inv_mu_owner": cell[2],
-                                "rt": round(statistics.fmean(rts), 3),
-                                "rt_ci": round(interval(rts), 3),
-                                "u": round(statistics.fmean(us), 4),
-                                "u_ci": round(interval(us), 4),
-                                "restarts": round(statistics.fmean(restarts), 3)})
-    (out / f"cow-set{args.set}.json").write_text(json.dumps(
-        {"host": host(), "replications": reps, "jobs": jobs, "redo": args.redo,
-         "records": records}, indent=2)
-        + "\n")
-    plot(records, args.set, out / f"cow-set{args.set}.png")
-    if args.json:
-        for record in records:
-            print(json.dumps(record))
-        return 0
-    afcfs = {(r["inv_lambda"], r["inv_lambda_owner"]): r["rt"] for r in records
-             if r["policy"] == "afcfs"}
-    print(table(["policy", "1/λ", "1/λ'", "1/μ'", "RT", "±95%", "RT ratio", "U", "±95%",
-                 "restarts"],
-                [[r["policy"], r["inv_lambda"], r["inv_lambda_owner"], r["inv_mu_owner"],
-                  r["rt"], r["rt_ci"],
-                  round(r["rt"] / afcfs[(r["inv_lambda"], r["inv_lambda_owner"])], 3),
-                  r["u"], r["u_ci"], r["restarts"]] for r in records]))
-    print(f"{reps} replications of {jobs} gangs each; figure and records under {out}")
+    sets: dict[int, dict[str, Any]] = {}
+    for which in sorted(set(args.set)):
+        records = run_cells(cells(which), reps, jobs, reading)
+        result = sets[which] = {"host": host(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                "replications": reps, "jobs": jobs, "redo": reading.redo,
+                                "reading": dataclasses.asdict(reading), "records": records}
+        (out / f"cow-set{which}.json").write_text(json.dumps(result, indent=2) + "\n")
+        plot(records, which, out / f"cow-set{which}.png")
+        if args.json:
+            for record in records:
+                print(json.dumps(record))
+        else:
+            print(f"set {which}")
+            print(table(HEADER, rows(records)))
+    compared = compare_readings(reading) if args.readings else None
+    if compared is not None and not args.json:
+        print(table(READINGS_HEADER, compared))
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(sets, compared, invocation("benchmarks.cow", argv)))
+    if not args.json:
+        print(f"{reps} replications of {jobs} gangs each; figures and records under {out}")
     return 0
 
 

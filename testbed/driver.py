@@ -66,15 +66,43 @@ class Switch:
     latency: float
 
 
+OWNER_PICKS = ("unowned", "idle", "any")
+
+
 @dataclass(frozen=True)
 class OwnerStream:
     """Workstation owners (COW §2.1): they arrive Poisson at ``rate`` (per s), each stays an
-    exponential time of mean ``mean_s`` (s) at a PE drawn uniformly from those without an owner
-    (an arrival finding every PE owned is dropped); every draw comes from ``seed``."""
+    exponential time of mean ``mean_s`` (s) at a PE drawn uniformly, as ``pick`` says, from
+
+    * ``unowned``: the PEs without an owner, idle or running a gang (COW §2.1's redraw until
+      the workstation drawn is not its owner's already);
+    * ``idle``: the PEs with neither an owner nor a gang, or, when there is none, ``unowned``;
+    * ``any``: all PEs (an owner drawn at a PE that has one already is dropped).
+
+    An arrival finding every PE owned is dropped; every draw comes from ``seed``."""
 
     rate: float
     mean_s: float
     seed: int = 1
+    pick: str = "unowned"
+
+    def __post_init__(self) -> None:
+        if self.pick not in OWNER_PICKS:
+            raise ValueError(f"unknown owner pick {self.pick!r} (known: {', '.join(OWNER_PICKS)})")
+
+
+def owner_pe(rng: random.Random, pick: str, pes: int, owned: set[int],
+             busy: set[int]) -> int | None:
+    """The PE an arriving owner takes (``OwnerStream.pick`` says how), drawn with ``rng``
+    among ``pes`` PEs of which ``owned`` have an owner and ``busy`` run a gang; None when the
+    owner is dropped."""
+    if pick == "any":
+        pe = rng.randrange(pes)
+        return None if pe in owned else pe
+    free = [pe for pe in range(pes) if pe not in owned]
+    if pick == "idle":
+        free = [pe for pe in free if pe not in busy] or free
+    return rng.choice(free) if free else None
 
 
 class Executor(Protocol):
@@ -404,12 +432,13 @@ class Driver:
         self.stopping = True
 
     def _owner_arrives(self, rng: random.Random, owners: OwnerStream, now: float) -> None:
-        """An owner arrives at a PE without one (none free: the arrival is dropped)."""
+        """An owner arrives at a PE picked as ``owners.pick`` says (none: it is dropped)."""
         duration = rng.expovariate(1 / owners.mean_s)
-        free = [pe for pe in range(self.policy.config.pes) if pe not in self.owned]
-        if not free:
-            return
-        self._owner_takes(rng.choice(free), duration, now)
+        busy = {pe for record in self.jobs if record.state == "started"
+                for pe in record.pes} if owners.pick == "idle" else set()
+        pe = owner_pe(rng, owners.pick, self.policy.config.pes, self.owned, busy)
+        if pe is not None:
+            self._owner_takes(pe, duration, now)
 
     def _owner_takes(self, pe: int, duration: float, now: float) -> None:
         self.owned.add(pe)
@@ -505,7 +534,7 @@ class Driver:
         self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
                       cpus=None if self.executor.cpus is None
                       else [self.executor.cpus[pe] for pe in action.pes])
-        record.state, record.started_at = "started", now
+        record.state, record.started_at, record.pes = "started", now, action.pes
         record.limit = limit = self._limit(spec)
         if limit is not None:
             record.deadline = self.agenda.push(now + limit, Kind.DEADLINE, spec.id, key=spec.id)

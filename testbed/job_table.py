@@ -18,13 +18,15 @@ STATES = ("waiting", "pending", "queued", "started")
 
 @dataclass(slots=True)
 class JobRecord:
-    """One live job: its spec, state, arrival and start times (s, None before), its runtime
-    limit (s, None without one) and its agenda entries (arrival, deadline)."""
+    """One live job: its spec, state, arrival and start times (s, None before), the PEs of its
+    last launch, its runtime limit (s, None without one) and its agenda entries (arrival,
+    deadline)."""
 
     spec: JobSpec
     state: str
     arrived_at: float | None = None
     started_at: float | None = None
+    pes: tuple[int, ...] = ()
     limit: float | None = None
     arrival: Entry | None = None
     deadline: Entry | None = None

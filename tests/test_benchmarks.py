@@ -390,16 +390,20 @@ def test_service_benchmark_reports_overhead_and_throughput(tmp_path):
 
 @pytest.mark.realtime
 def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
+    page = tmp_path / "cow.md"
     done = subprocess.run([sys.executable, "-m", "benchmarks.cow", "--set", "1",
                            "--replications", "2", "--jobs", "150", "--json", "--out",
-                           str(tmp_path)], capture_output=True, text=True, timeout=300,
-                          check=True)
+                           str(tmp_path), "--markdown", str(page)], capture_output=True,
+                          text=True, timeout=300, check=True)
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["policy"], r["inv_lambda_owner"]) for r in records] == [
         (p, inv) for inv in (1.0, 0.8, 0.6, 0.4) for p in ("afcfs", "lgfs")]
     for r in records:
         assert r["rt"] > 0 and 0 < r["u"] <= 1 and r["restarts"] >= 0
     assert (tmp_path / "cow-set1.png").exists()
+    text = page.read_text()
+    assert "## Set 1" in text and "## Set 2" not in text and "--markdown" in text
+    assert json.loads((tmp_path / "cow-set1.json").read_text())["records"] == records
 
 
 @pytest.mark.realtime

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import random
 import subprocess
 import sys
 
 import pytest
 
+from testbed.driver import OwnerStream, owner_pe
 from testbed.events import read_events
 from testbed.policies import JobRequest, Launch, PolicyConfig, Requeue, make_policy
+from testbed.policies.cow import Afcfs, Lgfs
 from testbed.results.metrics import job_rows
 
 TESTBED = [sys.executable, "-m", "testbed"]
+COW = {"afcfs": Afcfs, "lgfs": Lgfs}
 
 
 def _launched(actions) -> list[str]:
@@ -46,15 +50,50 @@ def test_afcfs_lets_a_small_gang_pass_a_blocked_large_one_and_lgfs_orders_by_siz
     assert _launched(policy.arrive(JobRequest("one", 1, 1), 1)) == ["one"]   # PE 2 passes it
 
 
-def test_an_interrupted_gang_goes_back_to_the_head_of_its_queues():
-    policy = _policy("lgfs")
+@pytest.mark.parametrize(("name", "restart", "first"), [
+    ("lgfs", "keep", "big"), ("lgfs", "first", "a"), ("lgfs", "tail", "big"),
+    ("afcfs", "keep", "a"), ("afcfs", "first", "a"), ("afcfs", "tail", "big")])
+def test_where_an_interrupted_gang_waits(name, restart, first):
+    policy = COW[name](PolicyConfig(4), restart=restart)
     policy.arrive(JobRequest("a", 2, 0), 0)                        # PEs 0, 1, running
     policy.arrive(JobRequest("b", 2, 0), 0)                        # PEs 2, 3, running
     policy.arrive(JobRequest("big", 4, 1), 1)                      # waits everywhere
-    actions = policy.owner_arrive(1, 2)
-    assert actions == [Requeue("a", 1)]                            # its PE 0 is free now,
-    assert _launched(policy.finish("b", 3)) == []                  # but "big" may not start
-    assert _launched(policy.owner_leave(1, 4)) == ["a"]            # "a" before the larger "big"
+    assert policy.owner_arrive(1, 2) == [Requeue("a", 1)]          # its PE 0 is free now,
+    assert _launched(policy.finish("b", 3)) == []                  # but neither may start
+    assert _launched(policy.owner_leave(1, 4)) == [first]          # keep: LGFS by size,
+    # AFCFS by arrival; first: the interrupted gang; tail: behind the gang that came after it
+
+
+@pytest.mark.parametrize("hold", [True, False])
+def test_an_interrupted_gang_holds_its_pes_only_while_none_has_an_owner(hold):
+    policy = Afcfs(PolicyConfig(3), hold=hold)
+    policy.arrive(JobRequest("a", 2, 0), 0)                        # PEs 0, 1
+    policy.arrive(JobRequest("b", 1, 0), 0)                        # PE 2
+    policy.owner_arrive(1, 1)                                      # interrupts "a"
+    assert _launched(policy.arrive(JobRequest("c", 1, 2), 2)) == ["c"]   # PE 0: owner on 1
+    assert _launched(policy.owner_leave(1, 3)) == []               # "a" waits for PE 0
+    started = _launched(policy.arrive(JobRequest("d", 1, 4), 4))   # routed to PE 1
+    assert started == ([] if hold else ["d"])
+    assert _launched(policy.finish("c", 5)) == (["a"] if hold else [])
+
+
+def test_an_unknown_restart_is_refused():
+    with pytest.raises(ValueError, match="restart"):
+        Lgfs(PolicyConfig(4), restart="later")
+
+
+def test_owners_pick_their_pe_as_the_stream_says():
+    draws = [owner_pe(random.Random(seed), "unowned", 4, {0, 1, 2}, set()) for seed in range(20)]
+    assert set(draws) == {3}
+    assert owner_pe(random.Random(1), "unowned", 4, {0, 1, 2, 3}, set()) is None
+    idle = {owner_pe(random.Random(seed), "idle", 4, {1}, {0, 2}) for seed in range(20)}
+    assert idle == {3}
+    busy = {owner_pe(random.Random(seed), "idle", 4, {1}, {0, 2, 3}) for seed in range(50)}
+    assert busy == {0, 2, 3}                                       # none idle: any unowned
+    anywhere = {owner_pe(random.Random(seed), "any", 4, {0, 1, 2}, set()) for seed in range(50)}
+    assert anywhere == {None, 3}                                   # drawn at an owned PE: dropped
+    with pytest.raises(ValueError, match="pick"):
+        OwnerStream(1.0, 1.0, pick="busy")
 
 
 def test_owners_need_a_cow_scheduler():

@@ -5,18 +5,30 @@ distinct PEs by join-the-shortest-queue (COW §2.1: task by task, the shortest r
 a queue's length counts the gang tasks assigned to the PE, waiting or running; ties go to the
 lower PE).  A gang runs only when each of its PEs is *available*: no owner at it and no other
 gang running there.  Workstation owners (``owner_arrive``/``owner_leave``) run at once; a gang
-running on the owner's PE is interrupted (``Requeue``): all its work is lost and its tasks go
-back to the head of their queues, reserving nothing (§2.2: "the remaining processors ... execute
-tasks of other jobs").
+running on the owner's PE is interrupted (``Requeue``): all its work is lost and it waits in
+its queues to start again from the beginning.
 
-Both policies scan the gangs greedily and start every one whose PEs are all available; they
-differ only in the order (§2.2), interrupted gangs always first (in the order they were
-interrupted):
+Both policies scan the waiting gangs greedily and start every one whose PEs are all available;
+they differ only in the order (§2.2):
 
 * ``afcfs``: arrival order, so a smaller gang passes a blocked larger one;
 * ``lgfs``: largest gang first ("tasks that belong to larger gangs are placed at the head of
   queues"; the "increasing job size order" of the same sentence contradicts its parenthesis,
   which we follow), arrival order among equal sizes.
+
+Where an interrupted gang waits is ``restart`` (COW says "at the head of their assigned
+queues" and no more; docs/schedulers.md says why the default):
+
+* ``keep`` (default): in its place in the policy's order (AFCFS: ahead of every gang that
+  arrived after it; LGFS: by its size);
+* ``first``: before every other gang, interrupted gangs in the order they were interrupted;
+* ``tail``: back in line as if it had just arrived.
+
+With ``hold`` (default) an interrupted gang none of whose PEs has an owner holds them: no gang
+after it in the scan starts there, so each idles, once its current gang ends, until the
+interrupted gang can start (§3.2: "their processors are not used efficiently"); while an owner
+is on one of them its other PEs serve other gangs (§2.2).  Without it they serve other gangs
+until all happen to be available at once.
 """
 
 from __future__ import annotations
@@ -24,18 +36,27 @@ from __future__ import annotations
 from testbed.policies.base import Action, JobRequest, Launch, Policy, Requeue
 from testbed.policies.config import PolicyConfig
 
+RESTARTS = ("keep", "first", "tail")
+
 
 class Cow(Policy):
-    """Per-PE queues with JSQ routing, owners, and a greedy scan in ``order``."""
+    """Per-PE queues with JSQ routing, owners, and a greedy scan in ``order``; ``restart``
+    (one of ``RESTARTS``) and ``hold`` say where an interrupted gang waits and whether it
+    holds its PEs."""
 
     fixed_mpl = 1
     time_sliced = False
     supports_owners = True
 
-    def __init__(self, config: PolicyConfig) -> None:
+    def __init__(self, config: PolicyConfig, *, restart: str = "keep",
+                 hold: bool = True) -> None:
         if config.memory is not None:
             raise ValueError(f"the {self.name} scheduler does not support memory admission")
+        if restart not in RESTARTS:
+            raise ValueError(f"unknown restart {restart!r} (known: {', '.join(RESTARTS)})")
         super().__init__(config)
+        self.restart = restart
+        self.hold_pes = hold
         self.assigned: dict[str, tuple[int, ...]] = {}
         self.requests: dict[str, JobRequest] = {}
         self.arrived: list[str] = []
@@ -44,7 +65,7 @@ class Cow(Policy):
         self.lengths = [0] * self.config.pes
 
     def order(self, waiting: list[str]) -> list[str]:
-        """The order in which waiting (not interrupted) gangs are tried."""
+        """The policy's order of ``waiting`` gangs (given in arrival order)."""
         return waiting
 
     def busy(self) -> bool:
@@ -80,14 +101,17 @@ class Cow(Policy):
         return self._schedule()
 
     def owner_arrive(self, pe: int, now: float) -> list[Action]:
-        """An owner takes ``pe``: a gang running there is interrupted (work lost, back to the
-        head of its queues); the PEs it frees may start others."""
+        """An owner takes ``pe``: a gang running there is interrupted (work lost, waiting as
+        ``restart`` says); the PEs it frees may start others."""
         self.owned.add(pe)
         actions: list[Action] = []
         victim = self.matrix.rows[0][pe]
         if victim is not None:
             self.matrix.remove(victim)
             self.interrupted.append(victim)
+            if self.restart == "tail":
+                self.arrived.remove(victim)
+                self.arrived.append(victim)
             actions.append(Requeue(victim, pe))
         return actions + self._schedule()
 
@@ -96,22 +120,29 @@ class Cow(Policy):
         self.owned.discard(pe)
         return self._schedule()
 
-    def _available(self, pes: tuple[int, ...]) -> bool:
-        row = self.matrix.rows[0]
-        return all(row[pe] is None and pe not in self.owned for pe in pes)
-
     def _schedule(self) -> list[Action]:
         launches: list[Action] = []
+        row = self.matrix.rows[0]
+        free = {pe for pe in range(self.config.pes) if row[pe] is None and pe not in self.owned}
         self.arrived = [job for job in self.arrived if job in self.assigned]
-        waiting = [job for job in self.arrived
-                   if job not in self.matrix.placed and job not in self.interrupted]
-        for job in [*self.interrupted, *self.order(waiting)]:
+        if self.restart == "first":
+            waiting = [job for job in self.arrived
+                       if job not in self.matrix.placed and job not in self.interrupted]
+            scan = [*self.interrupted, *self.order(waiting)]
+        else:
+            scan = self.order([job for job in self.arrived if job not in self.matrix.placed])
+        for job in scan:
+            if not free:
+                break
             pes = self.assigned[job]
-            if self._available(pes):
+            if free.issuperset(pes):
                 self.matrix.assign(job, 0, pes)
+                free.difference_update(pes)
                 if job in self.interrupted:
                     self.interrupted.remove(job)
                 launches.append(Launch(job, 0, pes))
+            elif self.hold_pes and job in self.interrupted and self.owned.isdisjoint(pes):
+                free.difference_update(pes)
         if launches:
             self.current = frozenset(self.matrix.placed) - self.held
         return launches

@@ -1,0 +1,96 @@
+"""benchmarks.cow's figures and readings, from small simulations run in-process."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import pytest
+
+from benchmarks import cow
+from testbed.driver import Driver
+from testbed.events import EventLog, read_events
+from testbed.policies import PolicyConfig
+from testbed.policies.cow import Afcfs
+from testbed.simulation.executor import SimulationExecutor
+from testbed.workloads.files import JobSpec, Owner, Workload
+
+
+def _events(tmp_path):
+    """j1 (2 PEs, 2 s) from 0, interrupted by an owner on PE 1 from 0.5 to 1.5, again from
+    1.5 to 3.5; j2 (1 PE, 1 s) from 4 to 5."""
+    workload = Workload("<test>", [JobSpec("j1", 1, 0.0, 2, (), 2.0),
+                                   JobSpec("j2", 2, 4.0, 1, (), 1.0)],
+                        owners=[Owner(0.5, 1, 1.0)])
+    Driver(workload, Afcfs(PolicyConfig(2)), SimulationExecutor({"j1": 2.0, "j2": 1.0}),
+           tmp_path, {}, log=EventLog(tmp_path / "events.jsonl")).run()
+    return read_events(tmp_path / "events.jsonl")
+
+
+def test_utilization_counts_what_the_reading_says(tmp_path):
+    events = _events(tmp_path)
+    capacity = cow.PES * 5.0                                       # 16 PEs from 0 to 5
+    gangs = cow.summarize(events, "gangs")
+    assert gangs.u == pytest.approx((2.5 * 2 + 1) / capacity)      # the lost 0.5 s on 2 PEs too
+    assert gangs.u_repeated == pytest.approx(0.5 * 2 / capacity)
+    assert gangs.u_owners == pytest.approx(1.0 / capacity)
+    assert cow.summarize(events, "useful").u == pytest.approx(5 / capacity)
+    assert cow.summarize(events, "all").u == pytest.approx(7 / capacity)
+    assert gangs.rt == pytest.approx((3.5 + 1) / 2)
+    assert gangs.restarts == 0.5
+    # in the system: j1 all of [0, 2], 1.5 s of [2, 4]
+    assert gangs.growth == pytest.approx(0.75)
+
+
+def test_demands_are_one_per_gang_or_the_longest_task():
+    rng, again = random.Random(4), random.Random(4)
+    assert cow.demand(rng, 5, "together") == again.expovariate(1.0)
+    assert cow.demand(rng, 3, "apart") == max(again.expovariate(1.0) for _ in range(3))
+
+
+def test_readings_change_one_choice_each_and_unknown_values_are_refused():
+    default = cow.Reading()
+    found = cow.readings(default)
+    assert len(found) == 1 + 1 + 2 + 1 + 2                          # tasks redo restart hold pick
+    for label, reading in found:
+        changed = [f.name for f in dataclasses.fields(reading)
+                   if getattr(reading, f.name) != getattr(default, f.name)]
+        assert changed == [label.split("=")[0]]
+    with pytest.raises(ValueError, match="owner_pick"):
+        cow.Reading(owner_pick="nearest")
+
+
+def test_run_set_gives_the_records_benchmarks_read():
+    records = cow.run_set(1, replications=2, jobs=40, restart="first")
+    assert [(r["policy"], r["inv_lambda_owner"]) for r in records] == [
+        (p, inv) for inv in (1.0, 0.8, 0.6, 0.4) for p in ("afcfs", "lgfs")]
+    for r in records:
+        assert {"policy", "inv_lambda", "inv_lambda_owner", "inv_mu_owner", "rt", "rt_ci", "u",
+                "u_ci", "restarts"} <= set(r)
+        assert r["restart"] == "first" and r["hold"] is True and r["rt"] > 0
+
+
+def _record(policy: str, owner: float, rt: float, u: float, growth: float = 1.0):
+    return {"policy": policy, "inv_lambda": 1.0, "inv_lambda_owner": owner, "inv_mu_owner": 1.0,
+            "rt": rt, "rt_ci": 1.0, "u": u, "u_ci": 0.01, "u_repeated": 0.1, "u_owners": 0.05,
+            "restarts": 0.5, "growth": growth}
+
+
+def test_claims_are_counted_over_the_cells():
+    records = [_record("afcfs", 1.0, 10, 0.5), _record("lgfs", 1.0, 5, 0.6),
+               _record("afcfs", 0.8, 20, 0.5), _record("lgfs", 0.8, 19.5, 0.4, growth=2.0)]
+    lines = cow.claims({1: records})
+    assert lines[0] == "- LGFS's RT below AFCFS's: 2 of 2 cells (1 with disjoint intervals)"
+    assert lines[1] == "- U higher with LGFS: 1 of 2 cells"
+    assert lines[2] == "- settled (growth below 1.3 for both policies): 1 of 2 cells"
+    assert lines[3].startswith("- set 1: RT rises as owners come more often: yes")
+
+
+def test_set_2_claims_follow_the_curves_over_the_owners_stay():
+    records = [{**_record(policy, k, rt, 0.5), "inv_lambda": inv, "inv_mu_owner": k}
+               for inv, base in ((1.0, 10.0), (0.6, 100.0)) for k in (1.0, 2.0, 4.0, 8.0)
+               for policy, rt in (("afcfs", base * k), ("lgfs", base * (9 - k)))]
+    lines = cow.claims({2: records})
+    assert lines[3] == "- set 2: RT rises as owners stay longer (and come more rarely): 2 of 4 " \
+                       "curves (1/λ and policy)"
+    assert lines[4] == "- set 2: mean RT over owners and policies by 1/λ: 1: 45, 0.6: 450"
