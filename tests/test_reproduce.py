@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -23,7 +25,7 @@ from benchmarks.reproduce.claims import (
     judge,
     within,
 )
-from benchmarks.reproduce.context import Context
+from benchmarks.reproduce.context import Context, failure
 from testbed.experiments.stats import Interval
 
 
@@ -253,3 +255,17 @@ def test_only_cow_at_tiny_size_writes_the_report(tmp_path):
     assert all(c["verdict"] in claims.VERDICTS for c in doc["claims"])
     assert (tmp_path / "cow-set1.png").stat().st_size > 1000
     assert "| COW |" in (tmp_path / "report.md").read_text()
+
+
+def test_a_failed_part_loses_only_its_own_rows(tmp_path):
+    ctx = Context("quick", tmp_path, tmp_path)
+
+    def broken(_: Context) -> dict[str, Finding]:
+        raise subprocess.CalledProcessError(
+            1, [sys.executable, "-m", "testbed.cli", "run", "w.txt", "--out", "runs/x"])
+
+    found = ctx.attempt(broken, ["a", "b"])
+    assert set(found) == {"a", "b"}
+    assert found["a"].decision == Decision(CANNOT_TELL,
+                                           "the run failed: testbed run exited 1 (runs/x)")
+    assert failure(ValueError("bad walk")) == "bad walk"

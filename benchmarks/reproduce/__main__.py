@@ -66,12 +66,7 @@ def measure(name: str, ctx: Context) -> dict[str, Finding]:
     why = paper.module.unavailable() if hasattr(paper.module, "unavailable") else None
     if why is not None:
         return {s.key: Finding("-", claims.unavailable(why)) for s in paper.module.SPECS}
-    try:
-        return paper.module.run(ctx)
-    except Exception as err:  # noqa: BLE001 - one paper's failure must not lose the others
-        ctx.log(f"{paper.name} failed: {err!r}")
-        return {s.key: Finding("-", claims.unavailable(f"the run failed: {err}"))
-                for s in paper.module.SPECS}
+    return ctx.attempt(paper.module.run, [s.key for s in paper.module.SPECS])
 
 
 def run_all(papers: list[Paper], ctx: Context, cores: int) -> list[Row]:

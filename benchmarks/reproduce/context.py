@@ -4,10 +4,14 @@ where progress is told."""
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from benchmarks.reproduce.claims import Finding, unavailable
 
 SIZES = ("tiny", "quick", "full")
 """``tiny``: a few seconds, to show the code works (tests); ``quick``: what fits in 15
@@ -41,3 +45,25 @@ class Context:
         self.out.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, self.out / name)
         return name
+
+    def attempt(self, part: Callable[[Context], dict[str, Finding]], keys: Iterable[str]
+                ) -> dict[str, Finding]:
+        """``part``'s findings; when it fails, every claim of ``keys`` says so ("cannot
+        tell"), so that one experiment's failure loses no other's rows."""
+        try:
+            return part(self)
+        except Exception as err:  # noqa: BLE001 - any failure becomes the rows' reason
+            self.log(f"failed: {err!r}")
+            return {key: Finding("-", unavailable(f"the run failed: {failure(err)}"))
+                    for key in keys}
+
+
+def failure(err: Exception) -> str:
+    """A failure in a few words: a failed ``testbed`` command by its subcommand and exit
+    status (its run directory holds the rest), anything else by its message."""
+    if isinstance(err, subprocess.CalledProcessError) and isinstance(err.cmd, list):
+        words = [str(w) for w in err.cmd]
+        command = words[words.index("testbed.cli") + 1] if "testbed.cli" in words else words[0]
+        where = words[words.index("--out") + 1] if "--out" in words else ""
+        return f"testbed {command} exited {err.returncode}" + (f" ({where})" if where else "")
+    return str(err)[:200] or type(err).__name__

@@ -54,13 +54,13 @@ SPECS = (
 
 def estimate(size: str) -> float:
     """CPU seconds the COW rows take at ``size``, roughly."""
-    return {"tiny": 5.0, "quick": 90.0, "full": 500.0}[size]
+    return {"tiny": 5.0, "quick": 100.0, "full": 500.0}[size]
 
 
 def run(ctx: Context) -> dict[str, Finding]:
     """Simulate both sets at ``ctx.size`` and judge the claims."""
     replications = int(ctx.pick(2, 5, 5))  # type: ignore[call-overload]
-    jobs = int(ctx.pick(60, 1500, 3000))  # type: ignore[call-overload]
+    jobs = int(ctx.pick(60, 1000, 3000))  # type: ignore[call-overload]
     sets: dict[int, list[dict[str, Any]]] = {}
     plots = []
     for which in (1, 2):

@@ -45,13 +45,13 @@ SPECS = (
 
 def estimate(size: str) -> float:
     """CPU seconds the T3D rows take at ``size``, roughly."""
-    return {"tiny": 5.0, "quick": 90.0, "full": 400.0}[size]
+    return {"tiny": 5.0, "quick": 140.0, "full": 400.0}[size]
 
 
 def run(ctx: Context) -> dict[str, Finding]:
     """Simulate Fig 6 at ``ctx.size`` and judge the three claims."""
     batches = int(ctx.pick(3, 5, 6))  # type: ignore[call-overload]
-    batch = int(ctx.pick(200, 2000, t3d_fig6.BATCH))  # type: ignore[call-overload]
+    batch = int(ctx.pick(200, 1500, t3d_fig6.BATCH))  # type: ignore[call-overload]
     loads = str(ctx.pick("0.5", "0.3,0.6,0.9", "0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"))
     out = ctx.runs / "t3d-fig6"
     ctx.log(f"T3D Fig 6: loads {loads}, {batches} batches of {batch}")
