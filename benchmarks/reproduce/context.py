@@ -10,9 +10,11 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from benchmarks.reproduce.claims import Finding, unavailable
 
+T = TypeVar("T")
 SIZES = ("tiny", "quick", "full")
 """``tiny``: a few seconds, to show the code works (tests); ``quick``: what fits in 15
 minutes on 2 cores; ``full``: the sizes the benchmarks document."""
@@ -28,7 +30,7 @@ class Context:
     out: Path
     started: float = field(default_factory=time.monotonic)
 
-    def pick(self, tiny: object, quick: object, full: object) -> object:
+    def pick(self, tiny: T, quick: T, full: T) -> T:
         """The value for this run's size."""
         return {"tiny": tiny, "quick": quick, "full": full}[self.size]
 

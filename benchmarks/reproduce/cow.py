@@ -59,8 +59,8 @@ def estimate(size: str) -> float:
 
 def run(ctx: Context) -> dict[str, Finding]:
     """Simulate both sets at ``ctx.size`` and judge the claims."""
-    replications = int(ctx.pick(2, 5, 5))  # type: ignore[call-overload]
-    jobs = int(ctx.pick(60, 1000, 3000))  # type: ignore[call-overload]
+    replications = ctx.pick(2, 5, 5)
+    jobs = ctx.pick(60, 1000, 3000)
     sets: dict[int, list[dict[str, Any]]] = {}
     plots = []
     for which in (1, 2):

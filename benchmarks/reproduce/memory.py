@@ -80,11 +80,11 @@ def run(ctx: Context) -> dict[str, Finding]:
 def _fig5(ctx: Context) -> dict[str, Finding]:
     """Fig 5 at θ = 1: n jobs that fit in memory and 2n that do not, with and without
     admission (C = 1), the four configurations taking turns round after round."""
-    repeats = int(ctx.pick(1, 4, 6))  # type: ignore[call-overload]
+    repeats = ctx.pick(1, 4, 6)
     fits = 4
-    walk = memory_fig5.Walk(float(ctx.pick(8.0, 64.0, 64.0)), fits,  # type: ignore[arg-type]
-                            float(ctx.pick(0.3, 1.0, 1.0)),  # type: ignore[arg-type]
-                            int(ctx.pick(2000, 30000, 30000)),  # type: ignore[call-overload]
+    walk = memory_fig5.Walk(ctx.pick(8.0, 64.0, 64.0), fits,
+                            ctx.pick(0.3, 1.0, 1.0),
+                            ctx.pick(2000, 30000, 30000),
                             2 * fits)
     configs = (("unlimited", None), ("C=1", 1.0))
     ctx.log(f"MEMORY Fig 5: {repeats} rounds of {fits} and {2 * fits} jobs, with and without "
@@ -127,7 +127,7 @@ def _fig5(ctx: Context) -> dict[str, Finding]:
 def _fig7(ctx: Context) -> dict[str, Finding]:
     """Fig 7 through ``benchmarks.memory_fig7``: the mix at the higher loads with and without
     admission, repeated; mean response time and slowdown, C = 1 over unlimited."""
-    repeats = int(ctx.pick(1, 3, 5))  # type: ignore[call-overload]
+    repeats = ctx.pick(1, 3, 5)
     loads = "1.0,1.4"
     ctx.log(f"MEMORY Fig 7: {repeats} runs at loads {loads}, with and without admission")
     values: dict[tuple[float, str], list[tuple[float, float]]] = {}

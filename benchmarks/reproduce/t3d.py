@@ -50,9 +50,9 @@ def estimate(size: str) -> float:
 
 def run(ctx: Context) -> dict[str, Finding]:
     """Simulate Fig 6 at ``ctx.size`` and judge the three claims."""
-    batches = int(ctx.pick(3, 5, 6))  # type: ignore[call-overload]
-    batch = int(ctx.pick(200, 1500, t3d_fig6.BATCH))  # type: ignore[call-overload]
-    loads = str(ctx.pick("0.5", "0.3,0.6,0.9", "0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9"))
+    batches = ctx.pick(3, 5, 6)
+    batch = ctx.pick(200, 1500, t3d_fig6.BATCH)
+    loads = ctx.pick("0.5", "0.3,0.6,0.9", "0.2,0.3,0.4,0.5,0.6,0.7,0.8,0.9")
     out = ctx.runs / "t3d-fig6"
     ctx.log(f"T3D Fig 6: loads {loads}, {batches} batches of {batch}")
     with contextlib.redirect_stdout(io.StringIO()):

@@ -39,9 +39,9 @@ def estimate(size: str) -> float:
 
 def run(ctx: Context) -> dict[str, Finding]:
     """Simulate the three configurations on several seeds and judge the claims."""
-    seeds = int(ctx.pick(2, 8, 10))  # type: ignore[call-overload]
-    span = float(ctx.pick(100.0, 1000.0, 2000.0))  # type: ignore[arg-type]
-    pes = int(ctx.pick(16, 128, 128))  # type: ignore[call-overload]
+    seeds = ctx.pick(2, 8, 10)
+    span = ctx.pick(100.0, 1000.0, 2000.0)
+    pes = ctx.pick(16, 128, 128)
     out = ctx.runs / "nersc"
     ctx.log(f"T3E NERSC: {seeds} seeds of {span:g} s on {pes} PEs, simulated")
     with contextlib.redirect_stdout(io.StringIO()):

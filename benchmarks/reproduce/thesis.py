@@ -115,9 +115,9 @@ def _overheads(ctx: Context) -> dict[str, Finding]:
     """Table 5.1 and Fig 5.1 through ``benchmarks.overheads``' launch and linearity parts,
     taking turns round after round."""
     pes = len(os.sched_getaffinity(0))
-    rounds = int(ctx.pick(2, 5, 7))  # type: ignore[call-overload]
+    rounds = ctx.pick(2, 5, 7)
     mpls = ctx.pick((1, 2), (1, 2, 4), (1, 2, 3, 4))
-    work = float(ctx.pick(0.3, 1.0, 2.0))  # type: ignore[arg-type]
+    work = ctx.pick(0.3, 1.0, 2.0)
     plan = {**overheads.FULL, "rounds": rounds, "parts": ("launch", "linearity"),
             "launch_sizes": (1, pes), "launch_jobs": 3, "timeslices": (0.2,), "mpls": mpls,
             "work": work}
@@ -147,8 +147,8 @@ def _overheads(ctx: Context) -> dict[str, Finding]:
 
 def _granularity(ctx: Context) -> dict[str, Finding]:
     """Table 5.3 through ``benchmarks.granularity``, run again and again."""
-    repeats = int(ctx.pick(2, 6, 8))  # type: ignore[call-overload]
-    work = float(ctx.pick(0.3, 2.0, 5.0))  # type: ignore[arg-type]
+    repeats = ctx.pick(2, 6, 8)
+    work = ctx.pick(0.3, 2.0, 5.0)
     ctx.log(f"THESIS Table 5.3: {repeats} runs of 5 jobs of {work:g} s")
     runs = [granularity.measure(work, "fcfs", ctx.runs / "granularity" / str(i))
             for i in range(1, repeats + 1)]
@@ -189,8 +189,8 @@ def _granularity(ctx: Context) -> dict[str, Finding]:
 def _classification(ctx: Context) -> dict[str, Finding]:
     """§5.3 through ``benchmarks.fcs_classification``'s fit variant, run again and again:
     for each job, the fraction of runs in which its ranks end in the expected classes."""
-    repeats = int(ctx.pick(1, 6, 8))  # type: ignore[call-overload]
-    work = float(ctx.pick(0.5, 3.0, 8.0))  # type: ignore[arg-type]
+    repeats = ctx.pick(1, 6, 8)
+    work = ctx.pick(0.5, 3.0, 8.0)
     ctx.log(f"THESIS §5.3: {repeats} runs of the six jobs (fit variant), {work:g} s each")
     finals: dict[str, list[tuple[str, ...]]] = {job: [] for job in EXPECTED}
     for i in range(1, repeats + 1):
@@ -221,10 +221,10 @@ def matches(classes: tuple[str, ...], expected: tuple[str | None, ...]) -> bool:
 def _comparison(ctx: Context) -> dict[str, Finding]:
     """§5.4 on a miniature of the mixed workload through ``testbed compare``: every scheduler,
     repeated in interleaved rounds; the claims are read off the runs' figures."""
-    repeats = int(ctx.pick(2, 4, 5))  # type: ignore[call-overload]
-    workload = str(ctx.pick("mix:jobs=3,load=1.5,seed=2,compress=1000,work_max=1500",
-                            "mix:jobs=8,load=2.5,seed=4,compress=250,work_max=1500",
-                            "mix:jobs=16,load=1,seed=4,compress=250,work_max=1500"))
+    repeats = ctx.pick(2, 4, 5)
+    workload = ctx.pick("mix:jobs=3,load=1.5,seed=2,compress=1000,work_max=1500",
+                        "mix:jobs=8,load=2.5,seed=4,compress=250,work_max=1500",
+                        "mix:jobs=16,load=1,seed=4,compress=250,work_max=1500")
     out = ctx.runs / "compare"
     ctx.log(f"THESIS §5.4: {workload}, {len(SCHEDULERS)} schedulers x {repeats} repeats")
     metrics = "runtime_mean_long,wait_mean_short,response_mean_all,makespan"
