@@ -115,11 +115,11 @@ def main(argv: list[str] | None = None) -> int:
           f"{estimate(papers, size, cores) / 60:.0f} min on {cores} cores", file=sys.stderr,
           flush=True)
     began = time.monotonic()
+    header = report.head(invocation("benchmarks.reproduce", argv), size, 0.0)
     ctx = Context(size, runs.resolve(), out.resolve())
     rows = run_all(papers, ctx, cores)
     seconds = time.monotonic() - began
-    header = report.head(invocation("benchmarks.reproduce", argv), size, seconds)
-    report.write(rows, header, out)
+    report.write(rows, {**header, "seconds": round(seconds, 1)}, out)
     tally = report.counts(rows)
     for row in rows:
         print(f"{row.spec.paper:7} {row.spec.where:22} {row.finding.decision.verdict:12} "

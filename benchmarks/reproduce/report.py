@@ -18,8 +18,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def head(command: str, size: str, seconds: float) -> dict[str, Any]:
-    """What the header records: host, cores, date, the command, the git commit (and whether
-    the work tree had changes), the size of the run and its wall time (s)."""
+    """What the header records: host, cores, when it started, the command, the git commit (and
+    whether tracked files had changes), the size of the run and its wall time (s)."""
     uname = os.uname()
     return {"host": f"{uname.nodename} ({uname.sysname} {uname.release}, {uname.machine})",
             "cores": len(os.sched_getaffinity(0)),
@@ -33,7 +33,8 @@ def _commit() -> str:
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "HEAD") or "unknown (not a git checkout)"
-    return commit + (" with uncommitted changes" if git("status", "--porcelain") else "")
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return commit + (" with uncommitted changes" if changed else "")
 
 
 def counts(rows: Sequence[Row]) -> dict[str, int]:
@@ -54,7 +55,7 @@ def markdown(rows: Sequence[Row], header: dict[str, Any]) -> str:
         "# The papers reproduced", "",
         f"Written by `{header['command']}`; do not edit by hand.", "",
         f"- host: {header['host']}, {header['cores']} cores",
-        f"- date: {header['date']}",
+        f"- started: {header['date']}",
         f"- git commit: {header['commit']}",
         f"- size: {header['size']}; wall time {header['seconds']:.0f} s ({minutes:.1f} min)",
         "",
