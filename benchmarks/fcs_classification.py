@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from benchmarks.harness import default_out, events, run_workload, table
 
@@ -54,6 +55,33 @@ VARIANTS = {
 }
 
 
+def classify(variant: str, work: float, timeslice: float, out: Path
+             ) -> tuple[list[dict[str, Any]], bool]:
+    """Run the six jobs of ``variant`` (``work`` seconds each, timeslice in seconds) under fcs
+    into the run directory ``out``.  Per process, in job and rank order: job, rank, PE, node,
+    matrix row, class history (from INIT_CS on), final class and the job's runtime (s); and
+    whether the machine was oversubscribed."""
+    jobs, machine, pes_per_node = VARIANTS[variant]
+    text = "".join(f"0 {job.format(w=work)}\n" for job in jobs)
+    run = run_workload(text, "--scheduler", "fcs", *machine, "--timeslice", str(timeslice),
+                       out=out)
+    evs = events(run)
+    starts = {e["job"]: e for e in evs if e["event"] == "start"}
+    history: dict[tuple[str, int], list[str]] = {}
+    for e in evs:
+        if e["event"] == "class":
+            history.setdefault((e["job"], e["rank"]), ["INIT_CS"]).append(e["new"])
+    runtimes = {e["job"]: e["t"] - starts[e["job"]]["t"] for e in evs if e["event"] == "finish"}
+    processes = []
+    for job, start in sorted(starts.items(), key=lambda kv: int(kv[0][1:])):
+        for rank, pe in enumerate(start["pes"]):
+            classes = history.get((job, rank), ["INIT_CS"])
+            processes.append({"job": job, "rank": rank, "pe": pe, "node": pe // pes_per_node,
+                              "row": start["slot"], "history": classes, "final": classes[-1],
+                              "runtime": runtimes.get(job, float("nan"))})
+    return processes, bool(evs[0]["config"]["machine"]["oversubscribed"])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the experiment and print the class table."""
     p = argparse.ArgumentParser(description="THESIS §5.3: FCS classification of six jobs")
@@ -63,28 +91,14 @@ def main(argv: list[str] | None = None) -> int:
                    help="thesis: 4 PEs as in §5.3; fit: 2 PEs, never more processes than CPUs")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    jobs, machine, pes_per_node = VARIANTS[args.variant]
-    text = "".join(f"0 {job.format(w=args.work)}\n" for job in jobs)
-    run = run_workload(text, "--scheduler", "fcs", *machine, "--timeslice", str(args.timeslice),
-                       out=args.out or default_out(f"fcs-classification-{args.variant}"))
-    evs = events(run)
-    starts = {e["job"]: e for e in evs if e["event"] == "start"}
-    history: dict[tuple[str, int], list[str]] = {}
-    for e in evs:
-        if e["event"] == "class":
-            history.setdefault((e["job"], e["rank"]), ["INIT_CS"]).append(e["new"])
-    runtimes = {e["job"]: e["t"] - starts[e["job"]]["t"] for e in evs if e["event"] == "finish"}
-    rows = []
-    for job, start in sorted(starts.items(), key=lambda kv: int(kv[0][1:])):
-        for rank, pe in enumerate(start["pes"]):
-            classes = history.get((job, rank), ["INIT_CS"])
-            rows.append([job, rank, pe, pe // pes_per_node, start["slot"], " > ".join(classes),
-                         classes[-1], round(runtimes.get(job, float("nan")), 2)])
+    out = args.out or default_out(f"fcs-classification-{args.variant}")
+    processes, oversubscribed = classify(args.variant, args.work, args.timeslice, out)
     print(table(["job", "rank", "PE", "node", "row", "class history", "final", "runtime"],
-                rows))
-    if evs[0]["config"]["machine"]["oversubscribed"]:
+                [[q["job"], q["rank"], q["pe"], q["node"], q["row"], " > ".join(q["history"]),
+                  q["final"], round(q["runtime"], 2)] for q in processes]))
+    if oversubscribed:
         print("note: more PEs than CPUs (oversubscribed): PEs share CPUs")
-    print(f"run directory: {run}")
+    print(f"run directory: {out}")
     return 0
 
 

@@ -16,6 +16,17 @@ from benchmarks.harness import default_out, jobs, run_workload, table
 CASES = ((2.5, 0.0), (0.5, 0.0), (0.1, 0.0), (0.1, 0.1), (0.1, 0.75))
 
 
+def measure(work: float, scheduler: str, out: Path) -> list[dict[str, float]]:
+    """Run the five cases (``work`` seconds each) into the run directory ``out``; per case in
+    ``CASES`` order: G, V, work, runtime and mean communication wait per rank (seconds)."""
+    text = "".join(f"0 2 bsp --work {work} --granularity {g} --variance {v} --pattern aa "
+                   f"--seed {i}\n" for i, (g, v) in enumerate(CASES, start=1))
+    run = run_workload(text, "--scheduler", scheduler, "--pes", "2", out=out)
+    return [{"g": g, "v": v, "work": float(r["work"]), "runtime": float(r["runtime"]),
+             "comm_wait": float(r["comm_wait_s"])}
+            for (g, v), r in zip(CASES, jobs(run), strict=True)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the five cases and print the table."""
     p = argparse.ArgumentParser(description="THESIS Table 5.3: granularity and variance")
@@ -23,14 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scheduler", default="fcfs")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    text = "".join(f"0 2 bsp --work {args.work} --granularity {g} --variance {v} --pattern aa "
-                   f"--seed {i}\n" for i, (g, v) in enumerate(CASES, start=1))
-    run = run_workload(text, "--scheduler", args.scheduler, "--pes", "2",
-                       out=args.out or default_out("granularity"))
-    rows = [[i, g, v, float(r["work"]), float(r["runtime"]), float(r["comm_wait_s"])]
-            for i, ((g, v), r) in enumerate(zip(CASES, jobs(run), strict=True), start=1)]
+    out = args.out or default_out("granularity")
+    cases = measure(args.work, args.scheduler, out)
+    rows = [[i, c["g"], c["v"], c["work"], c["runtime"], c["comm_wait"]]
+            for i, c in enumerate(cases, start=1)]
     print(table(["#", "G", "V", "work", "runtime", "comm wait"], rows))
-    print(f"run directory: {run}")
+    print(f"run directory: {out}")
     return 0
 
 

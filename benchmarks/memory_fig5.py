@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from benchmarks.harness import (
@@ -34,12 +35,45 @@ def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x]
 
 
+@dataclass(frozen=True)
+class Walk:
+    """The jobs' memory walk and the machine's memory: MiB each rank walks over, jobs a
+    node's memory holds, seconds of work per job, walk steps per iteration, and the most jobs
+    any run has (the swap file is sized for them)."""
+
+    mem_mb: float
+    fits: int
+    work: float
+    accesses: int
+    most_jobs: int
+
+
 def workload(jobs: int, mem_mb: float, theta: float, work: float, accesses: int) -> str:
     """``jobs`` identical two-rank walking jobs arriving at 0, each declaring its footprint."""
     mem = bsp_footprint_mb(mem_mb)
     return "".join(f"0 2 mem={mem:.0f}M bsp --work {work} --pattern nn --granularity 0.5 "
                    f"--mem-mb {mem_mb} --theta {theta} --accesses {accesses} --seed {i}\n"
                    for i in range(jobs))
+
+
+def measure(jobs: int, theta: float, factor: float | None, walk: Walk, out: Path
+            ) -> dict[str, float]:
+    """Run ``jobs`` walking jobs at locality ``theta`` under gang at MPL ``jobs`` on two
+    one-PE nodes, with memory-aware admission at factor ``factor`` (None: none), into the run
+    directory ``out`` (the history file goes beside it); the total execution time (s), major
+    faults and pages swapped in."""
+    node_mb = walk.fits * bsp_footprint_mb(walk.mem_mb)
+    swap_mb = 2 * walk.most_jobs * bsp_footprint_mb(walk.mem_mb) * 1.5
+    options = ["--scheduler", "gang", "--mpl", str(jobs), "--pes", "2", "--nodes", "2",
+               "--node-mem", f"{node_mb:.0f}M", "--swap", f"{swap_mb:.0f}M"]
+    if factor is not None:
+        options += ["--memory-admission", str(factor),
+                    "--memory-history", str(out.parent / "history.json")]
+    run = run_workload(workload(jobs, walk.mem_mb, theta, walk.work, walk.accesses), *options,
+                       out=out)
+    summary = json.loads((run / "summary.json").read_text())
+    return {"total_s": summary["makespan"], "major_faults": summary["major_faults"],
+            "swap_in": summary["swap_in"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,33 +91,28 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or default_out("memory-fig5")
     out.mkdir(parents=True, exist_ok=True)
     counts = [int(c) for c in _floats(args.counts)]
-    node_mb = args.fits * bsp_footprint_mb(args.mem_mb)
-    swap_mb = 2 * max(counts) * bsp_footprint_mb(args.mem_mb) * 1.5
+    walk = Walk(args.mem_mb, args.fits, args.work, args.accesses, max(counts))
     rows = []
     for theta in _floats(args.thetas):
         for jobs in counts:
             for name, factor in CONFIGS:
-                text = workload(jobs, args.mem_mb, theta, args.work, args.accesses)
-                options = ["--scheduler", "gang", "--mpl", str(jobs), "--pes", "2", "--nodes",
-                           "2", "--node-mem", f"{node_mb:.0f}M", "--swap", f"{swap_mb:.0f}M"]
-                if factor is not None:
-                    options += ["--memory-admission", str(factor),
-                                "--memory-history", str(out / "history.json")]
-                run = run_workload(text, *options, out=out / f"t{theta}-n{jobs}-{name}")
-                summary = json.loads((run / "summary.json").read_text())
-                rows.append([theta, jobs, name, round(summary["makespan"], 3),
-                             summary["major_faults"], summary["swap_in"]])
+                done = measure(jobs, theta, factor, walk, out / f"t{theta}-n{jobs}-{name}")
+                rows.append([theta, jobs, name, round(done["total_s"], 3),
+                             done["major_faults"], done["swap_in"]])
                 print(table(["theta", "jobs", "config", "total s", "major faults", "swap in"],
                             [rows[-1]]).splitlines()[1], flush=True)
     header = ["theta", "jobs", "config", "total_s", "major_faults", "swap_in_pages"]
     write_csv(out / "fig5.csv", header, rows)
-    _plot(rows, out / "fig5.png", node_mb)
+    node_mb = walk.fits * bsp_footprint_mb(walk.mem_mb)
+    plot(rows, out / "fig5.png", node_mb)
     print(table(["theta", "jobs", "config", "total s", "major faults", "swap in"], rows))
     print(f"node memory {node_mb:.0f} MiB holds {args.fits} jobs; results in {out}")
     return 0
 
 
-def _plot(rows: list[list[object]], path: Path, node_mb: float) -> None:
+def plot(rows: list[list[object]], path: Path, node_mb: float) -> None:
+    """Execution time (s) against jobs, one panel per theta and one line per configuration,
+    from rows of ``[theta, jobs, config, total_s, ...]``, written as a PNG to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")

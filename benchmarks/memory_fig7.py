@@ -84,13 +84,15 @@ def main(argv: list[str] | None = None) -> int:
     header = ["load", "config", "mean_response_s", "mean_response_slowdown", "mean_wait_s",
               "major_faults"]
     write_csv(out / "fig7.csv", header, rows)
-    _plot(rows, out / "fig7.png", args.theta)
+    plot(rows, out / "fig7.png", args.theta)
     print(table(["load", "config", "response", "response slowdown", "wait", "major faults"], rows))
     print(f"node memory {node_mb:.0f} MiB holds {args.fits} jobs' ranks; results in {out}")
     return 0
 
 
-def _plot(rows: list[list[object]], path: Path, theta: float) -> None:
+def plot(rows: list[list[object]], path: Path, theta: float) -> None:
+    """Mean response time (s) and slowdown against load, one line per configuration, from
+    rows of ``[load, config, response, slowdown, ...]``, written as a PNG to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")

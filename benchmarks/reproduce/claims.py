@@ -1,0 +1,267 @@
+"""Published claims beside our figures, and the rules that give each a verdict (pure: numbers
+in, verdicts out).
+
+A claim says where the paper puts a figure of ours: a ratio above 1, a utilization above 0.9,
+a ratio within a band around 1.  Our figure comes with an interval, and the verdict is read off
+the interval alone:
+
+* **agrees** when the whole interval lies where the paper's claim puts it;
+* **disagrees** when the whole interval lies where the claim's opposite puts it;
+* **cannot tell** otherwise (the interval straddles a boundary, or there is none).
+
+When the figure compares two samples (a ratio of medians), ``null`` is the value that means
+"no difference" (1 for a ratio) and ``p`` the rank test's p-value: a verdict that asserts a
+difference (its side of the boundary excludes ``null``) also needs ``p`` below 0.05, as
+``testbed.experiments.stats.called`` asks of every difference the project calls.  A figure
+without a rank test is judged on its interval alone: a single sample's median, or the
+difference of two means with independent intervals (batch means, replication t-intervals;
+``difference``).
+
+Claims over many cells combine their cells' verdicts: ``every`` (the claim holds in every
+cell) and ``most`` (in more than half of them).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import binomtest
+
+from testbed.experiments.stats import ALPHA, CONFIDENCE, Interval
+
+AGREES = "agrees"
+DISAGREES = "disagrees"
+CANNOT_TELL = "cannot tell"
+VERDICTS = (AGREES, DISAGREES, CANNOT_TELL)
+
+
+@dataclass(frozen=True)
+class Region:
+    """Where a claim puts a figure: above ``low`` and below ``high`` (None: unbounded)."""
+
+    low: float | None = None
+    high: float | None = None
+
+    def describe(self) -> str:
+        """``"> 1"``, ``"< 0.9"`` or ``"in [0.8, 1.25]"``."""
+        if self.low is not None and self.high is not None:
+            return f"in [{num(self.low)}, {num(self.high)}]"
+        if self.low is not None:
+            return f"> {num(self.low)}"
+        if self.high is not None:
+            return f"< {num(self.high)}"
+        return "anywhere"
+
+    def holds(self, interval: Interval) -> bool:
+        """Whether the whole interval lies in the region."""
+        assert interval.low is not None and interval.high is not None
+        return ((self.low is None or interval.low > self.low)
+                and (self.high is None or interval.high < self.high))
+
+    def fails(self, interval: Interval) -> bool:
+        """Whether the whole interval lies outside the region (all below it or all above)."""
+        assert interval.low is not None and interval.high is not None
+        return ((self.low is not None and interval.high < self.low)
+                or (self.high is not None and interval.low > self.high))
+
+    def excludes(self, value: float) -> bool:
+        """Whether ``value`` lies outside the region."""
+        return ((self.low is not None and value <= self.low)
+                or (self.high is not None and value >= self.high))
+
+
+def above(x: float) -> Region:
+    """The region above ``x``."""
+    return Region(low=x)
+
+
+def below(x: float) -> Region:
+    """The region below ``x``."""
+    return Region(high=x)
+
+
+def within(low: float, high: float) -> Region:
+    """The region between ``low`` and ``high``."""
+    return Region(low, high)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A verdict and, in a few words, why."""
+
+    verdict: str
+    why: str
+
+
+def judge(interval: Interval | None, region: Region, p: float | None = None,
+          null: float | None = None, alpha: float = ALPHA) -> Decision:
+    """The verdict on a claim that puts a figure in ``region``, given the figure's
+    ``interval``; ``p`` (the rank test's p-value) must be below ``alpha`` for a verdict that
+    asserts a difference from ``null`` (see the module's docstring)."""
+    if interval is None or interval.low is None or interval.high is None:
+        return Decision(CANNOT_TELL, "no interval")
+    shown = f"[{num(interval.low)}, {num(interval.high)}]"
+    if region.holds(interval):
+        verdict, side = AGREES, region
+    elif region.fails(interval):
+        verdict = DISAGREES
+        side = (below(region.low) if region.low is not None and interval.high < region.low
+                else above(region.high))  # type: ignore[arg-type]
+    else:
+        return Decision(CANNOT_TELL, f"interval {shown} is not all {region.describe()}")
+    why = f"interval {shown} is all {side.describe()}"
+    if null is not None and p is not None and side.excludes(null):
+        if p >= alpha:
+            return Decision(CANNOT_TELL, f"{why}, but the rank test does not back it "
+                                         f"(p = {p:.2g})")
+        why += f" (p = {p:.2g})"
+    return Decision(verdict, why)
+
+
+def difference(subject: Interval | None, reference: Interval | None) -> Interval | None:
+    """subject - reference with an interval, for two figures with independent symmetric
+    intervals of the same confidence (batch means, replication t-intervals): the half-widths
+    add in quadrature.  None without both figures; no interval without both intervals."""
+    if subject is None or reference is None:
+        return None
+    value = subject.value - reference.value
+    a, b = subject.half_width, reference.half_width
+    if a is None or b is None:
+        return Interval(value, None, None)
+    half = math.hypot(a, b)
+    return Interval(value, value - half, value + half)
+
+
+def quotient(subject: Interval | None, reference: Interval | None) -> Interval | None:
+    """subject / reference with an interval, for two positive figures with independent
+    symmetric intervals of the same confidence: the relative half-widths add in quadrature
+    (the delta method).  None without both figures or when the reference is 0; no interval
+    without both intervals."""
+    if subject is None or reference is None or reference.value == 0:
+        return None
+    value = subject.value / reference.value
+    a, b = subject.half_width, reference.half_width
+    if a is None or b is None or subject.value == 0:
+        return Interval(value, None, None)
+    half = abs(value) * math.hypot(a / subject.value, b / reference.value)
+    return Interval(value, value - half, value + half)
+
+
+def every(decisions: Sequence[Decision]) -> Decision:
+    """A claim that holds in every cell: agrees when every cell agrees, disagrees when any
+    cell disagrees, else cannot tell."""
+    if not decisions:
+        return Decision(CANNOT_TELL, "no cells")
+    counts = _counts(decisions)
+    if counts[DISAGREES]:
+        return Decision(DISAGREES, _tally(counts, len(decisions)))
+    if counts[AGREES] == len(decisions):
+        return Decision(AGREES, _tally(counts, len(decisions)))
+    return Decision(CANNOT_TELL, _tally(counts, len(decisions)))
+
+
+def most(decisions: Sequence[Decision]) -> Decision:
+    """A claim that holds in most cells: agrees when more than half the cells agree,
+    disagrees when at least half disagree (so that more than half can never agree), else
+    cannot tell."""
+    if not decisions:
+        return Decision(CANNOT_TELL, "no cells")
+    counts, n = _counts(decisions), len(decisions)
+    if counts[AGREES] * 2 > n:
+        return Decision(AGREES, _tally(counts, n))
+    if counts[DISAGREES] * 2 >= n:
+        return Decision(DISAGREES, _tally(counts, n))
+    return Decision(CANNOT_TELL, _tally(counts, n))
+
+
+def _counts(decisions: Sequence[Decision]) -> dict[str, int]:
+    return {v: sum(1 for d in decisions if d.verdict == v) for v in VERDICTS}
+
+
+def _tally(counts: dict[str, int], n: int) -> str:
+    return f"of {n} cell{'' if n == 1 else 's'}: " + ", ".join(f"{counts[v]} {v}" for v in VERDICTS
+                                                   if counts[v])
+
+
+def unavailable(reason: str) -> Decision:
+    """The verdict on a claim this machine cannot measure, and why."""
+    return Decision(CANNOT_TELL, reason)
+
+
+def proportion(successes: int, trials: int) -> Interval:
+    """The fraction of ``trials`` that succeeded with its 95 % Clopper-Pearson interval (no
+    interval for 0 trials)."""
+    if trials == 0:
+        return Interval(math.nan, None, None)
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=CONFIDENCE)
+    return Interval(successes / trials, float(ci.low), float(ci.high))
+
+
+def plus_minus(mean: float | None, half_width: float | None) -> Interval | None:
+    """A mean and its half-width as an interval (None without a mean; no interval without a
+    finite half-width)."""
+    if mean is None:
+        return None
+    if half_width is None or not math.isfinite(half_width):
+        return Interval(mean, None, None)
+    return Interval(mean, mean - half_width, mean + half_width)
+
+
+def num(value: float | None) -> str:
+    """A number in 4 significant digits (``-`` for None)."""
+    return "-" if value is None else f"{value:.4g}"
+
+
+def show(interval: Interval | None) -> str:
+    """``"1.02 [0.98, 1.07]"``: a value and its interval (just the value without one)."""
+    if interval is None:
+        return "-"
+    if interval.low is None or interval.high is None:
+        return num(interval.value)
+    return f"{num(interval.value)} [{num(interval.low)}, {num(interval.high)}]"
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A published claim: the paper, where in it, what it says (in our words) and its value
+    or shape there."""
+
+    key: str
+    paper: str
+    where: str
+    claim: str
+    published: str
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Our side of a claim: our figure with its interval, the verdict, what ran, and the plots
+    (file names beside the report) that show it."""
+
+    ours: str
+    decision: Decision
+    setup: str = ""
+    plots: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the report: a claim and our finding."""
+
+    spec: Spec
+    finding: Finding
+
+    def as_dict(self) -> dict[str, object]:
+        """The row as ``claims.json`` holds it."""
+        s, f = self.spec, self.finding
+        return {"key": s.key, "paper": s.paper, "where": s.where, "claim": s.claim,
+                "published": s.published, "ours": f.ours, "verdict": f.decision.verdict,
+                "why": f.decision.why, "setup": f.setup, "plots": list(f.plots)}
+
+
+def rows(specs: Sequence[Spec], found: dict[str, Finding], missing: str) -> list[Row]:
+    """A row for every spec, in order; a spec without a finding says ``missing`` (cannot
+    tell)."""
+    return [Row(s, found.get(s.key) or Finding("-", unavailable(missing))) for s in specs]

@@ -1,0 +1,71 @@
+"""What every paper's module is given: the size of the run, where runs and plots go, and
+where progress is told."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from benchmarks.reproduce.claims import Finding, unavailable
+
+T = TypeVar("T")
+SIZES = ("tiny", "quick", "full")
+"""``tiny``: a few seconds, to show the code works (tests); ``quick``: what fits in 15
+minutes on 2 cores; ``full``: the sizes the benchmarks document."""
+
+
+@dataclass
+class Context:
+    """One reproduction: its ``size``, the directory for run directories (``runs``) and the
+    report's directory (``out``, where plots are copied)."""
+
+    size: str
+    runs: Path
+    out: Path
+    started: float = field(default_factory=time.monotonic)
+
+    def pick(self, tiny: T, quick: T, full: T) -> T:
+        """The value for this run's size."""
+        return {"tiny": tiny, "quick": quick, "full": full}[self.size]
+
+    def log(self, message: str) -> None:
+        """Tell of progress on stderr, with the seconds since the start."""
+        print(f"[{time.monotonic() - self.started:6.0f} s] {message}", file=sys.stderr,
+              flush=True)
+
+    def plot(self, source: Path, name: str) -> str:
+        """Copy the figure ``source`` beside the report as ``name``; the name (for the
+        report), or "" when the benchmark wrote no such figure."""
+        if not source.is_file():
+            return ""
+        self.out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, self.out / name)
+        return name
+
+    def attempt(self, part: Callable[[Context], dict[str, Finding]], keys: Iterable[str]
+                ) -> dict[str, Finding]:
+        """``part``'s findings; when it fails, every claim of ``keys`` says so ("cannot
+        tell"), so that one experiment's failure loses no other's rows."""
+        try:
+            return part(self)
+        except Exception as err:  # noqa: BLE001 - any failure becomes the rows' reason
+            self.log(f"failed: {err!r}")
+            return {key: Finding("-", unavailable(f"the run failed: {failure(err)}"))
+                    for key in keys}
+
+
+def failure(err: Exception) -> str:
+    """A failure in a few words: a failed ``testbed`` command by its subcommand and exit
+    status (its run directory holds the rest), anything else by its message."""
+    if isinstance(err, subprocess.CalledProcessError) and isinstance(err.cmd, list):
+        words = [str(w) for w in err.cmd]
+        command = words[words.index("testbed.cli") + 1] if "testbed.cli" in words else words[0]
+        where = words[words.index("--out") + 1] if "--out" in words else ""
+        return f"testbed {command} exited {err.returncode}" + (f" ({where})" if where else "")
+    return str(err)[:200] or type(err).__name__

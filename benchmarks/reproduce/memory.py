@@ -1,0 +1,171 @@
+"""MEMORY (Batat and Feitelson 2000) Figs 5 and 7 on this machine, through
+``benchmarks.memory_fig5`` and ``benchmarks.memory_fig7``: real paging against memory-aware
+admission.
+
+Both need root (memory cgroups for the nodes, and ``swapon`` for a swap file); where the
+machine cannot give them, every row says so.  Every run is on two emulated nodes of one PE
+each, two-rank jobs, so no matrix row holds more processes than a 2-core machine has CPUs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import io
+import os
+import shutil
+
+from benchmarks import memory_fig5, memory_fig7
+from benchmarks.harness import bsp_footprint_mb
+from benchmarks.reproduce.claims import (
+    Finding,
+    Spec,
+    above,
+    below,
+    every,
+    judge,
+    show,
+    within,
+)
+from benchmarks.reproduce.context import Context
+from testbed.emulation.memory import cgroup_parent
+from testbed.experiments import stats
+
+PAPER = "MEMORY"
+LINEAR = within(0.8, 1.25)
+SUPERLINEAR = above(1.25)
+
+SPECS = (
+    Spec("memory-f5-admission", PAPER, "§4.2, Fig 5", "With memory overcommitted, admission "
+         "(queueing) finishes the jobs sooner than letting them page",
+         "run time consistently smaller with the memory limit, for every θ"),
+    Spec("memory-f5-linear", PAPER, "§4.2, Fig 5", "With admission, execution time grows "
+         "linearly with the number of jobs (time for 2n jobs / twice that for n within "
+         "0.8-1.25)", "linear"),
+    Spec("memory-f5-superlinear", PAPER, "§4.2, Fig 5", "Without admission, execution time "
+         "grows super-linearly once the jobs exceed memory (that ratio > 1.25)",
+         "gradient grows super-linearly"),
+    Spec("memory-f7-response", PAPER, "§4.3, Fig 7", "Limiting the memory load decreases the "
+         "mean response time", "consistently lower response time with the limit"),
+    Spec("memory-f7-slowdown", PAPER, "§4.3, Fig 7", "Mean slowdown is higher with the limit "
+         "(short jobs wait in the queue)", "slowdown highest when memory load is limited"),
+)
+
+
+def unavailable() -> str | None:
+    """Why this machine cannot run the paging experiments (None when it can)."""
+    if os.geteuid() != 0:
+        return "needs root: memory cgroups and swapon"
+    for command in ("mkswap", "swapon"):
+        if shutil.which(command) is None:
+            return f"needs root and {command} (util-linux), which is missing"
+    try:
+        cgroup_parent()
+    except Exception as err:  # noqa: BLE001 - any reason is a reason not to run
+        return f"needs root and memory cgroups: {err}"
+    return None
+
+
+def estimate(size: str) -> float:
+    """Seconds the MEMORY rows take at ``size``, roughly, on a 2-core machine."""
+    return {"tiny": 40.0, "quick": 180.0, "full": 1500.0}[size]
+
+
+def run(ctx: Context) -> dict[str, Finding]:
+    """Measure the Fig 5 claims and, except at the quick size (where they do not fit), the
+    Fig 7 ones at ``ctx.size``."""
+    found = ctx.attempt(_fig5, [s.key for s in SPECS if s.key.startswith("memory-f5")])
+    if ctx.pick(True, False, True):
+        found.update(ctx.attempt(_fig7, [s.key for s in SPECS if s.key.startswith("memory-f7")]))
+    return found
+
+
+def _fig5(ctx: Context) -> dict[str, Finding]:
+    """Fig 5 at θ = 1: n jobs that fit in memory and 2n that do not, with and without
+    admission (C = 1), the four configurations taking turns round after round."""
+    repeats = ctx.pick(1, 4, 6)
+    fits = 4
+    walk = memory_fig5.Walk(ctx.pick(8.0, 64.0, 64.0), fits,
+                            ctx.pick(0.3, 1.0, 1.0),
+                            ctx.pick(2000, 30000, 30000),
+                            2 * fits)
+    configs = (("unlimited", None), ("C=1", 1.0))
+    ctx.log(f"MEMORY Fig 5: {repeats} rounds of {fits} and {2 * fits} jobs, with and without "
+            "admission")
+    total: dict[tuple[int, str], list[float]] = {}
+    for i in range(1, repeats + 1):
+        for jobs in (fits, 2 * fits):
+            for name, factor in configs:
+                done = memory_fig5.measure(jobs, 1.0, factor, walk,
+                                           ctx.runs / "memory-fig5" / str(i) / f"n{jobs}-{name}")
+                total.setdefault((jobs, name), []).append(done["total_s"])
+    medians = [[1.0, jobs, name, stats.median_interval(values).value, 0, 0]
+               for (jobs, name), values in sorted(total.items())]
+    node_mb = fits * bsp_footprint_mb(walk.mem_mb)
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    memory_fig5.plot(medians, ctx.out / "memory-fig5.png", node_mb)
+    plots = ("memory-fig5.png",)
+    setup = (f"{repeats} rounds; 2 nodes of 1 PE, {node_mb:.0f} MiB each (holds {fits} jobs), "
+             f"2-rank jobs walking {walk.mem_mb:g} MiB per rank (θ = 1, {walk.accesses} "
+             f"accesses), {walk.work:g} s of work, gang at MPL = jobs; admission C = 1")
+    many, few = 2 * fits, fits
+    sooner = stats.ratio_interval(total[(many, "C=1")], total[(many, "unlimited")])
+    found = {"memory-f5-admission": Finding(
+        f"{many} jobs, C=1 / unlimited: {show(sooner)} (unlimited "
+        f"{show(stats.median_interval(total[(many, 'unlimited')]))} s)",
+        judge(sooner, below(1.0), stats.rank_test(total[(many, "C=1")],
+                                                  total[(many, "unlimited")]), null=1.0),
+        setup, plots)}
+    for key, name, region in (("memory-f5-linear", "C=1", LINEAR),
+                              ("memory-f5-superlinear", "unlimited", SUPERLINEAR)):
+        doubled = [2 * x for x in total[(few, name)]]
+        growth = stats.ratio_interval(total[(many, name)], doubled)
+        found[key] = Finding(
+            f"{name}: time({many}) / (2 time({few})): {show(growth)}",
+            judge(growth, region, stats.rank_test(total[(many, name)], doubled), null=1.0),
+            setup, plots)
+    return found
+
+
+def _fig7(ctx: Context) -> dict[str, Finding]:
+    """Fig 7 through ``benchmarks.memory_fig7``: the mix at the higher loads with and without
+    admission, repeated; mean response time and slowdown, C = 1 over unlimited."""
+    repeats, jobs = ctx.pick(1, 4, 5), ctx.pick(3, 8, 12)
+    mem_mb, accesses = ctx.pick(8, 64, 64), ctx.pick(2000, 30000, 30000)
+    work_max = ctx.pick(40, 300, 900)
+    loads = "1.0,1.4"
+    ctx.log(f"MEMORY Fig 7: {repeats} runs at loads {loads}, with and without admission")
+    values: dict[tuple[float, str], list[tuple[float, float]]] = {}
+    for i in range(1, repeats + 1):
+        out = ctx.runs / "memory-fig7" / str(i)
+        with contextlib.redirect_stdout(io.StringIO()):
+            memory_fig7.main(["--loads", loads, "--jobs", str(jobs), "--mem-mb", str(mem_mb),
+                              "--accesses", str(accesses), "--work-max", str(work_max),
+                              "--out", str(out)])
+        with open(out / "fig7.csv") as f:
+            for row in csv.DictReader(f):
+                values.setdefault((float(row["load"]), row["config"]), []).append(
+                    (float(row["mean_response_s"]), float(row["mean_response_slowdown"])))
+    ctx.out.mkdir(parents=True, exist_ok=True)
+    memory_fig7.plot([[load, name, *(stats.median_interval([v[i] for v in runs]).value
+                                     for i in (0, 1))]
+                      for (load, name), runs in sorted(values.items())],
+                     ctx.out / "memory-fig7.png", 1.0)
+    plots = ("memory-fig7.png",)
+    setup = (f"{repeats} runs of the THESIS mix ({jobs} jobs, work up to {work_max} s compressed "
+             f"100x) at loads {loads}, 2 nodes of 1 PE holding 2 jobs' ranks each, {mem_mb} MiB "
+             f"walks (θ = 1, {accesses} accesses), gang MPL 8")
+    response, slowdown = [], []
+    shown_r, shown_s = [], []
+    for load in sorted({x for x, _ in values}):
+        limited, paging = values[(load, "C=1")], values[(load, "unlimited")]
+        for index, decisions, shown, region in ((0, response, shown_r, below(1.0)),
+                                                (1, slowdown, shown_s, above(1.0))):
+            a, b = [v[index] for v in limited], [v[index] for v in paging]
+            ratio = stats.ratio_interval(a, b)
+            decisions.append(judge(ratio, region, stats.rank_test(a, b), null=1.0))
+            shown.append(f"load {load:g}: {show(ratio)}")
+    return {"memory-f7-response": Finding("response C=1 / unlimited: " + "; ".join(shown_r),
+                                          every(response), setup, plots),
+            "memory-f7-slowdown": Finding("slowdown C=1 / unlimited: " + "; ".join(shown_s),
+                                          every(slowdown), setup, plots)}

@@ -1,0 +1,89 @@
+"""T3E (Blakeborough and Welcome 1999): NERSC's psched configuration in the simulator, through
+``benchmarks.nersc --simulate``.
+
+Each seed is one mix run under the three configurations (plain gang, NERSC's, the same without
+prime jobs), so the configurations pair up by seed: ratios take the paired bootstrap and the
+Wilcoxon signed-rank test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from typing import Any
+
+from benchmarks import nersc
+from benchmarks.reproduce.claims import Finding, Spec, above, below, judge, show
+from benchmarks.reproduce.context import Context
+from testbed.experiments import stats
+
+PAPER = "T3E"
+HIGH_UTILIZATION = 0.9
+
+SPECS = (
+    Spec("t3e-utilization", PAPER, "NERSC section, Table 6", "With prime jobs and the load "
+         "balancer, utilization stays above 90 % when there is enough work",
+         "90.0 % (current configuration), over 92 % in acceptance"),
+    Spec("t3e-utilization-gain", PAPER, "NERSC section, Table 6", "The psched configuration "
+         "raises utilization over the one before", "78.9 % before 2.0.4, 90.0 % after"),
+    Spec("t3e-large-turnaround", PAPER, "NERSC section, Fig 5", "Making large jobs prime "
+         "reduces their turnaround", "large-queue waits reduced, under 16 h"),
+)
+
+
+def estimate(size: str) -> float:
+    """CPU seconds the T3E rows take at ``size``, roughly."""
+    return {"tiny": 5.0, "quick": 35.0, "full": 90.0}[size]
+
+
+def run(ctx: Context) -> dict[str, Finding]:
+    """Simulate the three configurations on several seeds and judge the claims."""
+    seeds = ctx.pick(2, 8, 10)
+    span = ctx.pick(100.0, 1000.0, 2000.0)
+    pes = ctx.pick(16, 128, 128)
+    out = ctx.runs / "nersc"
+    ctx.log(f"T3E NERSC: {seeds} seeds of {span:g} s on {pes} PEs, simulated")
+    with contextlib.redirect_stdout(io.StringIO()):
+        nersc.main(["--simulate", "--seeds", str(seeds), "--span", str(span), "--pes",
+                    str(pes), "--out", str(out)])
+    records = json.loads((out / "nersc.json").read_text())
+    plots = tuple(p for p in (ctx.plot(out / "nersc.png", "t3e-nersc.png"),) if p)
+    setup = (f"{pes} PEs simulated, {seeds} seeds of {span:g} s of arrivals (small jobs "
+             "offering 0.55, large 0.45); nersc: app_max 1, abs_app_max 2, large jobs prime, "
+             "balancer every 2 s; gang: MPL 2; paired by seed")
+    return judge_records(records, setup, plots)
+
+
+def judge_records(records: list[dict[str, Any]], setup: str,
+                  plots: tuple[str, ...] = ()) -> dict[str, Finding]:
+    """The claims judged on ``benchmarks.nersc``'s records (``config``, ``seed``,
+    ``utilization``, ``large_mean``)."""
+    by = {(r["config"], r["seed"]): r for r in records}
+    seeds = sorted({r["seed"] for r in records})
+
+    def paired(config: str, reference: str, key: str) -> tuple[list[float], list[float]]:
+        pairs = [(by[(config, s)][key], by[(reference, s)][key]) for s in seeds
+                 if (config, s) in by and (reference, s) in by
+                 and by[(config, s)][key] is not None and by[(reference, s)][key] is not None]
+        return [a for a, _ in pairs], [b for _, b in pairs]
+
+    utilization = [by[("nersc", s)]["utilization"] for s in seeds if ("nersc", s) in by]
+    level = stats.median_interval(utilization) if utilization else None
+    mine, gang = paired("nersc", "gang", "utilization")
+    gain = stats.ratio_interval(mine, gang, paired=True)
+    large, plain = paired("nersc", "no-prime", "large_mean")
+    faster = stats.ratio_interval(large, plain, paired=True)
+    return {
+        "t3e-utilization": Finding(
+            f"nersc utilization {show(level)} (median over seeds)",
+            judge(level, above(HIGH_UTILIZATION)), setup, plots),
+        "t3e-utilization-gain": Finding(
+            f"utilization nersc / plain gang (our stand-in for before): {show(gain)}",
+            judge(gain, above(1.0), stats.signed_rank_test(mine, gang), null=1.0),
+            setup, plots),
+        "t3e-large-turnaround": Finding(
+            f"large-job turnaround nersc / no-prime: {show(faster)}",
+            judge(faster, below(1.0), stats.signed_rank_test(large, plain), null=1.0),
+            setup, plots),
+    }

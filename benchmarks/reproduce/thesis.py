@@ -1,0 +1,272 @@
+"""THESIS (Frachtenberg 2001, chapter 5) on this machine: launch overhead, MPL linearity,
+granularity and variance, FCS classification and the scheduler comparison.
+
+Every run is emulated (real MPI ranks) on at most as many PEs as the machine has CPUs, so no
+matrix row holds more processes than there are CPUs.  The runs are made by the benchmarks
+that reproduce each experiment on their own (``benchmarks.overheads``,
+``benchmarks.granularity``, ``benchmarks.fcs_classification``, ``testbed compare``); this
+module repeats them and reads the claims off their figures.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+
+from benchmarks import fcs_classification, granularity, overheads
+from benchmarks.harness import testbed
+from benchmarks.reproduce.claims import (
+    Decision,
+    Finding,
+    Spec,
+    above,
+    below,
+    every,
+    judge,
+    proportion,
+    show,
+    within,
+)
+from benchmarks.reproduce.context import Context
+from testbed.experiments import runner, stats
+
+PAPER = "THESIS"
+FLAT = within(0.8, 1.25)
+LINEAR = within(0.9, 1.1)
+FAR_ABOVE = 2.0
+NOT_SLOWER = 0.95
+SCHEDULERS = ("gang", "fcfs", "local", "ics", "fcs")
+# THESIS §5.4 ran at MPL 4 on 32 nodes, a load under which short jobs still queue under GS; on
+# 2 PEs the miniature mixes queue alike at MPL 3 (a row of 2 PEs never holds more processes
+# than 2 CPUs).
+MPL = 3
+
+SPECS = (
+    Spec("thesis-t5.1", PAPER, "Table 5.1",
+         "Launch overhead does not grow with the job's size N (ratio within 0.8-1.25)",
+         "1.42 s for N = 1, 32 and 64"),
+    Spec("thesis-f5.1", PAPER, "Fig 5.1",
+         "k copies at MPL k take k times one copy's runtime, within 10 % (no "
+         "context-switch cost)",
+         "linear in k for k = 1..8 (runtime / k equal)"),
+    Spec("thesis-t5.3-grain-runtime", PAPER, "Table 5.3, tests 1-3",
+         "Finer granularity makes a job slightly slower",
+         "11.499 s at G 2.5, 11.623 s at G 0.1 (+1.1 %)"),
+    Spec("thesis-t5.3-grain-wait", PAPER, "§5.2.3, tests 1-3",
+         "Finer granularity means more communication wait", "more communication (no figure)"),
+    Spec("thesis-t5.3-variance-wait", PAPER, "§5.2.3, tests 3-5",
+         "Variance raises communication wait (fine grain)",
+         "+34 % at V 0.1, about +50 % at V 0.75"),
+    Spec("thesis-t5.3-variance-runtime", PAPER, "Table 5.3, tests 3-5",
+         "Variance makes a fine-grained job slower, more variance slower still",
+         "11.623 s at V 0, 14.644 s at V 0.1, 15.923 s at V 0.75"),
+    *(Spec(f"thesis-5.3-j{job}", PAPER, "§5.3",
+           f"FCS classifies job {job} ({kind}) as {expected}",
+           "withheld from our copy; expected from the rules of §3.4")
+      for job, (kind, expected) in enumerate((
+          ("2 PEs, medium grain", "CS"),
+          ("2 PEs, fine grain", "CS"),
+          ("fine grain, one rank 1.5x slower", "F for the rank that waits"),
+          ("1 PE, no communication", "DC"),
+          ("medium grain, 75 % variance", "F"),
+          ("coarse grain, 10 % variance", "DC")), start=1)),
+    Spec("thesis-5.4-runtime-local-gang", PAPER, "§5.4.3-5.4.4",
+         "Long jobs run longer under local scheduling than under GS",
+         "mean runtime of long jobs 215 s local, 192 s GS"),
+    Spec("thesis-5.4-runtime-gang-ics", PAPER, "§5.4.4-5.4.5",
+         "Long jobs run longer under GS than under ICS", "192 s GS, 182.6 s ICS"),
+    Spec("thesis-5.4-runtime-ics-fcs", PAPER, "§5.4.6",
+         "FCS runs long jobs no slower than ICS (ICS / FCS > 0.95)", "182.6 s ICS, 181.0 s FCS"),
+    Spec("thesis-5.4-wait-fcfs", PAPER, "§5.4.2",
+         "Short jobs wait far longer (over 2x) under FCFS than under any other scheduler",
+         "2233 s FCFS; 52-84 s the others"),
+    Spec("thesis-5.4-wait-gang", PAPER, "§5.4.4",
+         "GS gives short jobs the lowest wait",
+         "52.4 s GS; 65.2 s FCS, 67.1 s ICS, 84.1 s local"),
+)
+
+# Expected final class per rank of the fit variant's jobs (None: no claim for that rank),
+# from THESIS §3.4: processes that communicate rarely are DC; those that wait long for their
+# peers are F; those that communicate well when coscheduled are CS.
+EXPECTED = {
+    "j1": ("CS", "CS"), "j2": ("CS", "CS"), "j3": ("F", None), "j4": ("DC",),
+    "j5": ("F", "F"), "j6": ("DC", "DC"),
+}
+
+
+def estimate(size: str) -> float:
+    """Seconds the THESIS rows take at ``size``, roughly, on a 2-core machine."""
+    return {"tiny": 90.0, "quick": 500.0, "full": 1500.0}[size]
+
+
+def run(ctx: Context) -> dict[str, Finding]:
+    """Measure every THESIS claim at ``ctx.size``."""
+    found: dict[str, Finding] = {}
+    for part, prefixes in ((_overheads, ("thesis-t5.1", "thesis-f5.1")),
+                           (_granularity, ("thesis-t5.3",)),
+                           (_classification, ("thesis-5.3",)),
+                           (_comparison, ("thesis-5.4",))):
+        found.update(ctx.attempt(part, [s.key for s in SPECS if s.key.startswith(prefixes)]))
+    return found
+
+
+def _overheads(ctx: Context) -> dict[str, Finding]:
+    """Table 5.1 and Fig 5.1 through ``benchmarks.overheads``' launch and linearity parts,
+    taking turns round after round."""
+    pes = len(os.sched_getaffinity(0))
+    rounds = ctx.pick(2, 5, 7)
+    mpls = ctx.pick((1, 2), (1, 2, 4), (1, 2, 3, 4))
+    work = ctx.pick(0.3, 1.0, 2.0)
+    plan = {**overheads.FULL, "rounds": rounds, "parts": ("launch", "linearity"),
+            "launch_sizes": (1, pes), "launch_jobs": 3, "timeslices": (0.2,), "mpls": mpls,
+            "work": work}
+    ctx.log(f"THESIS Table 5.1 and Fig 5.1: {rounds} rounds")
+    samples = overheads.measure(plan, progress=ctx.log)["samples"]
+    found = {}
+    one, many = samples["launch_overhead_s[n=1]"], samples.get(f"launch_overhead_s[n={pes}]")
+    if pes > 1 and many is not None:
+        ratio = stats.ratio_interval(many, one)
+        found["thesis-t5.1"] = Finding(
+            f"N={pes} / N=1: {show(ratio)} (N=1 {show(stats.median_interval(one))} s)",
+            judge(ratio, FLAT, stats.rank_test(many, one), null=1.0),
+            f"{rounds} rounds of 3 empty jobs per N under fcfs; flat: ratio {FLAT.describe()}")
+    decisions, shown = [], []
+    for k in mpls:
+        if k == 1:
+            continue
+        interval = stats.median_interval(samples[f"mpl_linearity[200ms][k={k}]"])
+        decisions.append(judge(interval, LINEAR))
+        shown.append(f"k={k}: {show(interval)}")
+    found["thesis-f5.1"] = Finding(
+        "runtime(k) / (k runtime(1)): " + "; ".join(shown), every(decisions),
+        f"{rounds} rounds; k copies of a {pes}-rank fine-grained all-to-all job of {work:g} s "
+        f"under gang, T = 0.2 s; linear: ratio {LINEAR.describe()} for every k")
+    return found
+
+
+def _granularity(ctx: Context) -> dict[str, Finding]:
+    """Table 5.3 through ``benchmarks.granularity``, run again and again."""
+    repeats = ctx.pick(2, 6, 8)
+    work = ctx.pick(0.3, 2.0, 5.0)
+    ctx.log(f"THESIS Table 5.3: {repeats} runs of 5 jobs of {work:g} s")
+    runs = [granularity.measure(work, "fcfs", ctx.runs / "granularity" / str(i))
+            for i in range(1, repeats + 1)]
+
+    def sample(case: int, key: str) -> list[float]:
+        return [r[case][key] for r in runs]
+
+    setup = (f"{repeats} runs of the 5 cases, one 2-rank all-to-all job of {work:g} s each, "
+             "one after another under fcfs; the cases pair up by run (paired bootstrap, "
+             "Wilcoxon signed-rank)")
+
+    def greater(a: int, b: int, key: str) -> tuple[Decision, str]:
+        ratio = stats.ratio_interval(sample(a, key), sample(b, key), paired=True)
+        return (judge(ratio, above(1.0), stats.signed_rank_test(sample(a, key), sample(b, key)),
+                      null=1.0), show(ratio))
+
+    coarse, fine, low, high = 0, 2, 3, 4
+    grain_rt, grain_rt_shown = greater(fine, coarse, "runtime")
+    grain_w, grain_w_shown = greater(fine, coarse, "comm_wait")
+    low_w, low_w_shown = greater(low, fine, "comm_wait")
+    high_w, high_w_shown = greater(high, fine, "comm_wait")
+    low_rt, low_rt_shown = greater(low, fine, "runtime")
+    high_rt, high_rt_shown = greater(high, low, "runtime")
+    return {
+        "thesis-t5.3-grain-runtime": Finding(
+            f"runtime G 0.1 / G 2.5: {grain_rt_shown}", grain_rt, setup),
+        "thesis-t5.3-grain-wait": Finding(
+            f"wait G 0.1 / G 2.5: {grain_w_shown}", grain_w, setup),
+        "thesis-t5.3-variance-wait": Finding(
+            f"wait V 0.1 / V 0: {low_w_shown}; V 0.75 / V 0: {high_w_shown}",
+            every([low_w, high_w]), setup),
+        "thesis-t5.3-variance-runtime": Finding(
+            f"runtime V 0.1 / V 0: {low_rt_shown}; V 0.75 / V 0.1: {high_rt_shown}",
+            every([low_rt, high_rt]), setup),
+    }
+
+
+def _classification(ctx: Context) -> dict[str, Finding]:
+    """§5.3 through ``benchmarks.fcs_classification``'s fit variant, run again and again:
+    for each job, the fraction of runs in which its ranks end in the expected classes."""
+    repeats = ctx.pick(1, 6, 8)
+    work = ctx.pick(0.5, 3.0, 8.0)
+    ctx.log(f"THESIS §5.3: {repeats} runs of the six jobs (fit variant), {work:g} s each")
+    finals: dict[str, list[tuple[str, ...]]] = {job: [] for job in EXPECTED}
+    for i in range(1, repeats + 1):
+        processes, _ = fcs_classification.classify(
+            "fit", work, 0.1, ctx.runs / "fcs-classification" / str(i))
+        for job in EXPECTED:
+            finals[job].append(tuple(q["final"] for q in processes if q["job"] == job))
+    setup = (f"{repeats} runs of the six jobs scaled to 2 PEs (two nodes of one PE, MPL 6, "
+             f"T = 0.1 s), {work:g} s of work each; agrees when the expected class is the "
+             "usual outcome: 95 % interval of the fraction of runs > 0.5")
+    found = {}
+    for job, expected in EXPECTED.items():
+        hits = sum(1 for classes in finals[job] if matches(classes, expected))
+        fraction = proportion(hits, repeats)
+        seen = ", ".join("/".join(c) for c in finals[job])
+        found[f"thesis-5.3-{job}"] = Finding(
+            f"{hits} of {repeats} runs as expected ({show(fraction)}); final classes: {seen}",
+            judge(fraction, above(0.5)), setup)
+    return found
+
+
+def matches(classes: tuple[str, ...], expected: tuple[str | None, ...]) -> bool:
+    """Whether the final classes of a job's ranks are those expected (None: any class)."""
+    return len(classes) == len(expected) and all(
+        want is None or got == want for got, want in zip(classes, expected, strict=True))
+
+
+def _comparison(ctx: Context) -> dict[str, Finding]:
+    """§5.4 on a miniature of the mixed workload through ``testbed compare``: every scheduler,
+    repeated in interleaved rounds; the claims are read off the runs' figures."""
+    repeats = ctx.pick(2, 4, 5)
+    workload = ctx.pick("mix:jobs=3,load=1.5,seed=2,compress=1000,work_max=1500",
+                        "mix:jobs=8,load=2.5,seed=4,compress=250,work_max=1500",
+                        "mix:jobs=16,load=1,seed=4,compress=250,work_max=1500")
+    out = ctx.runs / "compare"
+    ctx.log(f"THESIS §5.4: {workload}, {len(SCHEDULERS)} schedulers x {repeats} repeats")
+    metrics = "runtime_mean_long,wait_mean_short,response_mean_all,makespan"
+    with contextlib.redirect_stdout(io.StringIO()):
+        testbed("compare", workload, "--schedulers", ",".join(SCHEDULERS), "--repeats",
+                str(repeats), "--mpl", str(MPL), "--metrics", metrics, "--out", str(out))
+    groups = {g.label: g for found in runner.groups_of(runner.collect(out))
+              for g in found.groups}
+    runtime = {s: groups[s].samples.get("runtime_mean_long", []) for s in SCHEDULERS}
+    wait = {s: groups[s].samples.get("wait_mean_short", []) for s in SCHEDULERS}
+    plots = tuple(p for p in (ctx.plot(out / "plots" / f"{m}.png", f"thesis-5.4-{m}.png")
+                              for m in ("runtime_mean_long", "wait_mean_short")) if p)
+    setup = (f"`testbed compare {workload} --mpl {MPL}`, {repeats} interleaved repeats per "
+             "scheduler on 2 PEs; median ratios with 95 % bootstrap intervals, Mann-Whitney U")
+    found = {}
+    for key, a, b, region in (("thesis-5.4-runtime-local-gang", "local", "gang", above(1.0)),
+                              ("thesis-5.4-runtime-gang-ics", "gang", "ics", above(1.0)),
+                              ("thesis-5.4-runtime-ics-fcs", "ics", "fcs", above(NOT_SLOWER))):
+        ratio = stats.ratio_interval(runtime[a], runtime[b])
+        found[key] = Finding(
+            f"{a} / {b}: {show(ratio)} (long-job runtime, s: {a} {_median(runtime[a])}, "
+            f"{b} {_median(runtime[b])})",
+            judge(ratio, region, stats.rank_test(runtime[a], runtime[b]), null=1.0),
+            setup, plots)
+    others = [s for s in SCHEDULERS if s != "fcfs"]
+    versus = {s: stats.ratio_interval(wait["fcfs"], wait[s]) for s in others}
+    found["thesis-5.4-wait-fcfs"] = Finding(
+        "fcfs / " + "; fcfs / ".join(f"{s}: {show(versus[s])}" for s in others)
+        + f" (short-job wait, s: fcfs {_median(wait['fcfs'])})",
+        every([judge(versus[s], above(FAR_ABOVE), stats.rank_test(wait["fcfs"], wait[s]),
+                     null=1.0) for s in others]),
+        setup, plots)
+    rest = [s for s in others if s != "gang"]
+    lowest = {s: stats.ratio_interval(wait["gang"], wait[s]) for s in rest}
+    found["thesis-5.4-wait-gang"] = Finding(
+        "gang / " + "; gang / ".join(f"{s}: {show(lowest[s])}" for s in rest)
+        + f" (short-job wait, s: gang {_median(wait['gang'])})",
+        every([judge(lowest[s], below(1.0), stats.rank_test(wait["gang"], wait[s]),
+                     null=1.0) for s in rest]),
+        setup, plots)
+    return found
+
+
+def _median(values: list[float]) -> str:
+    return show(stats.median_interval(values)) if values else "-"

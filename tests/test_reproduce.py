@@ -1,0 +1,271 @@
+"""benchmarks.reproduce: the verdict rules, the papers' claims judged on given numbers, and the
+report."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+
+from benchmarks.reproduce import __main__ as cli
+from benchmarks.reproduce import claims, cow, report, t3d, t3e, thesis
+from benchmarks.reproduce.claims import (
+    AGREES,
+    CANNOT_TELL,
+    DISAGREES,
+    Decision,
+    Finding,
+    Row,
+    Spec,
+    above,
+    below,
+    judge,
+    within,
+)
+from benchmarks.reproduce.context import Context, failure
+from testbed.experiments.stats import Interval
+
+
+def test_an_interval_inside_the_claimed_region_agrees_outside_disagrees_across_cannot_tell():
+    assert judge(Interval(1.2, 1.1, 1.3), above(1.0)).verdict == AGREES
+    assert judge(Interval(0.8, 0.7, 0.9), above(1.0)).verdict == DISAGREES
+    assert judge(Interval(1.0, 0.9, 1.1), above(1.0)).verdict == CANNOT_TELL
+    assert judge(Interval(0.5, 0.4, 0.6), below(1.0)).verdict == AGREES
+    assert judge(Interval(1.0, 0.95, 1.05), within(0.9, 1.1)).verdict == AGREES
+    assert judge(Interval(1.3, 1.2, 1.4), within(0.9, 1.1)).verdict == DISAGREES
+    assert judge(Interval(0.8, 0.7, 0.85), within(0.9, 1.1)).verdict == DISAGREES
+    assert judge(Interval(1.1, 1.0, 1.2), within(0.9, 1.1)).verdict == CANNOT_TELL
+
+
+def test_no_interval_cannot_tell():
+    assert judge(None, above(1.0)).verdict == CANNOT_TELL
+    assert judge(Interval(2.0, None, None), above(1.0)) == Decision(CANNOT_TELL, "no interval")
+
+
+def test_a_claimed_difference_also_needs_the_rank_test():
+    interval = Interval(1.2, 1.1, 1.3)
+    assert judge(interval, above(1.0), p=0.01, null=1.0).verdict == AGREES
+    weak = judge(interval, above(1.0), p=0.2, null=1.0)
+    assert weak.verdict == CANNOT_TELL and "p = 0.2" in weak.why
+    assert judge(Interval(0.8, 0.7, 0.9), above(1.0), p=0.2, null=1.0).verdict == CANNOT_TELL
+    assert judge(Interval(0.8, 0.7, 0.9), above(1.0), p=0.01, null=1.0).verdict == DISAGREES
+
+
+def test_a_band_around_no_difference_agrees_without_the_rank_test_but_leaving_it_needs_one():
+    band = within(0.8, 1.25)
+    assert judge(Interval(1.05, 1.02, 1.08), band, p=0.9, null=1.0).verdict == AGREES
+    assert judge(Interval(1.5, 1.4, 1.6), band, p=0.3, null=1.0).verdict == CANNOT_TELL
+    assert judge(Interval(1.5, 1.4, 1.6), band, p=0.01, null=1.0).verdict == DISAGREES
+
+
+def test_an_absolute_threshold_ignores_the_rank_test():
+    assert judge(Interval(0.95, 0.92, 0.97), above(0.9), p=0.9).verdict == AGREES
+
+
+def test_difference_adds_half_widths_in_quadrature():
+    d = claims.difference(Interval(10, 7, 13), Interval(4, 0, 8))
+    assert d is not None and d.value == 6 and d.low == pytest.approx(1) and d.high == \
+        pytest.approx(11)
+    assert claims.difference(Interval(1, None, None), Interval(0, -1, 1)) == \
+        Interval(1, None, None)
+    assert claims.difference(None, Interval(0, -1, 1)) is None
+
+
+def test_quotient_adds_relative_half_widths_in_quadrature():
+    q = claims.quotient(Interval(6, 5.7, 6.3), Interval(3, 2.88, 3.12))
+    assert q is not None and q.value == 2
+    assert q.half_width == pytest.approx(2 * math.hypot(0.05, 0.04))
+    assert claims.quotient(Interval(1, 0, 2), Interval(0, -1, 1)) is None
+
+
+def test_every_needs_all_cells_and_any_disagreement_disagrees():
+    yes, no, unsure = (Decision(v, "") for v in (AGREES, DISAGREES, CANNOT_TELL))
+    assert claims.every([yes, yes]).verdict == AGREES
+    assert claims.every([yes, unsure]).verdict == CANNOT_TELL
+    assert claims.every([yes, no, unsure]).verdict == DISAGREES
+    assert claims.every([]).verdict == CANNOT_TELL
+    assert claims.every([yes, unsure]).why == "of 2 cells: 1 agrees, 1 cannot tell"
+
+
+def test_most_needs_more_than_half():
+    yes, no, unsure = (Decision(v, "") for v in (AGREES, DISAGREES, CANNOT_TELL))
+    assert claims.most([yes, yes, no]).verdict == AGREES
+    assert claims.most([yes, unsure, unsure, no]).verdict == CANNOT_TELL
+    assert claims.most([yes, no, no, unsure]).verdict == DISAGREES
+    assert claims.most([yes, yes, no, no]).verdict == DISAGREES
+
+
+def test_proportion_needs_six_of_six_to_call_a_usual_outcome():
+    six = claims.proportion(6, 6)
+    assert six.value == 1 and six.low == pytest.approx(0.5407, abs=1e-4)
+    assert judge(six, above(0.5)).verdict == AGREES
+    assert judge(claims.proportion(5, 5), above(0.5)).verdict == CANNOT_TELL
+    assert judge(claims.proportion(0, 6), above(0.5)).verdict == DISAGREES
+
+
+def test_classes_match_rank_by_rank_with_none_for_any():
+    assert thesis.matches(("F", "CS"), ("F", None))
+    assert not thesis.matches(("CS", "CS"), ("F", None))
+    assert not thesis.matches(("DC",), ("DC", "DC"))
+
+
+def _fig6(slowdowns: dict[str, tuple[float, float]], load: float = 0.5) -> list[dict]:
+    return [{"policy": p, "load": load, "slowdown": s, "ci": ci}
+            for p, (s, ci) in slowdowns.items()]
+
+
+def test_t3d_claims_on_given_batch_means():
+    records = _fig6({"fcfs": (1000, 100), "easy": (100, 10), "prime": (300, 20),
+                     "gang 10 s": (2, 1), "gang 600 s": (10, 2)})
+    found = t3d.judge_records(records, "given")
+    assert {k: f.decision.verdict for k, f in found.items()} == \
+        {"t3d-fcfs": AGREES, "t3d-easy-prime": AGREES, "t3d-gang": AGREES}
+    records = _fig6({"fcfs": (1000, 900), "easy": (100, 10), "prime": (300, 20),
+                     "gang 10 s": (200, 10), "gang 600 s": (10, 2)})
+    found = t3d.judge_records(records, "given")
+    assert found["t3d-fcfs"].decision.verdict == CANNOT_TELL
+    assert found["t3d-gang"].decision.verdict == DISAGREES
+    assert judge(None, above(0)).verdict == CANNOT_TELL
+    no_ci = t3d.judge_records(_fig6({s: (1.0, None) for s in
+                                     (*t3d.BATCH_SCHEMES, *t3d.GANG_SCHEMES)}), "given")
+    assert all(f.decision.verdict == CANNOT_TELL for f in no_ci.values())
+
+
+def _cow_records(cells: list[tuple[float, float, float]], rt: dict[str, list[float]],
+                 u: dict[str, list[float]], ci: float) -> list[dict]:
+    return [{"policy": p, "inv_lambda": lam, "inv_lambda_owner": own, "inv_mu_owner": mu,
+             "rt": rt[p][i], "rt_ci": ci, "u": u[p][i], "u_ci": 0.01}
+            for p in ("afcfs", "lgfs") for i, (lam, own, mu) in enumerate(cells)]
+
+
+def test_cow_claims_on_given_replication_intervals():
+    set1 = _cow_records([(1.0, x, 1.0) for x in (1.0, 0.8, 0.6, 0.4)],
+                        {"afcfs": [20, 80, 170, 500], "lgfs": [15, 70, 160, 470]},
+                        {"afcfs": [0.5, 0.45, 0.37, 0.23], "lgfs": [0.52, 0.47, 0.36, 0.24]}, 2.0)
+    cells2 = [(lam, k, k) for lam in (1.0, 0.8, 0.6) for k in (1.0, 2.0, 4.0, 8.0)]
+    afcfs = [20, 22, 25, 28, 95, 75, 78, 88, 240, 225, 227, 235]
+    lgfs = [17, 15, 17, 20, 84, 52, 43, 47, 207, 224, 186, 188]
+    set2 = _cow_records(cells2, {"afcfs": afcfs, "lgfs": lgfs},
+                        {"afcfs": [0.5] * 12, "lgfs": [0.55] * 11 + [0.4]}, 2.0)
+    found = cow.judge_records(set1, set2, "given")
+    verdicts = {k: f.decision.verdict for k, f in found.items()}
+    assert verdicts["cow-rt-set1"] == AGREES
+    assert verdicts["cow-rt-set2"] == AGREES          # 11 of 12 cells; (0.6, 2) overlaps
+    assert found["cow-rt-set2"].decision.why == "of 12 cells: 11 agrees, 1 cannot tell"
+    assert verdicts["cow-u"] == AGREES
+    assert verdicts["cow-shape-owners"] == AGREES
+    assert verdicts["cow-shape-load"] == AGREES
+    wide = cow.judge_records(_cow_records([(1.0, 1.0, 1.0)], {"afcfs": [20], "lgfs": [15]},
+                                          {"afcfs": [0.5], "lgfs": [0.5]}, 50.0), [], "given")
+    assert wide["cow-rt-set1"].decision.verdict == CANNOT_TELL
+
+
+def test_t3e_claims_are_paired_by_seed():
+    records = []
+    for seed in range(1, 9):
+        records += [{"config": "gang", "seed": seed, "utilization": 0.80 + seed / 1000,
+                     "large_mean": 260.0 + seed},
+                    {"config": "nersc", "seed": seed, "utilization": 0.95 + seed / 1000,
+                     "large_mean": 11.0 + seed},
+                    {"config": "no-prime", "seed": seed, "utilization": 0.83,
+                     "large_mean": 430.0 + seed}]
+    found = t3e.judge_records(records, "given")
+    assert {k: f.decision.verdict for k, f in found.items()} == {
+        "t3e-utilization": AGREES, "t3e-utilization-gain": AGREES,
+        "t3e-large-turnaround": AGREES}
+    few = t3e.judge_records([r for r in records if r["seed"] <= 5], "given")
+    assert few["t3e-large-turnaround"].decision.verdict == CANNOT_TELL  # 5 pairs: p >= 0.0625
+
+
+def _rows() -> list[Row]:
+    spec = Spec("k", "COW", "§3.2", "LGFS | AFCFS", "< 1")
+    return [Row(spec, Finding("0.9 [0.8, 0.95]", Decision(AGREES, "all < 1"), "16 PEs",
+                              ("cow-set1.png",))),
+            Row(Spec("m", "MEMORY", "Fig 5", "admission", "linear"),
+                Finding("-", claims.unavailable("needs root: memory cgroups and swapon")))]
+
+
+def _header() -> dict:
+    return {"host": "vm (Linux 6, x86_64)", "cores": 2, "date": "2026-11-25 08:00:00 +0000",
+            "command": "python -m benchmarks.reproduce --quick", "commit": "abc123",
+            "size": "quick", "seconds": 600.0}
+
+
+def test_report_page_has_the_header_a_row_per_claim_and_the_plots():
+    page = report.markdown(_rows(), _header())
+    assert "Written by `python -m benchmarks.reproduce --quick`" in page
+    for fact in ("vm (Linux 6, x86_64), 2 cores", "2026-11-25 08:00:00", "abc123",
+                 "wall time 600 s (10.0 min)"):
+        assert fact in page
+    assert "Verdicts: 1 agrees, 0 disagrees, 1 cannot tell" in page
+    table = [line for line in page.splitlines() if line.startswith("| ")]
+    assert len(table) == 3                              # the heading and two claims
+    assert "LGFS \\| AFCFS" in table[1] and "**agrees**" in table[1]
+    assert "needs root: memory cgroups and swapon" in table[2]
+    assert "![cow-set1.png](cow-set1.png)" in page
+    assert page.index("## COW") < page.index("## MEMORY")
+
+
+def test_report_json_holds_every_row_and_the_tally():
+    doc = json.loads(json.dumps(report.document(_rows(), _header())))
+    assert doc["verdicts"] == {AGREES: 1, DISAGREES: 0, CANNOT_TELL: 1}
+    assert [c["key"] for c in doc["claims"]] == ["k", "m"]
+    assert doc["claims"][0]["plots"] == ["cow-set1.png"] and doc["commit"] == "abc123"
+
+
+def test_a_claim_without_a_finding_says_why():
+    rows = claims.rows([Spec("a", "T3D", "Fig 6", "x", "y")], {}, "not measured at size quick")
+    assert rows[0].finding.decision == Decision(CANNOT_TELL, "not measured at size quick")
+
+
+def test_papers_are_chosen_by_name_in_report_order():
+    assert [p.name for p in cli.choose("cow,thesis")] == ["THESIS", "COW"]
+    assert len(cli.choose(None)) == 5
+    with pytest.raises(ValueError, match="unknown paper 'NOPE'"):
+        cli.choose("nope")
+
+
+def test_claim_keys_are_unique_across_papers():
+    keys = [s.key for p in cli.PAPERS for s in p.module.SPECS]
+    assert len(keys) == len(set(keys))
+
+
+def test_a_paper_that_cannot_run_here_says_why_in_every_row(monkeypatch, tmp_path):
+    monkeypatch.setattr(cli.memory, "unavailable", lambda: "needs root: memory cgroups")
+    found = cli.measure("MEMORY", Context("quick", tmp_path, tmp_path))
+    assert set(found) == {s.key for s in cli.memory.SPECS}
+    assert all(f.decision == Decision(CANNOT_TELL, "needs root: memory cgroups")
+               for f in found.values())
+
+
+def test_the_estimate_shares_simulations_among_cores():
+    papers = cli.choose("t3d,cow")
+    assert cli.estimate(papers, "quick", 2) == max(t3d.estimate("quick"), cow.estimate("quick"))
+    assert cli.estimate(papers, "quick", 1) == t3d.estimate("quick") + cow.estimate("quick")
+
+
+@pytest.mark.realtime
+def test_only_cow_at_tiny_size_writes_the_report(tmp_path):
+    assert cli.main(["--only", "COW", "--size", "tiny", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "claims.json").read_text())
+    assert [c["key"] for c in doc["claims"]] == [s.key for s in cow.SPECS]
+    assert all(c["verdict"] in claims.VERDICTS for c in doc["claims"])
+    assert (tmp_path / "cow-set1.png").stat().st_size > 1000
+    assert "| COW |" in (tmp_path / "report.md").read_text()
+
+
+def test_a_failed_part_loses_only_its_own_rows(tmp_path):
+    ctx = Context("quick", tmp_path, tmp_path)
+
+    def broken(_: Context) -> dict[str, Finding]:
+        raise subprocess.CalledProcessError(
+            1, [sys.executable, "-m", "testbed.cli", "run", "w.txt", "--out", "runs/x"])
+
+    found = ctx.attempt(broken, ["a", "b"])
+    assert set(found) == {"a", "b"}
+    assert found["a"].decision == Decision(CANNOT_TELL,
+                                           "the run failed: testbed run exited 1 (runs/x)")
+    assert failure(ValueError("bad walk")) == "bad walk"
