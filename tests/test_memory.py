@@ -265,3 +265,45 @@ def test_t3d_paging_without_cap_sys_nice_is_refused(tmp_path, monkeypatch, workl
     assert code == run.EXIT_UNAVAILABLE
     assert "--node-mem under t3d moves each preempted job to swap" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
+
+
+class _Swaps:
+    """/proc/swaps as given, and a swapoff that fails ``failures`` times (no process runs)."""
+
+    def __init__(self, path: Path, failures: int) -> None:
+        self.path, self.failures, self.enabled, self.calls = path, failures, True, 0
+
+    def read(self, _file: Path) -> str:
+        return f"Filename Type\n{self.path} file\n" if self.enabled else "Filename Type\n"
+
+    def swapoff(self, argv, **_kw) -> subprocess.CompletedProcess:
+        assert argv == ["swapoff", str(self.path)]
+        self.calls += 1
+        if self.calls > self.failures:
+            self.enabled = False
+            return subprocess.CompletedProcess(argv, 0, "", "")
+        return subprocess.CompletedProcess(argv, 255, "", "swapoff: Cannot allocate memory")
+
+
+@pytest.mark.parametrize("failures", [0, 2])
+def test_a_swap_file_is_removed_once_swapoff_succeeds(tmp_path, monkeypatch, failures):
+    swap = tmp_path / "swap"
+    swap.write_bytes(b"x")
+    swaps = _Swaps(swap, failures)
+    monkeypatch.setattr(memory, "_read", swaps.read)
+    monkeypatch.setattr(memory.subprocess, "run", swaps.swapoff)
+    monkeypatch.setattr(memory.time, "sleep", lambda _s: None)
+    memory.remove_swap(str(swap))
+    assert swaps.calls == failures + 1 and not swap.exists()
+
+
+def test_a_swap_file_that_stays_enabled_is_named_and_kept(tmp_path, monkeypatch):
+    swap = tmp_path / "swap"
+    swap.write_bytes(b"x")
+    swaps = _Swaps(swap, failures=99)
+    monkeypatch.setattr(memory, "_read", swaps.read)
+    monkeypatch.setattr(memory.subprocess, "run", swaps.swapoff)
+    monkeypatch.setattr(memory.time, "sleep", lambda _s: None)
+    with pytest.raises(OSError, match=f"{swap} is still enabled .*Cannot allocate memory"):
+        memory.remove_swap(str(swap))
+    assert swaps.calls == memory.SWAPOFF_TRIES and swap.exists()

@@ -301,9 +301,25 @@ class SwapFile:
         return {"path": str(self.path), "bytes": self.size}
 
 
+SWAPOFF_TRIES = 5
+
+
 def remove_swap(path: str) -> None:
-    """Disable (if enabled) and delete a swap file made by the testbed."""
-    if path in _read(Path("/proc/swaps")):
-        subprocess.run(["swapoff", path], capture_output=True)
+    """Disable (if enabled) and delete a swap file made by the testbed.  ``swapoff`` fails
+    while the machine lacks the memory to take the pages back (another process's memory
+    pressure), so it is tried ``SWAPOFF_TRIES`` times a second apart; a file still enabled
+    after that is not deleted (the kernel refuses) and ``OSError`` names it and the command
+    that removes it."""
+    failure = ""
+    for attempt in range(SWAPOFF_TRIES):
+        if path not in _read(Path("/proc/swaps")):
+            break
+        done = subprocess.run(["swapoff", path], capture_output=True, text=True)
+        failure = done.stderr.strip()
+        if attempt + 1 < SWAPOFF_TRIES and path in _read(Path("/proc/swaps")):
+            time.sleep(1.0)
+    else:
+        raise OSError(f"swap file {path} is still enabled ({failure or 'swapoff failed'}); "
+                      f"remove it with: swapoff {path} && rm {path}")
     with contextlib.suppress(FileNotFoundError):
         os.unlink(path)

@@ -47,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cgroup:
         remove_cgroup(args.cgroup, args.cgroup_home)
     if args.swap:
-        remove_swap(args.swap)
+        try:
+            remove_swap(args.swap)
+        except OSError as err:
+            print(f"testbed watchdog: {err}", file=sys.stderr)
+            return 1
     return 0
 
 
