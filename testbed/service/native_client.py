@@ -18,9 +18,7 @@ import os
 import sys
 from pathlib import Path
 
-from testbed.emulation import build
-
-SOURCE = build.NATIVE / "mpirun.c"
+SOURCE = Path(__file__).parent.parent / "native" / "mpirun.c"
 DISPATCHER = "testbed"
 PYTHON_COMMAND = "testbed-py"
 LINK = ".testbed-mpirun"
@@ -28,6 +26,8 @@ LINK = ".testbed-mpirun"
 
 def client_path() -> Path:
     """The compiled client, built first if needed (``build.BuildError`` when it cannot be)."""
+    from testbed.emulation import build  # imported only to build, not by every Python mpirun
+
     mtime = SOURCE.stat().st_mtime_ns
     quoted = str(SOURCE).replace("\\", "\\\\").replace('"', '\\"')
     return build.program("testbed-mpirun", [SOURCE],
@@ -65,6 +65,9 @@ def link_quietly() -> None:
     """``link`` beside the ``testbed`` command that started this process, if one did; a
     failure (no compiler, a read-only directory) leaves ``testbed mpirun`` in Python."""
     directory = command_dir()
-    if directory is not None:
-        with contextlib.suppress(build.BuildError, OSError):
-            link(directory)
+    if directory is None:
+        return
+    from testbed.emulation.build import BuildError
+
+    with contextlib.suppress(BuildError, OSError):
+        link(directory)
