@@ -51,7 +51,7 @@ def test_demands_are_one_per_gang_or_the_longest_task():
 def test_readings_change_one_choice_each_and_unknown_values_are_refused():
     default = cow.Reading()
     found = cow.readings(default)
-    assert len(found) == 1 + 1 + 2 + 1 + 2                          # tasks redo restart hold pick
+    assert len(found) == 1 + 1 + 2 + 1 + 2                         # tasks redo restart hold pick
     for label, reading in found:
         changed = [f.name for f in dataclasses.fields(reading)
                    if getattr(reading, f.name) != getattr(default, f.name)]
@@ -67,7 +67,7 @@ def test_run_set_gives_the_records_benchmarks_read():
     for r in records:
         assert {"policy", "inv_lambda", "inv_lambda_owner", "inv_mu_owner", "rt", "rt_ci", "u",
                 "u_ci", "restarts"} <= set(r)
-        assert r["restart"] == "first" and r["hold"] is True and r["rt"] > 0
+        assert r["restart"] == "first" and r["hold"] is False and r["rt"] > 0
 
 
 def _record(policy: str, owner: float, rt: float, u: float, growth: float = 1.0):

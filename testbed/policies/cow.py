@@ -24,11 +24,11 @@ queues" and no more; docs/schedulers.md says why the default):
 * ``first``: before every other gang, interrupted gangs in the order they were interrupted;
 * ``tail``: back in line as if it had just arrived.
 
-With ``hold`` (default) an interrupted gang none of whose PEs has an owner holds them: no gang
+Without ``hold`` (default) its PEs serve other gangs until all of them happen to be available
+at once, as for any gang the scan reaches (§2.2: "the remaining processors ... execute tasks of
+other jobs").  With it, an interrupted gang none of whose PEs has an owner holds them: no gang
 after it in the scan starts there, so each idles, once its current gang ends, until the
-interrupted gang can start (§3.2: "their processors are not used efficiently"); while an owner
-is on one of them its other PEs serve other gangs (§2.2).  Without it they serve other gangs
-until all happen to be available at once.
+interrupted gang can start (while an owner is on one of them the others serve other gangs).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class Cow(Policy):
     supports_owners = True
 
     def __init__(self, config: PolicyConfig, *, restart: str = "keep",
-                 hold: bool = True) -> None:
+                 hold: bool = False) -> None:
         if config.memory is not None:
             raise ValueError(f"the {self.name} scheduler does not support memory admission")
         if restart not in RESTARTS:
