@@ -261,12 +261,10 @@ class Driver:
     def _enter(self, now: float, workload: Workload) -> None:
         """Log ``workload`` and enter its jobs: each arrives its ``arrival`` seconds from
         ``now``, or that long after its predecessor ends."""
-        self.log.emit("workload", now, path=workload.path, meta=workload.meta,
-                      jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
-                             "work": j.work, "limit": j.limit, "estimate": j.estimate,
-                             "after": j.after, "source_id": j.source_id,
-                             "class": j.job_class or None, "prime": j.prime}
-                            for j in workload.jobs])
+        self.log.emit_workload(now, workload.path, workload.meta,
+                               [(j.id, j.line, j.arrival, j.pes, j.work, j.limit, j.estimate,
+                                 j.after, j.source_id, j.job_class or None, j.prime)
+                                for j in workload.jobs])
         for spec in workload.jobs:
             if spec.after is None:
                 record = self.jobs.add(spec, "pending")
@@ -438,10 +436,8 @@ class Driver:
                 found = self.history.estimate(program_of(spec.argv), spec.pes, spec.user)
                 if found:
                     mem_mb, source = found
-        self.log.emit("arrival", now, job=spec.id, due=due, pes=spec.pes,
-                      work=spec.work, limit=spec.limit, estimate=spec.estimate, user=spec.user,
-                      argv=list(spec.argv), mem_mb=mem_mb and round(mem_mb, 3),
-                      mem_source=source)
+        self.log.emit_arrival(now, spec.id, due, spec.pes, spec.work, spec.limit, spec.estimate,
+                              spec.user, spec.argv, mem_mb and round(mem_mb, 3), source)
         record = self.jobs.get(spec.id)
         assert record is not None
         record.state, record.arrived_at, record.arrival = "queued", due, None
@@ -502,9 +498,9 @@ class Driver:
         assert record is not None
         spec = record.spec
         now = self.executor.now()
-        self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
-                      cpus=None if self.executor.cpus is None
-                      else [self.executor.cpus[pe] for pe in action.pes])
+        cpus = self.executor.cpus
+        self.log.emit_start(now, spec.id, action.slot, action.pes,
+                            None if cpus is None else [cpus[pe] for pe in action.pes])
         record.state, record.started_at = "started", now
         record.limit = limit = self._limit(spec)
         if limit is not None:
@@ -533,21 +529,18 @@ class Driver:
             return
         if change.stopped and change.continued:
             self.policy.observe_switch(change.latency)
-        self.log.emit("switch", sent, seq=self.seq, slot=action.slot, jobs=sorted(action.jobs),
-                      stopped=sorted(change.stopped), continued=sorted(change.continued),
-                      latency_us=round(change.latency * 1e6, 1),
-                      lag_us=None if due is None else round((sent - due) * 1e6, 1),
-                      slice_s=self.policy.timeslice)
-        for job in sorted(change.stopped):
-            self.log.emit("suspend", sent, job=job)
-        for job in sorted(change.continued):
-            self.log.emit("resume", sent, job=job)
+        stopped, continued = sorted(change.stopped), sorted(change.continued)
+        self.log.emit_switch(sent, self.seq, action.slot, sorted(action.jobs), stopped,
+                             continued, round(change.latency * 1e6, 1),
+                             None if due is None else round((sent - due) * 1e6, 1),
+                             self.policy.timeslice)
+        self.log.emit_jobs("suspend", sent, stopped)
+        self.log.emit_jobs("resume", sent, continued)
 
     def _finish_event(self, end: Ended) -> float:
         now = self.executor.now()
-        self.log.emit("finish", now, job=end.job, status=end.status, exit_code=end.exit_code,
-                      reason=end.reason, swap_in=end.swap_in, swap_out=end.swap_out,
-                      cpu_s=end.cpu_s)
+        self.log.emit_finish(now, end.job, end.status, end.exit_code, end.reason, end.swap_in,
+                             end.swap_out, end.cpu_s)
         return now
 
     def _ended(self, end: Ended, started: bool = True) -> None:

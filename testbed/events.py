@@ -46,8 +46,11 @@ write the same kinds; events marked *emulation* below come only from real proces
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
+
+from testbed.json_text import encode, int_list, str_list, value
 
 FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, names in {
     "run_start": "run_id wall_time config",
@@ -77,7 +80,10 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "run_end": "status swept",
 }.items()}
 OPEN_FIELDS = {"memory": frozenset({"job"})}
-_encode = json.JSONEncoder(check_circular=False).encode
+# the fields of each job of a ``workload`` event, in the order they are written
+WORKLOAD_JOB_FIELDS = ("job", "line", "arrival", "pes", "work", "limit", "estimate", "after",
+                       "source_id", "class", "prime")
+_BATCH = 4096       # events held before a write when not flushing each
 
 
 class SchemaError(ValueError):
@@ -99,9 +105,14 @@ class EventLog:
 
     ``flush_each`` (the default) flushes every event to the OS as it is written, so a live
     view and a killed run see every event up to the last; the simulator, whose runs are
-    re-made at will and write hundreds of thousands of events, buffers instead.  The first
-    write that fails raises ``WriteFailed``; the log writes nothing more after it (what it
-    holds stays readable up to its last whole event).
+    re-made at will and write hundreds of thousands of events, buffers instead (thousands of
+    events a write).  The first write that fails raises ``WriteFailed``; the log writes
+    nothing more after it (what it holds stays readable up to its last whole event).
+
+    ``emit`` writes any event.  The kinds a run writes for every job (``workload``,
+    ``arrival``, ``start``, ``finish``; ``switch``, ``suspend`` and ``resume`` every
+    timeslice) also have a method of their own, ``emit_KIND``, whose fields are its
+    arguments: it writes the same line ``emit`` would, built by hand (``testbed.json_text``).
     """
 
     def __init__(self, path: Path, flush_each: bool = True) -> None:
@@ -109,6 +120,9 @@ class EventLog:
         self.file: TextIO = open(path, "x", buffering=1 if flush_each else 1 << 20)  # noqa: SIM115
         self.flush_each = flush_each
         self.failed: WriteFailed | None = None
+        self.pending: list[str] = []
+        self.last_t = -1.0
+        self.last_t_text = ""
 
     def emit(self, event: str, t: float, **fields: Any) -> None:
         """Append one event at ``t`` (s); raise ``SchemaError`` if its fields are not its
@@ -120,27 +134,114 @@ class EventLog:
                 raise SchemaError(f"unknown event {event!r} or missing fields")
         elif fields.keys() != expected:
             raise SchemaError(f"{event}: fields {sorted(fields)} != {sorted(expected)}")
+        # t >= 0; to the microsecond, as round(t, 6) but several times faster
+        self._write(encode({"t": int(t * 1e6 + 0.5) / 1e6, "event": event, **fields}) + "\n")
+
+    def _time(self, t: float) -> str:
+        """The text of ``t`` (s) as ``emit`` writes it (to the microsecond); events come in
+        runs at one time, so the last one is kept."""
+        if t != self.last_t:
+            self.last_t = t
+            self.last_t_text = value(int(t * 1e6 + 0.5) / 1e6)
+        return self.last_t_text
+
+    def emit_workload(self, t: float, path: str | None, meta: dict[str, str],
+                      jobs: Iterable[Sequence[Any]]) -> None:
+        """A ``workload`` event at ``t`` (s): ``jobs`` holds one sequence of values per job,
+        in the order of ``WORKLOAD_JOB_FIELDS``."""
+        v = value
+        texts = [f'{{"job": {v(job)}, "line": {v(line)}, "arrival": {v(arrival)}, '
+                 f'"pes": {v(pes)}, "work": {v(work)}, "limit": {v(limit)}, '
+                 f'"estimate": {v(estimate)}, "after": {v(after)}, '
+                 f'"source_id": {v(source_id)}, "class": {v(job_class)}, "prime": {v(prime)}}}'
+                 for job, line, arrival, pes, work, limit, estimate, after, source_id, job_class,
+                 prime in jobs]
+        self._write(f'{{"t": {self._time(t)}, "event": "workload", "path": {v(path)}, '
+                    f'"meta": {encode(meta)}, "jobs": [{", ".join(texts)}]}}\n')
+
+    def emit_arrival(self, t: float, job: str, due: float, pes: int, work: float | None,
+                     limit: float | None, estimate: float | None, user: str,
+                     argv: Sequence[str], mem_mb: float | None, mem_source: str) -> None:
+        """An ``arrival`` event at ``t`` (s)."""
+        v = value
+        estimate_text = v(work) if estimate is work else v(estimate)
+        self._write(f'{{"t": {self._time(t)}, "event": "arrival", "job": {v(job)}, '
+                    f'"due": {v(due)}, "pes": {v(pes)}, "work": {v(work)}, '
+                    f'"limit": {v(limit)}, "estimate": {estimate_text}, "user": {v(user)}, '
+                    f'"argv": {str_list(argv)}, "mem_mb": {v(mem_mb)}, '
+                    f'"mem_source": {v(mem_source)}}}\n')
+
+    def emit_start(self, t: float, job: str, slot: int, pes: Sequence[int],
+                   cpus: Sequence[int] | None) -> None:
+        """A ``start`` event at ``t`` (s)."""
+        self._write(f'{{"t": {self._time(t)}, "event": "start", "job": {value(job)}, '
+                    f'"slot": {value(slot)}, "pes": {int_list(pes)}, '
+                    f'"cpus": {"null" if cpus is None else int_list(cpus)}}}\n')
+
+    def emit_finish(self, t: float, job: str, status: str, exit_code: int | None, reason: str,
+                    swap_in: int | None, swap_out: int | None, cpu_s: float | None) -> None:
+        """A ``finish`` event at ``t`` (s)."""
+        v = value
+        self._write(f'{{"t": {self._time(t)}, "event": "finish", "job": {v(job)}, '
+                    f'"status": {v(status)}, "exit_code": {v(exit_code)}, '
+                    f'"reason": {v(reason)}, "swap_in": {v(swap_in)}, '
+                    f'"swap_out": {v(swap_out)}, "cpu_s": {v(cpu_s)}}}\n')
+
+    def emit_switch(self, t: float, seq: int, slot: int | None, jobs: Sequence[str],
+                    stopped: Sequence[str], continued: Sequence[str], latency_us: float,
+                    lag_us: float | None, slice_s: float | None) -> None:
+        """A ``switch`` event at ``t`` (s)."""
+        v = value
+        self._write(f'{{"t": {self._time(t)}, "event": "switch", "seq": {v(seq)}, '
+                    f'"slot": {v(slot)}, "jobs": {str_list(jobs)}, '
+                    f'"stopped": {str_list(stopped)}, "continued": {str_list(continued)}, '
+                    f'"latency_us": {v(latency_us)}, "lag_us": {v(lag_us)}, '
+                    f'"slice_s": {v(slice_s)}}}\n')
+
+    def emit_jobs(self, event: str, t: float, jobs: Iterable[str]) -> None:
+        """One ``suspend`` or ``resume`` event (``event``) at ``t`` (s) for each of ``jobs``."""
+        assert event in ("suspend", "resume"), event
+        head = f'{{"t": {self._time(t)}, "event": "{event}", "job": '
+        for job in jobs:
+            self._write(f"{head}{value(job)}}}\n")
+
+    def _write(self, line: str) -> None:
         if self.failed is not None:
             return
-        try:
-            # t >= 0; to the microsecond, as round(t, 6) but several times faster
-            self.file.write(_encode({"t": int(t * 1e6 + 0.5) / 1e6, "event": event, **fields})
-                            + "\n")
-            if self.flush_each:
+        if self.flush_each:
+            try:
+                self.file.write(line)
                 self.file.flush()
+            except OSError as err:
+                self.failed = WriteFailed(self.path, err)
+                raise self.failed from None
+            return
+        self.pending.append(line)
+        if len(self.pending) >= _BATCH:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Write the events held back (``WriteFailed`` if they cannot be)."""
+        text, self.pending = "".join(self.pending), []
+        try:
+            self.file.write(text)
         except OSError as err:
             self.failed = WriteFailed(self.path, err)
             raise self.failed from None
 
     def close(self) -> None:
-        """Flush and close the file (after a failed write, what could not be written is
-        dropped); ``WriteFailed`` if the last flush fails."""
+        """Write what is held back, flush and close the file (after a failed write, what
+        could not be written is dropped); ``WriteFailed`` if the last write fails."""
         try:
-            self.file.close()
-        except OSError as err:
-            if self.failed is None:
-                self.failed = WriteFailed(self.path, err)
-                raise self.failed from None
+            if self.pending and self.failed is None:
+                self._drain()
+        finally:
+            try:
+                self.file.close()
+            except OSError as err:
+                if self.failed is None:
+                    self.failed = WriteFailed(self.path, err)
+                    raise self.failed from None
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

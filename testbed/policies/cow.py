@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from testbed.policies.base import Action, JobRequest, Launch, Policy, Requeue
 from testbed.policies.config import PolicyConfig
+from testbed.policies.matrix import mask_of
 
 
 class Cow(Policy):
@@ -84,7 +85,7 @@ class Cow(Policy):
         head of its queues); the PEs it frees may start others."""
         self.owned.add(pe)
         actions: list[Action] = []
-        victim = self.matrix.rows[0][pe]
+        victim = self.matrix.job_at(0, pe)
         if victim is not None:
             self.matrix.remove(victim)
             self.interrupted.append(victim)
@@ -97,8 +98,7 @@ class Cow(Policy):
         return self._schedule()
 
     def _available(self, pes: tuple[int, ...]) -> bool:
-        row = self.matrix.rows[0]
-        return all(row[pe] is None and pe not in self.owned for pe in pes)
+        return not self.matrix.busy[0] & mask_of(pes) and self.owned.isdisjoint(pes)
 
     def _schedule(self) -> list[Action]:
         launches: list[Action] = []

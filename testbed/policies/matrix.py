@@ -86,13 +86,16 @@ ALLOCATORS: dict[str, Allocator] = {"buddy": buddy_fit, "first-fit": first_fit}
 
 
 class Matrix:
-    """An Ousterhout matrix of ``mpl`` slots by ``pes`` PEs."""
+    """An Ousterhout matrix of ``mpl`` slots by ``pes`` PEs.
+
+    Each row is kept as its busy PEs (a bit mask), its free PEs (ascending) and its jobs;
+    ``job_at`` reads a cell.
+    """
 
     def __init__(self, mpl: int, pes: int, allocator: str = "buddy") -> None:
         if mpl < 1:
             raise ValueError(f"MPL must be at least 1, got {mpl}")
         self.pes = pes
-        self.rows: list[list[str | None]] = [[None] * pes for _ in range(mpl)]
         self.busy: list[int] = [0] * mpl
         self.free_pes: list[list[int]] = [list(range(pes)) for _ in range(mpl)]
         self.fit = ALLOCATORS[allocator]
@@ -103,7 +106,14 @@ class Matrix:
     @property
     def mpl(self) -> int:
         """Number of time slots."""
-        return len(self.rows)
+        return len(self.busy)
+
+    def job_at(self, slot: int, pe: int) -> str | None:
+        """The job in the cell of ``pe`` in row ``slot``; None when it is free."""
+        if self.busy[slot] >> pe & 1:
+            masks = self.masks
+            return next(job for job in self.slots[slot] if masks[job] >> pe & 1)
+        return None
 
     def candidates(self, size: int) -> Iterator[tuple[int, Placement]]:
         """Every ``(slot, pes)`` where a job of ``size`` PEs could go: the placements the
@@ -117,19 +127,20 @@ class Matrix:
 
     def assign(self, job: str, slot: int, pes: Placement) -> None:
         """Put ``job`` on ``pes`` of row ``slot`` (which must be free)."""
-        mask = mask_of(pes)
-        assert not self.busy[slot] & mask, f"PEs {pes} of row {slot} are not all free"
-        row = self.rows[slot]
-        for pe in pes:
-            row[pe] = job
-        self.busy[slot] |= mask
+        size, first = len(pes), pes[0]
+        busy = self.busy[slot]
         free_pes = self.free_pes[slot]
-        at = bisect.bisect_left(free_pes, pes[0])
-        if free_pes[at:at + len(pes)] == list(pes):     # first fit and buddy blocks: one run
-            del free_pes[at:at + len(pes)]
+        at = bisect.bisect_left(free_pes, first)
+        if free_pes[at:at + size] == list(pes):     # first fit and buddy blocks: one run
+            del free_pes[at:at + size]
+            # every free PE from the first to the last is the job's
+            mask = ((1 << (pes[-1] + 1)) - (1 << first)) & ~busy
         else:
+            mask = mask_of(pes)
+            assert not busy & mask, f"PEs {pes} of row {slot} are not all free"
             for pe in pes:
                 del free_pes[bisect.bisect_left(free_pes, pe)]
+        self.busy[slot] = busy | mask
         self.placed[job] = (slot, pes)
         self.masks[job] = mask
         self.slots[slot][job] = None
@@ -137,13 +148,17 @@ class Matrix:
     def remove(self, job: str) -> None:
         """Free the cells of ``job``."""
         slot, pes = self.placed.pop(job)
-        row = self.rows[slot]
-        for pe in pes:
-            row[pe] = None
-        self.busy[slot] &= ~self.masks.pop(job)
+        mask = self.masks.pop(job)
+        self.busy[slot] &= ~mask
         free_pes = self.free_pes[slot]
-        free_pes.extend(pes)
-        free_pes.sort()         # two sorted runs: timsort merges them in one pass
+        first = pes[0]
+        if mask == ((1 << len(pes)) - 1) << first:        # PEs first, first + 1, ...
+            at = bisect.bisect_left(free_pes, first)
+            free_pes[at:at] = range(first, first + len(pes))
+        else:                                   # merge them with the free PEs among them
+            at = bisect.bisect_left(free_pes, min(pes))
+            end = bisect.bisect_left(free_pes, max(pes), at)
+            free_pes[at:end] = sorted([*free_pes[at:end], *pes])
         del self.slots[slot][job]
 
     def jobs_in(self, slot: int) -> list[str]:

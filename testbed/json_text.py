@@ -1,0 +1,112 @@
+"""JSON text exactly as ``json.dumps`` writes it by default (``", "`` and ``": "`` separators,
+ASCII with escapes, ``NaN`` and ``Infinity`` allowed), built with less work.
+
+``json.dumps`` sets up a new encoder on every call, which costs more than encoding a small
+event; ``encode`` keeps one.  ``value`` writes a scalar without any encoder, and
+``int_list`` and ``str_list`` write the lists an event log is full of (a job's PEs, the jobs
+a switch ran), so that a writer can build a line by hand and still write the bytes
+``json.dumps`` would.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from json.encoder import c_make_encoder, encode_basestring_ascii
+from typing import Any
+
+string: Callable[[str], str] = encode_basestring_ascii
+
+
+def _not_serializable(value: Any) -> Any:
+    raise TypeError(f"Object of type {value.__class__.__name__} is not JSON serializable")
+
+
+if c_make_encoder is not None:
+    _chunks = c_make_encoder(None, _not_serializable, encode_basestring_ascii, None, ": ", ", ",
+                             False, False, True)
+
+    def encode(value: Any) -> str:
+        """``json.dumps(value)``."""
+        return "".join(_chunks(value, 0))
+else:                                                   # pragma: no cover (no C speedups)
+    encode = json.JSONEncoder(check_circular=False).encode
+
+
+_float_repr = float.__repr__
+
+
+def _float(value: float) -> str:
+    # x - x is 0.0 for finite x only (NaN and the infinities are spelt the JSON way)
+    return _float_repr(value) if value - value == 0.0 else encode(value)
+
+
+_SCALARS: dict[type, Callable[[Any], str]] = {
+    str: encode_basestring_ascii, float: _float, int: int.__repr__, type(None): lambda _: "null",
+    bool: lambda flag: "true" if flag else "false"}
+_scalar = _SCALARS.get
+
+
+def value(item: Any) -> str:
+    """``json.dumps(item)`` for any value; scalars (str, float, int, bool, None) without an
+    encoder."""
+    return _scalar(type(item), encode)(item)
+
+
+class _IntTexts:
+    """The texts of 0, 1, 2, ... and of runs of them ("3, 4, 5"), kept for ``int_list``."""
+
+    def __init__(self) -> None:
+        self.limit = 0
+        self.texts: list[str] = []
+        self.joined = ""
+        self.offsets: list[int] = [0]
+        self.numbers: tuple[int, ...] = ()
+        self.grow(1024)
+
+    def grow(self, limit: int) -> None:
+        """Keep texts for 0 .. ``limit`` - 1 at least."""
+        limit = max(limit, 2 * self.limit)
+        self.texts = [str(n) for n in range(limit)]
+        self.joined = ", ".join(self.texts) + ", "
+        self.offsets = [0]
+        for text in self.texts:
+            self.offsets.append(self.offsets[-1] + len(text) + 2)
+        self.numbers = tuple(range(limit))
+        self.limit = limit
+
+
+_ints = _IntTexts()
+_MOST_INTS = 1 << 16        # texts kept for numbers below this at most
+
+
+def int_list(values: Sequence[int]) -> str:
+    """``json.dumps(list(values))`` for a sequence of ints (a job's PEs): a run of consecutive
+    numbers >= 0 is cut from one long text, other lists of numbers >= 0 are joined from kept
+    texts."""
+    size = len(values)
+    if not size:
+        return "[]"
+    first, last = values[0], values[-1]
+    ints = _ints
+    if type(first) is int and type(last) is int and 0 <= first <= last < ints.limit and \
+            last - first == size - 1 and ints.numbers[first:last + 1] == tuple(values):
+        return f"[{ints.joined[ints.offsets[first]:ints.offsets[last + 1] - 2]}]"
+    if set(map(type, values)) != {int} or min(values) < 0:
+        return encode(list(values))
+    highest = max(values)
+    if highest >= ints.limit:
+        if highest >= _MOST_INTS:
+            return encode(list(values))
+        ints.grow(highest + 1)
+    return f"[{', '.join(map(ints.texts.__getitem__, values))}]"
+
+
+def str_list(values: Sequence[str]) -> str:
+    """``json.dumps(list(values))`` for a sequence of strings (job names)."""
+    if not values:
+        return "[]"
+    try:
+        return f"[{', '.join(map(encode_basestring_ascii, values))}]"
+    except TypeError:                                   # not all strings
+        return encode(list(values))
