@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from testbed.agenda import Agenda, Entry, Kind
 from testbed.events import EventLog, WriteFailed
@@ -37,9 +37,8 @@ from testbed.policies import Action, JobRequest, Launch, Migrate, Policy, Requeu
 from testbed.workloads.files import JobSpec, Workload
 
 
-@dataclass(frozen=True)
-class Ended:
-    """What an executor reports when a job ends.
+class Ended(NamedTuple):
+    """What an executor reports when a job ends (immutable; a named tuple, quick to make).
 
     ``status`` is done, failed, killed or timeout; ``swap_in``/``swap_out`` are pages swapped
     during its life (None when simulated); ``cpu_s`` the CPU seconds of its ranks when the
@@ -200,7 +199,15 @@ class Driver:
         self.jobs = JobTable()
         self.successors: dict[int, list[JobSpec]] = defaultdict(list)
         self.next_tick: float | None = None
-        self.agenda = Agenda({Kind.WAKE: policy.wake_at, Kind.HEARTBEAT: self._tick_at})
+        # a policy that keeps the base's wake_at (or states) never wakes (or keeps states),
+        # and one without a timeslice never gets one: the loop does not ask them every round
+        timers: dict[Kind, Callable[[], float | None]] = {}
+        if type(policy).wake_at is not Policy.wake_at:
+            timers[Kind.WAKE] = policy.wake_at
+        if policy.timeslice is not None:
+            timers[Kind.HEARTBEAT] = self._tick_at
+        self.agenda = Agenda(timers)
+        self.keeps_states = type(policy).states is not Policy.states
         self.slot_seen: int | None = None
         self.seq = 0
         if workload.owners and not policy.supports_owners:
@@ -277,28 +284,35 @@ class Driver:
         return self.next_tick
 
     def _loop(self) -> None:
-        executor = self.executor
-        agenda = self.agenda
+        executor, agenda, policy, observer = self.executor, self.agenda, self.policy, self.observer
+        handle, arm, ended = self._handle, self._arm_heartbeat, self._ended
+        arrival = Kind.ARRIVAL
         while True:
             executor.check()
             now = executor.now()
-            if self.observer is not None:
-                self.observer.poll(now)
+            if observer is not None:
+                observer.poll(now)
                 if self.stopping:
                     return
             for entry in agenda.due(now):
-                self._handle(entry, now)
-            self._arm_heartbeat(now)
-            if (not self.serving and not agenda.count(Kind.ARRIVAL)
-                    and not self.successors_waiting() and self.policy.idle()):
+                handle(entry, now)
+            arm(now)
+            if (observer is None and not agenda.count(arrival)
+                    and not self.successors_waiting() and policy.idle()):
                 return
             for end in executor.advance(agenda.next_at()):
-                self._ended(end)
+                ended(end)
 
     def _handle(self, entry: Entry, now: float) -> None:
         """Do what ``entry`` says, due now (``now``, s)."""
         kind = entry.kind
-        if kind is Kind.OWNER_END:
+        if kind is Kind.ARRIVAL:
+            self._arrive(entry.what, entry.at, now)
+        elif kind is Kind.HEARTBEAT:
+            self._heartbeat(entry.at, now)
+        elif kind is Kind.WAKE:
+            self._apply(self.policy.wake(now))
+        elif kind is Kind.OWNER_END:
             self._owner_leaves(entry.what, now)
         elif kind is Kind.OWNER_VISIT:
             if entry.what.pe not in self.owned:
@@ -308,12 +322,6 @@ class Driver:
             self._owner_arrives(self.owner_rng, self.owners, now)
             self.agenda.push(entry.at + self.owner_rng.expovariate(self.owners.rate),
                              Kind.OWNER_ARRIVAL)
-        elif kind is Kind.ARRIVAL:
-            self._arrive(entry.what, entry.at, now)
-        elif kind is Kind.WAKE:
-            self._apply(self.policy.wake(now))
-        elif kind is Kind.HEARTBEAT:
-            self._heartbeat(entry.at, now)
         else:
             record = self.jobs.get(entry.what)
             assert record is not None and record.limit is not None
@@ -465,6 +473,8 @@ class Driver:
                 assert record is not None
                 self.agenda.cancel(record.deadline)
                 record.state, record.limit, record.deadline = "queued", None, None
+        if not self.keeps_states:
+            return
         states = self.policy.states()
         if states is not None:
             changed = {job: s for job, s in states.items() if self.states.get(job) != s}

@@ -50,7 +50,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from testbed.json_text import encode, int_list, str_list, value
+from testbed.json_text import encode, float_text, int_list, str_list, value
 
 FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, names in {
     "run_start": "run_id wall_time config",
@@ -142,7 +142,7 @@ class EventLog:
         runs at one time, so the last one is kept."""
         if t != self.last_t:
             self.last_t = t
-            self.last_t_text = value(int(t * 1e6 + 0.5) / 1e6)
+            self.last_t_text = float_text(int(t * 1e6 + 0.5) / 1e6)
         return self.last_t_text
 
     def emit_workload(self, t: float, path: str | None, meta: dict[str, str],

@@ -36,14 +36,15 @@ else:                                                   # pragma: no cover (no C
 _float_repr = float.__repr__
 
 
-def _float(value: float) -> str:
+def float_text(number: float) -> str:
+    """``json.dumps(number)`` for a float."""
     # x - x is 0.0 for finite x only (NaN and the infinities are spelt the JSON way)
-    return _float_repr(value) if value - value == 0.0 else encode(value)
+    return _float_repr(number) if number - number == 0.0 else encode(number)
 
 
 _SCALARS: dict[type, Callable[[Any], str]] = {
-    str: encode_basestring_ascii, float: _float, int: int.__repr__, type(None): lambda _: "null",
-    bool: lambda flag: "true" if flag else "false"}
+    str: encode_basestring_ascii, float: float_text, int: int.__repr__,
+    type(None): lambda _: "null", bool: lambda flag: "true" if flag else "false"}
 _scalar = _SCALARS.get
 
 
@@ -58,7 +59,7 @@ class _IntTexts:
 
     def __init__(self) -> None:
         self.limit = 0
-        self.texts: list[str] = []
+        self.text_of: dict[int, str] = {}
         self.joined = ""
         self.offsets: list[int] = [0]
         self.numbers: tuple[int, ...] = ()
@@ -67,10 +68,11 @@ class _IntTexts:
     def grow(self, limit: int) -> None:
         """Keep texts for 0 .. ``limit`` - 1 at least."""
         limit = max(limit, 2 * self.limit)
-        self.texts = [str(n) for n in range(limit)]
-        self.joined = ", ".join(self.texts) + ", "
+        texts = [str(n) for n in range(limit)]
+        self.text_of = dict(enumerate(texts))
+        self.joined = ", ".join(texts) + ", "
         self.offsets = [0]
-        for text in self.texts:
+        for text in texts:
             self.offsets.append(self.offsets[-1] + len(text) + 2)
         self.numbers = tuple(range(limit))
         self.limit = limit
@@ -92,14 +94,16 @@ def int_list(values: Sequence[int]) -> str:
     if type(first) is int and type(last) is int and 0 <= first <= last < ints.limit and \
             last - first == size - 1 and ints.numbers[first:last + 1] == tuple(values):
         return f"[{ints.joined[ints.offsets[first]:ints.offsets[last + 1] - 2]}]"
-    if set(map(type, values)) != {int} or min(values) < 0:
+    if set(map(type, values)) != {int}:            # bools are ints that json spells otherwise
         return encode(list(values))
-    highest = max(values)
-    if highest >= ints.limit:
-        if highest >= _MOST_INTS:
+    try:
+        return f"[{', '.join(map(ints.text_of.__getitem__, values))}]"
+    except KeyError:                                # < 0, or not kept yet
+        highest = max(values)
+        if min(values) < 0 or highest >= _MOST_INTS:
             return encode(list(values))
         ints.grow(highest + 1)
-    return f"[{', '.join(map(ints.texts.__getitem__, values))}]"
+        return int_list(values)
 
 
 def str_list(values: Sequence[str]) -> str:

@@ -18,6 +18,7 @@ import bisect
 import functools
 import operator
 from collections.abc import Callable, Iterable, Iterator
+from itertools import compress
 
 Placement = tuple[int, ...]
 Allocator = Callable[[int, list[int], int, int], Iterator[Placement]]
@@ -97,6 +98,7 @@ class Matrix:
             raise ValueError(f"MPL must be at least 1, got {mpl}")
         self.pes = pes
         self.busy: list[int] = [0] * mpl
+        self.full = (1 << pes) - 1
         self.free_pes: list[list[int]] = [list(range(pes)) for _ in range(mpl)]
         self.fit = ALLOCATORS[allocator]
         self.placed: dict[str, tuple[int, Placement]] = {}
@@ -177,15 +179,26 @@ class Matrix:
         keeps running across slots instead of being switched out and back.
         """
         busy = self.busy[slot]
-        full = (1 << self.pes) - 1
+        full = self.full
         if busy == full:
             return []
-        preferred = [job for job in prefer if job in self.placed]
-        first = set(preferred)
+        placed, masks = self.placed, self.masks
         chosen = []
-        for job in [*preferred, *(j for j in self.placed if j not in first)]:
-            mask = self.masks[job]
-            if not busy & mask and self.placed[job][0] != slot:
+        preferred = [job for job in prefer if job in placed]
+        for job in preferred:
+            mask = masks[job]
+            if not busy & mask and placed[job][0] != slot:
+                chosen.append(job)
+                busy |= mask
+                if busy == full:
+                    return chosen
+        first = set(preferred)
+        # the others in placement order whose PEs are idle now, picked out in C (those of the
+        # slot itself are busy there); each is checked again as alternates take PEs
+        idle = map(operator.not_, map(busy.__and__, masks.values()))
+        for job in compress(masks, idle):
+            mask = masks[job]
+            if job not in first and not busy & mask and placed[job][0] != slot:
                 chosen.append(job)
                 busy |= mask
                 if busy == full:
