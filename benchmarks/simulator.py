@@ -11,11 +11,12 @@ derive from the log.  Generating the workload is not timed.  Anchor: pyss did ~2
 with EASY on a 550 MHz Pentium III.
 
 Without ``--repeats`` each policy runs once, in this process.  With ``--repeats N`` every run
-is a fresh process (``python -m benchmarks.simulator --json`` of one policy), N of them a
-policy, and the table gives the median jobs/s with its 95 % bootstrap interval
-(``testbed.experiments.stats``).  ``--against CHECKOUT`` also runs that checkout's own
-``benchmarks.simulator`` the same way, its runs taking turns with this checkout's (a drift of
-the machine lands on both alike), and gives the ratio of medians with its interval.
+is a fresh process (this file with ``--json``, one policy), N of them a policy, and the table
+gives the median jobs/s with its 95 % bootstrap interval (``testbed.experiments.stats``).
+``--against CHECKOUT`` also runs this benchmark over that checkout's ``testbed`` the same way
+(the same workload and measurement, the other code), its runs taking turns with this
+checkout's (a drift of the machine lands on both alike), and gives the ratio of medians with
+its interval.
 ``--without-log`` also measures each policy with an event log that writes nothing (``--no-log``
 in the runs): what the simulator costs apart from its log, a diagnostic whose runs have no
 results.  ``--markdown PAGE`` writes the table as a Markdown page with the host, the date and
@@ -69,9 +70,12 @@ for _name in dir(EventLog):
 
 
 def lublin_workload(jobs: int, pes: int, seed: int = SEED, load: float = LOAD) -> Workload:
-    """A Lublin-Feitelson workload of ``jobs`` jobs for ``pes`` PEs with perfect estimates."""
-    specs = [JobSpec(f"j{i}", i, job.arrival, job.size, (), job.runtime, estimate=job.runtime)
-             for i, job in enumerate(lublin.generate(jobs, pes, seed, load), start=1)]
+    """A Lublin-Feitelson workload of ``jobs`` jobs for ``pes`` PEs with perfect estimates.
+    Its times are Python floats, as those of a workload file are (the generator's arrivals
+    are numpy floats, whose arithmetic would cost the simulation some 5 us a job more)."""
+    specs = [JobSpec(f"j{i}", i, float(job.arrival), job.size, (), runtime, estimate=runtime)
+             for i, job in enumerate(lublin.generate(jobs, pes, seed, load), start=1)
+             for runtime in (float(job.runtime),)]
     return Workload(f"<lublin jobs={jobs} pes={pes} seed={seed} load={load}>", specs,
                     {"generator": "lublin", "seed": str(seed), "load": str(load)})
 
@@ -137,9 +141,9 @@ def measure_here(args: argparse.Namespace) -> list[dict[str, Any]]:
 
 
 def run_in(checkout: Path, scheduler: str, jobs: int, pes: int, log: bool) -> dict[str, Any]:
-    """One run of ``scheduler`` by ``checkout``'s own ``benchmarks.simulator``, in a fresh
-    process; its record."""
-    command = [sys.executable, "-m", "benchmarks.simulator", "--jobs", str(jobs), "--pes",
+    """One run of ``scheduler`` by this benchmark over ``checkout``'s ``testbed`` (and its
+    ``benchmarks.harness``), in a fresh process; its record."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--jobs", str(jobs), "--pes",
                str(pes), "--policies", scheduler, "--json", *([] if log else ["--no-log"])]
     done = subprocess.run(command, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
                           capture_output=True, text=True)

@@ -285,7 +285,8 @@ class Driver:
 
     def _loop(self) -> None:
         executor, agenda, policy, observer = self.executor, self.agenda, self.policy, self.observer
-        handle, arm, ended = self._handle, self._arm_heartbeat, self._ended
+        handle, ended = self._handle, self._ended
+        arm = self._arm_heartbeat if Kind.HEARTBEAT in agenda.timers else None
         arrival = Kind.ARRIVAL
         while True:
             executor.check()
@@ -296,7 +297,8 @@ class Driver:
                     return
             for entry in agenda.due(now):
                 handle(entry, now)
-            arm(now)
+            if arm is not None:
+                arm(now)
             if (observer is None and not agenda.count(arrival)
                     and not self.successors_waiting() and policy.idle()):
                 return

@@ -151,9 +151,10 @@ class EventLog:
         in the order of ``WORKLOAD_JOB_FIELDS``."""
         v = value
         texts = [f'{{"job": {v(job)}, "line": {v(line)}, "arrival": {v(arrival)}, '
-                 f'"pes": {v(pes)}, "work": {v(work)}, "limit": {v(limit)}, '
-                 f'"estimate": {v(estimate)}, "after": {v(after)}, '
-                 f'"source_id": {v(source_id)}, "class": {v(job_class)}, "prime": {v(prime)}}}'
+                 f'"pes": {v(pes)}, "work": {(work_text := v(work))}, "limit": {v(limit)}, '
+                 f'"estimate": {work_text if estimate is work else v(estimate)}, '
+                 f'"after": {v(after)}, "source_id": {v(source_id)}, "class": {v(job_class)}, '
+                 f'"prime": {v(prime)}}}'
                  for job, line, arrival, pes, work, limit, estimate, after, source_id, job_class,
                  prime in jobs]
         self._write(f'{{"t": {self._time(t)}, "event": "workload", "path": {v(path)}, '
@@ -164,9 +165,10 @@ class EventLog:
                      argv: Sequence[str], mem_mb: float | None, mem_source: str) -> None:
         """An ``arrival`` event at ``t`` (s)."""
         v = value
-        estimate_text = v(work) if estimate is work else v(estimate)
+        work_text = v(work)
+        estimate_text = work_text if estimate is work else v(estimate)
         self._write(f'{{"t": {self._time(t)}, "event": "arrival", "job": {v(job)}, '
-                    f'"due": {v(due)}, "pes": {v(pes)}, "work": {v(work)}, '
+                    f'"due": {v(due)}, "pes": {v(pes)}, "work": {work_text}, '
                     f'"limit": {v(limit)}, "estimate": {estimate_text}, "user": {v(user)}, '
                     f'"argv": {str_list(argv)}, "mem_mb": {v(mem_mb)}, '
                     f'"mem_source": {v(mem_source)}}}\n')

@@ -128,13 +128,19 @@ def test_the_rows_agree_with_a_grid_of_cells_whatever_is_placed_and_removed():
                 if not free:
                     continue
                 where: tuple[int, tuple[int, ...]] | None
-                if rng.random() < 0.5:      # the allocator's choice: a run of the free PEs
-                    where = next(m.candidates(rng.randint(1, len(free))), None)
-                else:                       # any free PEs in any order (a migration's)
-                    where = (slot, tuple(rng.sample(free, rng.randint(1, len(free)))))
-                if where is None:
-                    continue
-                m.assign(job, *where)
+                draw = rng.random()
+                if draw < 0.2:              # the lowest free PEs (the batch policies')
+                    size = rng.randint(1, len(free))
+                    where = (slot, m.assign_lowest(job, slot, size))
+                    assert where[1] == tuple(free[:size])
+                else:
+                    if draw < 0.6:          # the allocator's choice: a run of the free PEs
+                        where = next(m.candidates(rng.randint(1, len(free))), None)
+                    else:                   # any free PEs in any order (a migration's)
+                        where = (slot, tuple(rng.sample(free, rng.randint(1, len(free)))))
+                    if where is None:
+                        continue
+                    m.assign(job, *where)
                 for pe in where[1]:
                     cells[where[0]][pe] = job
             for slot, row in enumerate(cells):

@@ -147,6 +147,22 @@ class Matrix:
         self.masks[job] = mask
         self.slots[slot][job] = None
 
+    def assign_lowest(self, job: str, slot: int, size: int) -> Placement:
+        """Put ``job`` on the ``size`` lowest free PEs of row ``slot`` (first fit's choice
+        there; there must be as many); its PEs."""
+        free_pes = self.free_pes[slot]
+        pes = tuple(free_pes[:size])
+        assert len(pes) == size, f"row {slot} has {len(free_pes)} free PEs, not {size}"
+        del free_pes[:size]
+        busy = self.busy[slot]
+        # every free PE from the first to the last is the job's
+        mask = ((1 << (pes[-1] + 1)) - (1 << pes[0])) & ~busy
+        self.busy[slot] = busy | mask
+        self.placed[job] = (slot, pes)
+        self.masks[job] = mask
+        self.slots[slot][job] = None
+        return pes
+
     def remove(self, job: str) -> None:
         """Free the cells of ``job``."""
         slot, pes = self.placed.pop(job)
