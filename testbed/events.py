@@ -50,7 +50,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from testbed.json_text import encode, float_text, int_list, str_list, value
+from testbed.json_text import WRITERS, encode, int_list, str_list, value
 
 FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, names in {
     "run_start": "run_id wall_time config",
@@ -142,70 +142,83 @@ class EventLog:
         runs at one time, so the last one is kept."""
         if t != self.last_t:
             self.last_t = t
-            self.last_t_text = float_text(int(t * 1e6 + 0.5) / 1e6)
+            # a finite float (int() refuses what is not), which json.dumps writes as repr does
+            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
         return self.last_t_text
+
+    # The emit_KIND methods write each value with WRITERS[type(value)](value): json.dumps's
+    # text, through a function in C for most types (a call of value() per field costs more).
 
     def emit_workload(self, t: float, path: str | None, meta: dict[str, str],
                       jobs: Iterable[Sequence[Any]]) -> None:
         """A ``workload`` event at ``t`` (s): ``jobs`` holds one sequence of values per job,
         in the order of ``WORKLOAD_JOB_FIELDS``."""
-        v = value
-        texts = [f'{{"job": {v(job)}, "line": {v(line)}, "arrival": {v(arrival)}, '
-                 f'"pes": {v(pes)}, "work": {(work_text := v(work))}, "limit": {v(limit)}, '
-                 f'"estimate": {work_text if estimate is work else v(estimate)}, '
-                 f'"after": {v(after)}, "source_id": {v(source_id)}, "class": {v(job_class)}, '
-                 f'"prime": {v(prime)}}}'
+        w = WRITERS
+        texts = [f'{{"job": {w[type(job)](job)}, "line": {w[type(line)](line)}, '
+                 f'"arrival": {w[type(arrival)](arrival)}, "pes": {w[type(pes)](pes)}, '
+                 f'"work": {(work_text := w[type(work)](work))}, '
+                 f'"limit": {w[type(limit)](limit)}, '
+                 f'"estimate": {work_text if estimate is work else w[type(estimate)](estimate)}, '
+                 f'"after": {w[type(after)](after)}, "source_id": {w[type(source_id)](source_id)}, '
+                 f'"class": {w[type(job_class)](job_class)}, "prime": {w[type(prime)](prime)}}}'
                  for job, line, arrival, pes, work, limit, estimate, after, source_id, job_class,
                  prime in jobs]
-        self._write(f'{{"t": {self._time(t)}, "event": "workload", "path": {v(path)}, '
+        self._write(f'{{"t": {self._time(t)}, "event": "workload", "path": {value(path)}, '
                     f'"meta": {encode(meta)}, "jobs": [{", ".join(texts)}]}}\n')
 
     def emit_arrival(self, t: float, job: str, due: float, pes: int, work: float | None,
                      limit: float | None, estimate: float | None, user: str,
                      argv: Sequence[str], mem_mb: float | None, mem_source: str) -> None:
         """An ``arrival`` event at ``t`` (s)."""
-        v = value
-        work_text = v(work)
-        estimate_text = work_text if estimate is work else v(estimate)
-        self._write(f'{{"t": {self._time(t)}, "event": "arrival", "job": {v(job)}, '
-                    f'"due": {v(due)}, "pes": {v(pes)}, "work": {work_text}, '
-                    f'"limit": {v(limit)}, "estimate": {estimate_text}, "user": {v(user)}, '
-                    f'"argv": {str_list(argv)}, "mem_mb": {v(mem_mb)}, '
-                    f'"mem_source": {v(mem_source)}}}\n')
+        w = WRITERS
+        work_text = w[type(work)](work)
+        estimate_text = work_text if estimate is work else w[type(estimate)](estimate)
+        self._write(f'{{"t": {self._time(t)}, "event": "arrival", "job": {w[type(job)](job)}, '
+                    f'"due": {w[type(due)](due)}, "pes": {w[type(pes)](pes)}, '
+                    f'"work": {work_text}, "limit": {w[type(limit)](limit)}, '
+                    f'"estimate": {estimate_text}, '
+                    f'"user": {w[type(user)](user)}, "argv": {str_list(argv)}, '
+                    f'"mem_mb": {w[type(mem_mb)](mem_mb)}, '
+                    f'"mem_source": {w[type(mem_source)](mem_source)}}}\n')
 
     def emit_start(self, t: float, job: str, slot: int, pes: Sequence[int],
                    cpus: Sequence[int] | None) -> None:
         """A ``start`` event at ``t`` (s)."""
-        self._write(f'{{"t": {self._time(t)}, "event": "start", "job": {value(job)}, '
-                    f'"slot": {value(slot)}, "pes": {int_list(pes)}, '
+        w = WRITERS
+        self._write(f'{{"t": {self._time(t)}, "event": "start", "job": {w[type(job)](job)}, '
+                    f'"slot": {w[type(slot)](slot)}, "pes": {int_list(pes)}, '
                     f'"cpus": {"null" if cpus is None else int_list(cpus)}}}\n')
 
     def emit_finish(self, t: float, job: str, status: str, exit_code: int | None, reason: str,
                     swap_in: int | None, swap_out: int | None, cpu_s: float | None) -> None:
         """A ``finish`` event at ``t`` (s)."""
-        v = value
-        self._write(f'{{"t": {self._time(t)}, "event": "finish", "job": {v(job)}, '
-                    f'"status": {v(status)}, "exit_code": {v(exit_code)}, '
-                    f'"reason": {v(reason)}, "swap_in": {v(swap_in)}, '
-                    f'"swap_out": {v(swap_out)}, "cpu_s": {v(cpu_s)}}}\n')
+        w = WRITERS
+        self._write(f'{{"t": {self._time(t)}, "event": "finish", "job": {w[type(job)](job)}, '
+                    f'"status": {w[type(status)](status)}, '
+                    f'"exit_code": {w[type(exit_code)](exit_code)}, '
+                    f'"reason": {w[type(reason)](reason)}, "swap_in": {w[type(swap_in)](swap_in)}, '
+                    f'"swap_out": {w[type(swap_out)](swap_out)}, '
+                    f'"cpu_s": {w[type(cpu_s)](cpu_s)}}}\n')
 
     def emit_switch(self, t: float, seq: int, slot: int | None, jobs: Sequence[str],
                     stopped: Sequence[str], continued: Sequence[str], latency_us: float,
                     lag_us: float | None, slice_s: float | None) -> None:
         """A ``switch`` event at ``t`` (s)."""
-        v = value
-        self._write(f'{{"t": {self._time(t)}, "event": "switch", "seq": {v(seq)}, '
-                    f'"slot": {v(slot)}, "jobs": {str_list(jobs)}, '
+        w = WRITERS
+        self._write(f'{{"t": {self._time(t)}, "event": "switch", "seq": {w[type(seq)](seq)}, '
+                    f'"slot": {w[type(slot)](slot)}, "jobs": {str_list(jobs)}, '
                     f'"stopped": {str_list(stopped)}, "continued": {str_list(continued)}, '
-                    f'"latency_us": {v(latency_us)}, "lag_us": {v(lag_us)}, '
-                    f'"slice_s": {v(slice_s)}}}\n')
+                    f'"latency_us": {w[type(latency_us)](latency_us)}, '
+                    f'"lag_us": {w[type(lag_us)](lag_us)}, '
+                    f'"slice_s": {w[type(slice_s)](slice_s)}}}\n')
 
     def emit_jobs(self, event: str, t: float, jobs: Iterable[str]) -> None:
         """One ``suspend`` or ``resume`` event (``event``) at ``t`` (s) for each of ``jobs``."""
         assert event in ("suspend", "resume"), event
         head = f'{{"t": {self._time(t)}, "event": "{event}", "job": '
+        w = WRITERS
         for job in jobs:
-            self._write(f"{head}{value(job)}}}\n")
+            self._write(f"{head}{w[type(job)](job)}}}\n")
 
     def _write(self, line: str) -> None:
         if self.failed is not None:

@@ -2,10 +2,10 @@
 ASCII with escapes, ``NaN`` and ``Infinity`` allowed), built with less work.
 
 ``json.dumps`` sets up a new encoder on every call, which costs more than encoding a small
-event; ``encode`` keeps one.  ``value`` writes a scalar without any encoder, and
-``int_list`` and ``str_list`` write the lists an event log is full of (a job's PEs, the jobs
-a switch ran), so that a writer can build a line by hand and still write the bytes
-``json.dumps`` would.
+event; ``encode`` keeps one.  ``value`` (and ``WRITERS``, by type) writes a scalar without any
+encoder, and ``int_list`` and ``str_list`` write the lists an event log is full of (a job's
+PEs, the jobs a switch ran), so that a writer can build a line by hand and still write the
+bytes ``json.dumps`` would.
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ import json
 from collections.abc import Callable, Sequence
 from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any
-
-string: Callable[[str], str] = encode_basestring_ascii
 
 
 def _not_serializable(value: Any) -> Any:
@@ -42,16 +40,23 @@ def float_text(number: float) -> str:
     return _float_repr(number) if number - number == 0.0 else encode(number)
 
 
-_SCALARS: dict[type, Callable[[Any], str]] = {
-    str: encode_basestring_ascii, float: float_text, int: int.__repr__,
-    type(None): lambda _: "null", bool: lambda flag: "true" if flag else "false"}
-_scalar = _SCALARS.get
+class _Writers(dict[type, Callable[[Any], str]]):
+    """The function that writes a value of each type: ``WRITERS[type(x)](x)`` is
+    ``json.dumps(x)``, through a function in C for str, int, None and bool (``encode`` for
+    any type without one of its own)."""
+
+    def __missing__(self, kind: type) -> Callable[[Any], str]:
+        return encode
+
+
+WRITERS = _Writers({str: encode_basestring_ascii, float: float_text, int: int.__repr__,
+                    type(None): {None: "null"}.__getitem__,
+                    bool: {True: "true", False: "false"}.__getitem__})
 
 
 def value(item: Any) -> str:
-    """``json.dumps(item)`` for any value; scalars (str, float, int, bool, None) without an
-    encoder."""
-    return _scalar(type(item), encode)(item)
+    """``json.dumps(item)`` for any value (``WRITERS``, which a hot caller may use inline)."""
+    return WRITERS[type(item)](item)
 
 
 class _IntTexts:

@@ -81,7 +81,7 @@ class SimulationExecutor:
         """Record the model's parameters in ``config``, and hold off the cyclic garbage
         collector until ``end``: a run makes and drops a few objects a job, none of them in
         cycles (reference counting frees them), and each pass of the collector would walk
-        every live job (several microseconds a job over 100,000 jobs)."""
+        every live job (a few microseconds a job over 100,000 jobs)."""
         config["simulation"] = {"switch_cost": self.switch_cost, "launch_cost": self.launch_cost}
         self.collecting = gc.isenabled()
         gc.disable()
