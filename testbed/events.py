@@ -83,7 +83,7 @@ OPEN_FIELDS = {"memory": frozenset({"job"})}
 # the fields of each job of a ``workload`` event, in the order they are written
 WORKLOAD_JOB_FIELDS = ("job", "line", "arrival", "pes", "work", "limit", "estimate", "after",
                        "source_id", "class", "prime")
-_BATCH = 4096       # events held before a write when not flushing each
+_BATCH = 4096
 
 
 class SchemaError(ValueError):
@@ -119,6 +119,7 @@ class EventLog:
         self.path = path
         self.file: TextIO = open(path, "x", buffering=1 if flush_each else 1 << 20)  # noqa: SIM115
         self.flush_each = flush_each
+        self.batch = 1 if flush_each else _BATCH       # events held before a write
         self.failed: WriteFailed | None = None
         self.pending: list[str] = []
         self.last_t = -1.0
@@ -221,25 +222,21 @@ class EventLog:
             self._write(f"{head}{w[type(job)](job)}}}\n")
 
     def _write(self, line: str) -> None:
-        if self.failed is not None:
-            return
-        if self.flush_each:
-            try:
-                self.file.write(line)
-                self.file.flush()
-            except OSError as err:
-                self.failed = WriteFailed(self.path, err)
-                raise self.failed from None
-            return
-        self.pending.append(line)
-        if len(self.pending) >= _BATCH:
+        pending = self.pending
+        pending.append(line)
+        if len(pending) >= self.batch:
             self._drain()
 
     def _drain(self) -> None:
-        """Write the events held back (``WriteFailed`` if they cannot be)."""
+        """Write the events held back and, when flushing each, flush them to the OS
+        (``WriteFailed`` if they cannot be; after that they are dropped)."""
         text, self.pending = "".join(self.pending), []
+        if self.failed is not None:
+            return
         try:
             self.file.write(text)
+            if self.flush_each:
+                self.file.flush()
         except OSError as err:
             self.failed = WriteFailed(self.path, err)
             raise self.failed from None
@@ -248,7 +245,7 @@ class EventLog:
         """Write what is held back, flush and close the file (after a failed write, what
         could not be written is dropped); ``WriteFailed`` if the last write fails."""
         try:
-            if self.pending and self.failed is None:
+            if self.pending:
                 self._drain()
         finally:
             try:
