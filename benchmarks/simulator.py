@@ -1,14 +1,27 @@
 """Simulator speed: simulated jobs per wall second on a Lublin workload.
 
 ``python -m benchmarks.simulator [--jobs 100000] [--pes 1024] [--policies easy,conservative,gang]
-[--json] [--profile]`` generates one Lublin-Feitelson workload (seed 1, load 0.7, uncompressed;
-runtime estimates perfect), simulates it under each policy through the same driver and event
-log a ``testbed simulate`` run uses (gang with a 600 s quantum and MPL 8, the batch policies
-first-fit), and prints jobs / wall second of the simulation (driver, policy, executor, and
-writing ``events.jsonl``), and apart from it the seconds ``jobs.csv`` and ``summary.json``
-take to derive from the log.  Generating the workload is not timed.  ``--profile`` prints
-where the time goes (the functions with the most time of their own).  Anchor: pyss did
-~2,500 jobs/s with EASY on a 550 MHz Pentium III.
+[--repeats N [--against CHECKOUT] [--without-log] [--markdown PAGE]] [--json] [--profile]``
+generates one Lublin-Feitelson workload (seed 1, load 0.7, uncompressed; runtime estimates
+perfect), simulates it under each policy through the same driver and event log a ``testbed
+simulate`` run uses (gang with a 600 s quantum and MPL 8, the batch policies first-fit), and
+gives jobs / wall second of the simulation (driver, policy, executor, and writing
+``events.jsonl``), and apart from it the seconds ``jobs.csv`` and ``summary.json`` take to
+derive from the log.  Generating the workload is not timed.  Anchor: pyss did ~2,500 jobs/s
+with EASY on a 550 MHz Pentium III.
+
+Without ``--repeats`` each policy runs once, in this process.  With ``--repeats N`` every run
+is a fresh process (this file with ``--json``, one policy), N of them a policy, and the table
+gives the median jobs/s with its 95 % bootstrap interval (``testbed.experiments.stats``).
+``--against CHECKOUT`` also runs this benchmark over that checkout's ``testbed`` the same way
+(the same workload and measurement, the other code), its runs taking turns with this
+checkout's (a drift of the machine lands on both alike), and gives the ratio of medians with
+its interval.
+``--without-log`` also measures each policy with an event log that writes nothing (``--no-log``
+in the runs): what the simulator costs apart from its log, a diagnostic whose runs have no
+results.  ``--markdown PAGE`` writes the table as a Markdown page with the host, the date and
+the command.  ``--profile`` runs the simulations under cProfile and prints the functions with
+the most time of their own, with their share of the simulation's time.
 """
 
 from __future__ import annotations
@@ -17,47 +30,256 @@ import argparse
 import cProfile
 import io
 import json
+import os
 import pstats
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import host, table
+from benchmarks.harness import host, invocation, page_head, table
 from testbed.driver import Driver
 from testbed.events import EventLog
+from testbed.experiments.stats import Interval, median_interval, ratio_interval
 from testbed.policies import PolicyConfig, make_policy
 from testbed.results.report import write_results
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads import lublin
 from testbed.workloads.files import JobSpec, Workload
 
+HERE = Path(__file__).resolve().parents[1]
 GANG_QUANTUM_S = 600.0
 GANG_MPL = 8
+SEED = 1
+LOAD = 0.7
 
 
-def lublin_workload(jobs: int, pes: int, seed: int = 1, load: float = 0.7) -> Workload:
-    """A Lublin-Feitelson workload of ``jobs`` jobs for ``pes`` PEs with perfect estimates."""
-    specs = [JobSpec(f"j{i}", i, job.arrival, job.size, (), job.runtime, estimate=job.runtime)
-             for i, job in enumerate(lublin.generate(jobs, pes, seed, load), start=1)]
+class NullLog(EventLog):
+    """An event log that formats and writes nothing (``--no-log``: the simulator's cost apart
+    from its log)."""
+
+    def _nothing(self, *args: Any, **kwargs: Any) -> None:
+        """Drop the event."""
+
+
+for _name in dir(EventLog):
+    if _name.startswith("emit"):
+        setattr(NullLog, _name, NullLog._nothing)
+
+
+def lublin_workload(jobs: int, pes: int, seed: int = SEED, load: float = LOAD) -> Workload:
+    """A Lublin-Feitelson workload of ``jobs`` jobs for ``pes`` PEs with perfect estimates.
+    Its times are Python floats, as those of a workload file are (the generator's arrivals
+    are numpy floats, whose arithmetic would cost the simulation some 5 us a job more)."""
+    specs = [JobSpec(f"j{i}", i, float(job.arrival), job.size, (), runtime, estimate=runtime)
+             for i, job in enumerate(lublin.generate(jobs, pes, seed, load), start=1)
+             for runtime in (float(job.runtime),)]
     return Workload(f"<lublin jobs={jobs} pes={pes} seed={seed} load={load}>", specs,
                     {"generator": "lublin", "seed": str(seed), "load": str(load)})
 
 
-def simulate(workload: Workload, scheduler: str, pes: int, out: Path) -> tuple[float, float]:
+def simulate(workload: Workload, scheduler: str, pes: int, out: Path, log: bool = True,
+             profiler: cProfile.Profile | None = None) -> tuple[float, float | None]:
     """Simulate ``workload`` under ``scheduler`` into ``out``; the wall seconds the simulation
-    took (driver, policy, executor and event log) and those the results took (``jobs.csv`` and
-    ``summary.json`` derived from the log)."""
+    took (driver, policy, executor and event log; ``profiler`` on meanwhile) and those the
+    results took (``jobs.csv`` and ``summary.json`` derived from the log; None without a
+    ``log``)."""
     allocator = "buddy" if scheduler == "gang" else "first-fit"
     config = PolicyConfig(pes, GANG_MPL, GANG_QUANTUM_S, allocator)
     policy = make_policy(scheduler, config)
     executor = SimulationExecutor({job.id: job.work or 0.0 for job in workload.jobs})
+    events = (EventLog if log else NullLog)(out / "events.jsonl", flush_each=False)
+    driver = Driver(workload, policy, executor, out, {"scheduler": scheduler, "machine": {
+        "pes": pes, "oversubscribed": False}}, log=events)
+    if profiler is not None:
+        profiler.enable()
     began = time.perf_counter()
-    Driver(workload, policy, executor, out, {"scheduler": scheduler, "machine": {"pes": pes,
-           "oversubscribed": False}}, log=EventLog(out / "events.jsonl", flush_each=False)).run()
+    driver.run()
     simulated = time.perf_counter()
+    if profiler is not None:
+        profiler.disable()
+    if not log:
+        return simulated - began, None
     write_results(out)
     return simulated - began, time.perf_counter() - simulated
+
+
+def profile_lines(profiler: cProfile.Profile, top: int = 15) -> list[str]:
+    """The ``top`` functions with the most time of their own, with their share of the
+    profiled time."""
+    stats = pstats.Stats(profiler, stream=io.StringIO()).stats  # type: ignore[attr-defined]
+    total = sum(entry[2] for entry in stats.values()) or 1.0
+    ranked = sorted(stats.items(), key=lambda item: -item[1][2])[:top]
+    lines = [f"{'share':>6} {'own s':>7} {'calls':>9}  function"]
+    for (path, line, name), (_, calls, own, _, _) in ranked:
+        where = f"{Path(path).name}:{line}({name})" if line else name
+        lines.append(f"{own / total:6.1%} {own:7.3f} {calls:9d}  {where}")
+    return lines
+
+
+def measure_here(args: argparse.Namespace) -> list[dict[str, Any]]:
+    """One run of every policy in this process; one record each."""
+    workload = lublin_workload(args.jobs, args.pes)
+    records: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="testbed-simbench-") as tmp:
+        for scheduler in args.policies:
+            out = Path(tmp) / scheduler
+            out.mkdir()
+            profiler = cProfile.Profile() if args.profile else None
+            seconds, report_s = simulate(workload, scheduler, args.pes, out, not args.no_log,
+                                         profiler)
+            if profiler is not None:
+                print(f"--- {scheduler}: {seconds:.3f} s profiled\n"
+                      + "\n".join(profile_lines(profiler)))
+            records.append({"policy": scheduler, "jobs": args.jobs, "pes": args.pes,
+                            "seconds": round(seconds, 3),
+                            "jobs_per_s": round(args.jobs / seconds),
+                            "report_s": None if report_s is None else round(report_s, 3)})
+    return records
+
+
+def run_in(checkout: Path, scheduler: str, jobs: int, pes: int, log: bool) -> dict[str, Any]:
+    """One run of ``scheduler`` by this benchmark over ``checkout``'s ``testbed`` (and its
+    ``benchmarks.harness``), in a fresh process; its record."""
+    command = [sys.executable, str(Path(__file__).resolve()), "--jobs", str(jobs), "--pes",
+               str(pes), "--policies", scheduler, "--json", *([] if log else ["--no-log"])]
+    done = subprocess.run(command, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} in {checkout} exited {done.returncode}: "
+                           f"{done.stderr.strip()[-500:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def commit_of(checkout: Path) -> str:
+    """The commit ``checkout`` has out (short), with ``+`` when its files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True,
+                              text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
+    """``args.repeats`` runs of every policy on every side (this checkout, ``--against``'s,
+    this one without its log), each a fresh process, the sides taking turns; the runs and
+    their summaries."""
+    sides = {"this": (HERE, True)}
+    if args.against is not None:
+        sides["against"] = (args.against.resolve(), True)
+    if args.without_log:
+        sides["no_log"] = (HERE, False)
+    started = time.time()
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {side: {p: [] for p in args.policies}
+                                                        for side in sides}
+    for repeat in range(args.repeats):
+        for scheduler in args.policies:
+            for side, (checkout, log) in sides.items():
+                record = run_in(checkout, scheduler, args.jobs, args.pes, log)
+                runs[side][scheduler].append(record)
+                print(f"[{repeat + 1}/{args.repeats}] {scheduler} {side}: "
+                      f"{record['jobs_per_s']} jobs/s", file=sys.stderr)
+    return {"benchmark": "simulator", "host": host(),
+            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+            "seconds": round(time.time() - started, 1), "jobs": args.jobs, "pes": args.pes,
+            "repeats": args.repeats,
+            "checkouts": {side: {"path": str(checkout), "commit": commit_of(checkout)}
+                          for side, (checkout, _) in sides.items()},
+            "runs": runs, "summary": summarize(runs)}
+
+
+def _interval(interval: Interval | None) -> dict[str, float | None] | None:
+    if interval is None:
+        return None
+    return {"value": interval.value, "low": interval.low, "high": interval.high}
+
+
+def summarize(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
+    """Per policy and side: the median jobs/s with its interval, the median results seconds;
+    and this side's jobs/s over the others' (ratio of medians with its interval)."""
+    summary: dict[str, Any] = {}
+    for scheduler, here in runs["this"].items():
+        rates = {side: [r["jobs_per_s"] for r in by[scheduler]] for side, by in runs.items()}
+        entry: dict[str, Any] = {side: _interval(median_interval(values))
+                                 for side, values in rates.items()}
+        entry["report_s"] = _interval(median_interval([r["report_s"] for r in here]))
+        for side in rates:
+            if side != "this":
+                entry[f"this_over_{side}"] = _interval(ratio_interval(rates["this"],
+                                                                      rates[side]))
+        summary[scheduler] = entry
+    return summary
+
+
+def _rate(found: dict[str, float | None] | None, digits: int = 0) -> str:
+    if found is None:
+        return "-"
+    text = f"{found['value']:,.{digits}f}"
+    if found["low"] is None or found["high"] is None:
+        return text
+    return f"{text} [{found['low']:,.{digits}f}, {found['high']:,.{digits}f}]"
+
+
+def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the table of a ``measure_repeated`` document."""
+    sides = list(document["checkouts"])
+    header = ["policy", "runs", "jobs/s", "us a job", "results s"]
+    if "against" in sides:
+        header += ["against jobs/s", "this / against"]
+    if "no_log" in sides:
+        header += ["without log jobs/s", "log's share"]
+    out = []
+    for scheduler, entry in document["summary"].items():
+        this = entry["this"]
+        row = [scheduler, str(document["repeats"]), _rate(this),
+               f"{1e6 / this['value']:.1f}", _rate(entry["report_s"], 1)]
+        if "against" in sides:
+            row += [_rate(entry["against"]), _rate(entry["this_over_against"], 2)]
+        if "no_log" in sides:
+            share = 1 - this["value"] / entry["no_log"]["value"]
+            row += [_rate(entry["no_log"]), f"{share:.0%}"]
+        out.append(row)
+    return header, out
+
+
+def markdown(document: dict[str, Any], command: str) -> str:
+    """The Markdown page of a ``measure_repeated`` document."""
+    header, body = rows(document)
+    checkouts = document["checkouts"]
+    lines = [*page_head("Simulator speed", "benchmarks.simulator", command, document["host"],
+                        f"{document['date']}, {document['seconds'] / 60:.0f} min"),
+             f"- workload: {document['jobs']:,} Lublin-Feitelson jobs (seed {SEED}, load "
+             f"{LOAD}, uncompressed, runtime estimates perfect) on {document['pes']:,} PEs; "
+             f"gang with a {GANG_QUANTUM_S:g} s quantum and MPL {GANG_MPL} (buddy), the batch "
+             "policies first fit",
+             f"- this checkout: {checkouts['this']['commit']}"]
+    if "against" in checkouts:
+        lines.append(f"- against: {checkouts['against']['path']} at "
+                     f"{checkouts['against']['commit']}")
+    lines += ["", "Each run is a fresh process that generates the workload (not timed) and "
+              "simulates it through the driver, the policy, the simulation executor and the "
+              "event log, as `testbed simulate` does; jobs/s is the number of jobs over the "
+              "wall seconds of the simulation, writing `events.jsonl` included.  \"results s\" "
+              "is the time `jobs.csv` and `summary.json` then take to derive from the log.  "
+              f"{document['repeats']} runs a row, the rows' runs taking turns; medians with "
+              "95 % bootstrap intervals (`testbed.experiments.stats`)."]
+    if "no_log" in checkouts:
+        lines.append("\"without log\" runs the same simulations with an event log that formats "
+                     "and writes nothing (`--no-log`, a diagnostic: its runs have no results); "
+                     "the log's share is 1 - jobs/s over that.")
+    lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+              *("| " + " | ".join(row) + " |" for row in body), ""]
+    return "\n".join(lines)
+
+
+def _checkout(text: str) -> Path:
+    path = Path(text)
+    if not (path / "benchmarks" / "simulator.py").is_file():
+        raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
+                                         "benchmarks/simulator.py)")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,36 +288,45 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--pes", type=int, default=1024)
     p.add_argument("--policies", default="easy,conservative,gang")
-    p.add_argument("--json", action="store_true", help="one JSON record per policy")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="runs of every policy, each a fresh process (default: one, in this one)")
+    p.add_argument("--against", type=_checkout, default=None, metavar="CHECKOUT",
+                   help="with --repeats: also run that checkout's simulator, taking turns")
+    p.add_argument("--without-log", action="store_true",
+                   help="with --repeats: also run every policy with --no-log")
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="with --repeats: write the table as a Markdown page")
+    p.add_argument("--json", action="store_true", help="print JSON (a record per policy)")
     p.add_argument("--profile", action="store_true", help="print where the time goes")
+    p.add_argument("--no-log", action="store_true",
+                   help="an event log that writes nothing (diagnostic; no results)")
     args = p.parse_args(argv)
-    workload = lublin_workload(args.jobs, args.pes)
-    records: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="testbed-simbench-") as tmp:
-        for scheduler in args.policies.split(","):
-            out = Path(tmp) / scheduler
-            out.mkdir()
-            profiler = cProfile.Profile() if args.profile else None
-            if profiler is not None:
-                profiler.enable()
-            seconds, report_s = simulate(workload, scheduler, args.pes, out)
-            if profiler is not None:
-                profiler.disable()
-                text = io.StringIO()
-                pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
-                print(f"--- {scheduler}\n{text.getvalue()}")
-            records.append({"policy": scheduler, "jobs": args.jobs, "pes": args.pes,
-                            "seconds": round(seconds, 3),
-                            "jobs_per_s": round(args.jobs / seconds),
-                            "report_s": round(report_s, 3)})
-    if args.json:
-        for record in records:
-            print(json.dumps(record))
+    args.policies = [name for name in args.policies.split(",") if name]
+    if args.repeats is None:
+        if args.against or args.without_log or args.markdown:
+            p.error("--against, --without-log and --markdown need --repeats")
+        records = measure_here(args)
+        if args.json:
+            for record in records:
+                print(json.dumps(record))
+            return 0
+        print(table(["policy", "jobs", "pes", "seconds", "jobs/s", "results s"],
+                    [[r["policy"], r["jobs"], r["pes"], r["seconds"], r["jobs_per_s"],
+                      "-" if r["report_s"] is None else r["report_s"]] for r in records]))
+        print(f"host: {host()}")
         return 0
-    print(table(["policy", "jobs", "pes", "seconds", "jobs/s", "results s"],
-                [[r["policy"], r["jobs"], r["pes"], r["seconds"], r["jobs_per_s"], r["report_s"]]
-                 for r in records]))
-    print(f"host: {host()}")
+    if args.repeats < 1 or args.profile or args.no_log:
+        p.error("--repeats takes N >= 1, and neither --profile nor --no-log")
+    document = measure_repeated(args)
+    if args.json:
+        print(json.dumps(document, indent=1))
+    else:
+        header, body = rows(document)
+        print(table(header, body))
+        print(f"host: {document['host']}")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(document, invocation("benchmarks.simulator", argv)))
     return 0
 
 

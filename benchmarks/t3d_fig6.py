@@ -225,11 +225,11 @@ def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
 
 
 def row_bytes(pes: int = PES) -> int:
-    """The bytes one empty matrix row of ``pes`` PEs holds (its cells, free-PE list, job
-    dict and busy mask; CPython ``sys.getsizeof``, the ints of small PE numbers shared)."""
+    """The bytes one empty matrix row of ``pes`` PEs holds (its free-PE list, job dict and
+    busy mask; CPython ``sys.getsizeof``, the ints of small PE numbers shared)."""
     matrix = Matrix(1, pes)
-    return sum(sys.getsizeof(part[0]) + 8 for part in (matrix.rows, matrix.free_pes,
-                                                       matrix.slots, matrix.busy))
+    return sum(sys.getsizeof(part[0]) + 8 for part in (matrix.free_pes, matrix.slots,
+                                                       matrix.busy))
 
 
 def compare(a: dict[str, Any], b: dict[str, Any]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
@@ -47,20 +47,32 @@ class Entry:
 
 class Agenda:
     """Timed entries and timers, taken round by round in time order (then kind, key, push
-    order)."""
+    order).
+
+    Entries sit in a heap, except those pushed in taking order (each no earlier than the last
+    one pushed so), which wait in a plain queue: a workload's arrivals, pushed all at once,
+    then cost nothing to push or take.
+    """
 
     def __init__(self, timers: dict[Kind, Timer] | None = None) -> None:
         # (at, kind, key, seq, entry): tuples compare in C, and seq is unique, so entries
         # themselves are never compared
         self.heap: list[tuple[float, Kind, Any, int, Entry]] = []
+        self.ordered: deque[tuple[float, Kind, Any, int, Entry]] = deque()
         self.timers = timers or {}
         self.seq = itertools.count()
         self.live = Counter[Kind]()
 
     def push(self, at: float, kind: Kind, what: Any = None, key: Any = 0) -> Entry:
         """Put ``what`` on the agenda, due at ``at`` (s); the entry (to cancel it)."""
-        entry = Entry(at, kind, key, next(self.seq), what)
-        heapq.heappush(self.heap, (at, kind, key, entry.seq, entry))
+        seq = next(self.seq)
+        entry = Entry(at, kind, key, seq, what)
+        item = (at, kind, key, seq, entry)
+        ordered = self.ordered
+        if not ordered or ordered[-1] < item:
+            ordered.append(item)
+        else:
+            heapq.heappush(self.heap, item)
         self.live[kind] += 1
         return entry
 
@@ -74,23 +86,26 @@ class Agenda:
         """How many entries of ``kind`` are on the agenda."""
         return self.live[kind]
 
-    def _top(self) -> Entry | None:
-        heap = self.heap
+    def _top(self) -> tuple[float, Kind, Any, int, Entry] | None:
+        """The earliest live entry's item (dead ones before it are dropped)."""
+        heap, ordered = self.heap, self.ordered
         while heap and not heap[0][4].live:
             heapq.heappop(heap)
-        return heap[0][4] if heap else None
+        while ordered and not ordered[0][4].live:
+            ordered.popleft()
+        if not heap:
+            return ordered[0] if ordered else None
+        return ordered[0] if ordered and ordered[0] < heap[0] else heap[0]
 
     def due(self, now: float) -> Iterator[Entry]:
         """One round: the entries due at ``now`` (s) or before, earliest first, each taken off
         as it is yielded; entries pushed meanwhile are yielded too when due.  Timers yield
         entries of their kind (``what`` None) at most once each."""
-        fired: set[Kind] = set()
+        timers = list(self.timers.items())
         while True:
             top = self._top()
-            best = top if top is not None and top.at <= now else None
-            for kind, timer in self.timers.items():
-                if kind in fired:
-                    continue
+            best = top[4] if top is not None and top[0] <= now else None
+            for kind, timer in timers:
                 at = timer()
                 if at is not None and at <= now and (
                         best is None or (at, kind) < (best.at, best.kind)):
@@ -98,9 +113,12 @@ class Agenda:
             if best is None:
                 return
             if best.seq < 0:
-                fired.add(best.kind)
+                timers.remove((best.kind, self.timers[best.kind]))
             else:
-                heapq.heappop(self.heap)
+                if self.ordered and self.ordered[0] is top:
+                    self.ordered.popleft()
+                else:
+                    heapq.heappop(self.heap)
                 best.live = False
                 self.live[best.kind] -= 1
             yield best
@@ -108,7 +126,7 @@ class Agenda:
     def next_at(self) -> float:
         """When (s) the next entry or timer is due; infinity when nothing is."""
         top = self._top()
-        at = top.at if top is not None else float("inf")
+        at = top[0] if top is not None else float("inf")
         for timer in self.timers.values():
             due = timer()
             if due is not None and due < at:

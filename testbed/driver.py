@@ -27,7 +27,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from testbed.agenda import Agenda, Entry, Kind
 from testbed.events import EventLog, WriteFailed
@@ -37,9 +37,8 @@ from testbed.policies import Action, JobRequest, Launch, Migrate, Policy, Requeu
 from testbed.workloads.files import JobSpec, Workload
 
 
-@dataclass(frozen=True)
-class Ended:
-    """What an executor reports when a job ends.
+class Ended(NamedTuple):
+    """What an executor reports when a job ends (immutable; a named tuple, quick to make).
 
     ``status`` is done, failed, killed or timeout; ``swap_in``/``swap_out`` are pages swapped
     during its life (None when simulated); ``cpu_s`` the CPU seconds of its ranks when the
@@ -228,7 +227,15 @@ class Driver:
         self.jobs = JobTable()
         self.successors: dict[int, list[JobSpec]] = defaultdict(list)
         self.next_tick: float | None = None
-        self.agenda = Agenda({Kind.WAKE: policy.wake_at, Kind.HEARTBEAT: self._tick_at})
+        # a policy that keeps the base's wake_at (or states) never wakes (or keeps states),
+        # and one without a timeslice never gets one: the loop does not ask them every round
+        timers: dict[Kind, Callable[[], float | None]] = {}
+        if type(policy).wake_at is not Policy.wake_at:
+            timers[Kind.WAKE] = policy.wake_at
+        if policy.timeslice is not None:
+            timers[Kind.HEARTBEAT] = self._tick_at
+        self.agenda = Agenda(timers)
+        self.keeps_states = type(policy).states is not Policy.states
         self.slot_seen: int | None = None
         self.seq = 0
         if workload.owners and not policy.supports_owners:
@@ -289,12 +296,10 @@ class Driver:
     def _enter(self, now: float, workload: Workload) -> None:
         """Log ``workload`` and enter its jobs: each arrives its ``arrival`` seconds from
         ``now``, or that long after its predecessor ends."""
-        self.log.emit("workload", now, path=workload.path, meta=workload.meta,
-                      jobs=[{"job": j.id, "line": j.line, "arrival": j.arrival, "pes": j.pes,
-                             "work": j.work, "limit": j.limit, "estimate": j.estimate,
-                             "after": j.after, "source_id": j.source_id,
-                             "class": j.job_class or None, "prime": j.prime}
-                            for j in workload.jobs])
+        self.log.emit_workload(now, workload.path, workload.meta,
+                               [(j.id, j.line, j.arrival, j.pes, j.work, j.limit, j.estimate,
+                                 j.after, j.source_id, j.job_class or None, j.prime)
+                                for j in workload.jobs])
         for spec in workload.jobs:
             if spec.after is None:
                 record = self.jobs.add(spec, "pending")
@@ -307,28 +312,37 @@ class Driver:
         return self.next_tick
 
     def _loop(self) -> None:
-        executor = self.executor
-        agenda = self.agenda
+        executor, agenda, policy, observer = self.executor, self.agenda, self.policy, self.observer
+        handle, ended = self._handle, self._ended
+        arm = self._arm_heartbeat if Kind.HEARTBEAT in agenda.timers else None
+        arrival = Kind.ARRIVAL
         while True:
             executor.check()
             now = executor.now()
-            if self.observer is not None:
-                self.observer.poll(now)
+            if observer is not None:
+                observer.poll(now)
                 if self.stopping:
                     return
             for entry in agenda.due(now):
-                self._handle(entry, now)
-            self._arm_heartbeat(now)
-            if (not self.serving and not agenda.count(Kind.ARRIVAL)
-                    and not self.successors_waiting() and self.policy.idle()):
+                handle(entry, now)
+            if arm is not None:
+                arm(now)
+            if (observer is None and not agenda.count(arrival)
+                    and not self.successors_waiting() and policy.idle()):
                 return
             for end in executor.advance(agenda.next_at()):
-                self._ended(end)
+                ended(end)
 
     def _handle(self, entry: Entry, now: float) -> None:
         """Do what ``entry`` says, due now (``now``, s)."""
         kind = entry.kind
-        if kind is Kind.OWNER_END:
+        if kind is Kind.ARRIVAL:
+            self._arrive(entry.what, entry.at, now)
+        elif kind is Kind.HEARTBEAT:
+            self._heartbeat(entry.at, now)
+        elif kind is Kind.WAKE:
+            self._apply(self.policy.wake(now))
+        elif kind is Kind.OWNER_END:
             self._owner_leaves(entry.what, now)
         elif kind is Kind.OWNER_VISIT:
             if entry.what.pe not in self.owned:
@@ -338,12 +352,6 @@ class Driver:
             self._owner_arrives(self.owner_rng, self.owners, now)
             self.agenda.push(entry.at + self.owner_rng.expovariate(self.owners.rate),
                              Kind.OWNER_ARRIVAL)
-        elif kind is Kind.ARRIVAL:
-            self._arrive(entry.what, entry.at, now)
-        elif kind is Kind.WAKE:
-            self._apply(self.policy.wake(now))
-        elif kind is Kind.HEARTBEAT:
-            self._heartbeat(entry.at, now)
         else:
             record = self.jobs.get(entry.what)
             assert record is not None and record.limit is not None
@@ -467,10 +475,8 @@ class Driver:
                 found = self.history.estimate(program_of(spec.argv), spec.pes, spec.user)
                 if found:
                     mem_mb, source = found
-        self.log.emit("arrival", now, job=spec.id, due=due, pes=spec.pes,
-                      work=spec.work, limit=spec.limit, estimate=spec.estimate, user=spec.user,
-                      argv=list(spec.argv), mem_mb=mem_mb and round(mem_mb, 3),
-                      mem_source=source)
+        self.log.emit_arrival(now, spec.id, due, spec.pes, spec.work, spec.limit, spec.estimate,
+                              spec.user, spec.argv, mem_mb and round(mem_mb, 3), source)
         record = self.jobs.get(spec.id)
         assert record is not None
         record.state, record.arrived_at, record.arrival = "queued", due, None
@@ -498,6 +504,8 @@ class Driver:
                 assert record is not None
                 self.agenda.cancel(record.deadline)
                 record.state, record.limit, record.deadline = "queued", None, None
+        if not self.keeps_states:
+            return
         states = self.policy.states()
         if states is not None:
             changed = {job: s for job, s in states.items() if self.states.get(job) != s}
@@ -531,9 +539,9 @@ class Driver:
         assert record is not None
         spec = record.spec
         now = self.executor.now()
-        self.log.emit("start", now, job=spec.id, slot=action.slot, pes=list(action.pes),
-                      cpus=None if self.executor.cpus is None
-                      else [self.executor.cpus[pe] for pe in action.pes])
+        cpus = self.executor.cpus
+        self.log.emit_start(now, spec.id, action.slot, action.pes,
+                            None if cpus is None else [cpus[pe] for pe in action.pes])
         record.state, record.started_at, record.pes = "started", now, action.pes
         record.limit = limit = self._limit(spec)
         if limit is not None:
@@ -562,21 +570,18 @@ class Driver:
             return
         if change.stopped and change.continued:
             self.policy.observe_switch(change.latency)
-        self.log.emit("switch", sent, seq=self.seq, slot=action.slot, jobs=sorted(action.jobs),
-                      stopped=sorted(change.stopped), continued=sorted(change.continued),
-                      latency_us=round(change.latency * 1e6, 1),
-                      lag_us=None if due is None else round((sent - due) * 1e6, 1),
-                      slice_s=self.policy.timeslice)
-        for job in sorted(change.stopped):
-            self.log.emit("suspend", sent, job=job)
-        for job in sorted(change.continued):
-            self.log.emit("resume", sent, job=job)
+        stopped, continued = sorted(change.stopped), sorted(change.continued)
+        self.log.emit_switch(sent, self.seq, action.slot, sorted(action.jobs), stopped,
+                             continued, round(change.latency * 1e6, 1),
+                             None if due is None else round((sent - due) * 1e6, 1),
+                             self.policy.timeslice)
+        self.log.emit_jobs("suspend", sent, stopped)
+        self.log.emit_jobs("resume", sent, continued)
 
     def _finish_event(self, end: Ended) -> float:
         now = self.executor.now()
-        self.log.emit("finish", now, job=end.job, status=end.status, exit_code=end.exit_code,
-                      reason=end.reason, swap_in=end.swap_in, swap_out=end.swap_out,
-                      cpu_s=end.cpu_s)
+        self.log.emit_finish(now, end.job, end.status, end.exit_code, end.reason, end.swap_in,
+                             end.swap_out, end.cpu_s)
         return now
 
     def _ended(self, end: Ended, started: bool = True) -> None:

@@ -46,8 +46,11 @@ write the same kinds; events marked *emulation* below come only from real proces
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
+
+from testbed.json_text import WRITERS, encode, int_list, str_list, value
 
 FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, names in {
     "run_start": "run_id wall_time config",
@@ -77,7 +80,10 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "run_end": "status swept",
 }.items()}
 OPEN_FIELDS = {"memory": frozenset({"job"})}
-_encode = json.JSONEncoder(check_circular=False).encode
+# the fields of each job of a ``workload`` event, in the order they are written
+WORKLOAD_JOB_FIELDS = ("job", "line", "arrival", "pes", "work", "limit", "estimate", "after",
+                       "source_id", "class", "prime")
+_BATCH = 4096
 
 
 class SchemaError(ValueError):
@@ -99,16 +105,25 @@ class EventLog:
 
     ``flush_each`` (the default) flushes every event to the OS as it is written, so a live
     view and a killed run see every event up to the last; the simulator, whose runs are
-    re-made at will and write hundreds of thousands of events, buffers instead.  The first
-    write that fails raises ``WriteFailed``; the log writes nothing more after it (what it
-    holds stays readable up to its last whole event).
+    re-made at will and write hundreds of thousands of events, buffers instead (thousands of
+    events a write).  The first write that fails raises ``WriteFailed``; the log writes
+    nothing more after it (what it holds stays readable up to its last whole event).
+
+    ``emit`` writes any event.  The kinds a run writes for every job (``workload``,
+    ``arrival``, ``start``, ``finish``; ``switch``, ``suspend`` and ``resume`` every
+    timeslice) also have a method of their own, ``emit_KIND``, whose fields are its
+    arguments: it writes the same line ``emit`` would, built by hand (``testbed.json_text``).
     """
 
     def __init__(self, path: Path, flush_each: bool = True) -> None:
         self.path = path
         self.file: TextIO = open(path, "x", buffering=1 if flush_each else 1 << 20)  # noqa: SIM115
         self.flush_each = flush_each
+        self.batch = 1 if flush_each else _BATCH       # events held before a write
         self.failed: WriteFailed | None = None
+        self.pending: list[str] = []
+        self.last_t = -1.0
+        self.last_t_text = ""
 
     def emit(self, event: str, t: float, **fields: Any) -> None:
         """Append one event at ``t`` (s); raise ``SchemaError`` if its fields are not its
@@ -120,12 +135,106 @@ class EventLog:
                 raise SchemaError(f"unknown event {event!r} or missing fields")
         elif fields.keys() != expected:
             raise SchemaError(f"{event}: fields {sorted(fields)} != {sorted(expected)}")
+        # t >= 0; to the microsecond, as round(t, 6) but several times faster
+        self._write(encode({"t": int(t * 1e6 + 0.5) / 1e6, "event": event, **fields}) + "\n")
+
+    def _time(self, t: float) -> str:
+        """The text of ``t`` (s) as ``emit`` writes it (to the microsecond); events come in
+        runs at one time, so the last one is kept."""
+        if t != self.last_t:
+            self.last_t = t
+            # a finite float (int() refuses what is not), which json.dumps writes as repr does
+            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
+        return self.last_t_text
+
+    # The emit_KIND methods write each value with WRITERS[type(value)](value): json.dumps's
+    # text, through a function in C for most types (a call of value() per field costs more).
+
+    def emit_workload(self, t: float, path: str | None, meta: dict[str, str],
+                      jobs: Iterable[Sequence[Any]]) -> None:
+        """A ``workload`` event at ``t`` (s): ``jobs`` holds one sequence of values per job,
+        in the order of ``WORKLOAD_JOB_FIELDS``."""
+        w = WRITERS
+        texts = [f'{{"job": {w[type(job)](job)}, "line": {w[type(line)](line)}, '
+                 f'"arrival": {w[type(arrival)](arrival)}, "pes": {w[type(pes)](pes)}, '
+                 f'"work": {(work_text := w[type(work)](work))}, '
+                 f'"limit": {w[type(limit)](limit)}, '
+                 f'"estimate": {work_text if estimate is work else w[type(estimate)](estimate)}, '
+                 f'"after": {w[type(after)](after)}, "source_id": {w[type(source_id)](source_id)}, '
+                 f'"class": {w[type(job_class)](job_class)}, "prime": {w[type(prime)](prime)}}}'
+                 for job, line, arrival, pes, work, limit, estimate, after, source_id, job_class,
+                 prime in jobs]
+        self._write(f'{{"t": {self._time(t)}, "event": "workload", "path": {value(path)}, '
+                    f'"meta": {encode(meta)}, "jobs": [{", ".join(texts)}]}}\n')
+
+    def emit_arrival(self, t: float, job: str, due: float, pes: int, work: float | None,
+                     limit: float | None, estimate: float | None, user: str,
+                     argv: Sequence[str], mem_mb: float | None, mem_source: str) -> None:
+        """An ``arrival`` event at ``t`` (s)."""
+        w = WRITERS
+        work_text = w[type(work)](work)
+        estimate_text = work_text if estimate is work else w[type(estimate)](estimate)
+        self._write(f'{{"t": {self._time(t)}, "event": "arrival", "job": {w[type(job)](job)}, '
+                    f'"due": {w[type(due)](due)}, "pes": {w[type(pes)](pes)}, '
+                    f'"work": {work_text}, "limit": {w[type(limit)](limit)}, '
+                    f'"estimate": {estimate_text}, '
+                    f'"user": {w[type(user)](user)}, "argv": {str_list(argv)}, '
+                    f'"mem_mb": {w[type(mem_mb)](mem_mb)}, '
+                    f'"mem_source": {w[type(mem_source)](mem_source)}}}\n')
+
+    def emit_start(self, t: float, job: str, slot: int, pes: Sequence[int],
+                   cpus: Sequence[int] | None) -> None:
+        """A ``start`` event at ``t`` (s)."""
+        w = WRITERS
+        self._write(f'{{"t": {self._time(t)}, "event": "start", "job": {w[type(job)](job)}, '
+                    f'"slot": {w[type(slot)](slot)}, "pes": {int_list(pes)}, '
+                    f'"cpus": {"null" if cpus is None else int_list(cpus)}}}\n')
+
+    def emit_finish(self, t: float, job: str, status: str, exit_code: int | None, reason: str,
+                    swap_in: int | None, swap_out: int | None, cpu_s: float | None) -> None:
+        """A ``finish`` event at ``t`` (s)."""
+        w = WRITERS
+        self._write(f'{{"t": {self._time(t)}, "event": "finish", "job": {w[type(job)](job)}, '
+                    f'"status": {w[type(status)](status)}, '
+                    f'"exit_code": {w[type(exit_code)](exit_code)}, '
+                    f'"reason": {w[type(reason)](reason)}, "swap_in": {w[type(swap_in)](swap_in)}, '
+                    f'"swap_out": {w[type(swap_out)](swap_out)}, '
+                    f'"cpu_s": {w[type(cpu_s)](cpu_s)}}}\n')
+
+    def emit_switch(self, t: float, seq: int, slot: int | None, jobs: Sequence[str],
+                    stopped: Sequence[str], continued: Sequence[str], latency_us: float,
+                    lag_us: float | None, slice_s: float | None) -> None:
+        """A ``switch`` event at ``t`` (s)."""
+        w = WRITERS
+        self._write(f'{{"t": {self._time(t)}, "event": "switch", "seq": {w[type(seq)](seq)}, '
+                    f'"slot": {w[type(slot)](slot)}, "jobs": {str_list(jobs)}, '
+                    f'"stopped": {str_list(stopped)}, "continued": {str_list(continued)}, '
+                    f'"latency_us": {w[type(latency_us)](latency_us)}, '
+                    f'"lag_us": {w[type(lag_us)](lag_us)}, '
+                    f'"slice_s": {w[type(slice_s)](slice_s)}}}\n')
+
+    def emit_jobs(self, event: str, t: float, jobs: Iterable[str]) -> None:
+        """One ``suspend`` or ``resume`` event (``event``) at ``t`` (s) for each of ``jobs``."""
+        assert event in ("suspend", "resume"), event
+        head = f'{{"t": {self._time(t)}, "event": "{event}", "job": '
+        w = WRITERS
+        for job in jobs:
+            self._write(f"{head}{w[type(job)](job)}}}\n")
+
+    def _write(self, line: str) -> None:
+        pending = self.pending
+        pending.append(line)
+        if len(pending) >= self.batch:
+            self._drain()
+
+    def _drain(self) -> None:
+        """Write the events held back and, when flushing each, flush them to the OS
+        (``WriteFailed`` if they cannot be; after that they are dropped)."""
+        text, self.pending = "".join(self.pending), []
         if self.failed is not None:
             return
         try:
-            # t >= 0; to the microsecond, as round(t, 6) but several times faster
-            self.file.write(_encode({"t": int(t * 1e6 + 0.5) / 1e6, "event": event, **fields})
-                            + "\n")
+            self.file.write(text)
             if self.flush_each:
                 self.file.flush()
         except OSError as err:
@@ -133,14 +242,18 @@ class EventLog:
             raise self.failed from None
 
     def close(self) -> None:
-        """Flush and close the file (after a failed write, what could not be written is
-        dropped); ``WriteFailed`` if the last flush fails."""
+        """Write what is held back, flush and close the file (after a failed write, what
+        could not be written is dropped); ``WriteFailed`` if the last write fails."""
         try:
-            self.file.close()
-        except OSError as err:
-            if self.failed is None:
-                self.failed = WriteFailed(self.path, err)
-                raise self.failed from None
+            if self.pending:
+                self._drain()
+        finally:
+            try:
+                self.file.close()
+            except OSError as err:
+                if self.failed is None:
+                    self.failed = WriteFailed(self.path, err)
+                    raise self.failed from None
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:

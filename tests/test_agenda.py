@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 
 from testbed.agenda import Agenda, Kind
 from testbed.job_table import JobTable
@@ -81,3 +82,24 @@ def test_the_job_table_keeps_live_jobs_only():
     assert [r.spec.id for r in table] == ["j1"]
     assert table.remove("j1") is record
     assert table.get("j1") is None and table.state("j1") is None and len(table) == 0
+
+
+def test_entries_pushed_in_order_or_not_come_out_as_one_sorted_agenda():
+    rng = random.Random(7)
+    agenda = Agenda()
+    pushed = []
+    for i in range(2000):
+        at = i * 0.5 if rng.random() < 0.7 else rng.uniform(0, 1000)   # mostly in order
+        kind = rng.choice([Kind.ARRIVAL, Kind.DEADLINE, Kind.OWNER_END])
+        key = {Kind.ARRIVAL: 0, Kind.DEADLINE: f"j{rng.randrange(50)}",
+               Kind.OWNER_END: rng.randrange(8)}[kind]
+        entry = agenda.push(at, kind, i, key=key)
+        pushed.append((at, kind, key, i, entry))
+    for *_, entry in rng.sample(pushed, 300):
+        agenda.cancel(entry)
+    expected = [(at, kind.name, i) for at, kind, key, i, entry in sorted(pushed)
+                if entry.live and at <= 700]
+    assert agenda.count(Kind.ARRIVAL) + agenda.count(Kind.DEADLINE) + \
+        agenda.count(Kind.OWNER_END) == sum(e.live for *_, e in pushed)
+    assert _taken(agenda, 700) == expected
+    assert agenda.next_at() == min(at for at, *_, e in pushed if e.live and at > 700)

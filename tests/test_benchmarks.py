@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import overheads, shim_cost
+from benchmarks import overheads, shim_cost, simulator
 from testbed.experiments.regression import check
 from testbed.policies.spin import Spin
 from testbed.shim_record import lib
@@ -288,6 +288,51 @@ def test_simulator_benchmark_reports_jobs_per_second():
     assert [r["policy"] for r in records] == ["easy", "conservative", "gang"]
     for r in records:
         assert r["jobs"] == 300 and r["pes"] == 64 and r["jobs_per_s"] > 0
+
+
+@pytest.mark.realtime
+def test_simulator_benchmark_repeats_runs_and_writes_its_page(tmp_path):
+    page = tmp_path / "simulator.md"
+    subprocess.run([sys.executable, "-m", "benchmarks.simulator", "--jobs", "200", "--pes", "64",
+                    "--policies", "easy,gang", "--repeats", "2", "--without-log",
+                    "--markdown", str(page)], capture_output=True, text=True, timeout=300,
+                   check=True)
+    text = page.read_text()
+    assert "Written by `python -m benchmarks.simulator --jobs 200" in text
+    assert "| easy | 2 |" in text and "| gang | 2 |" in text and "without log" in text
+
+
+def _simulator_document(rates: dict[str, list[float]]) -> dict[str, Any]:
+    runs = {side: {"easy": [{"jobs_per_s": r, "report_s": 1.0} for r in values]}
+            for side, values in rates.items()}
+    return {"checkouts": {side: {"path": side, "commit": "abc"} for side in rates},
+            "repeats": len(rates["this"]), "runs": runs, "summary": simulator.summarize(runs),
+            "host": {"uname": "Linux", "cpus": 2, "python": "3.11"}, "date": "today",
+            "seconds": 60.0, "jobs": 1000, "pes": 64}
+
+
+def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
+    document = _simulator_document({"this": [20_000, 25_000, 30_000],
+                                    "against": [10_000, 10_000, 10_000],
+                                    "no_log": [50_000, 50_000, 50_000]})
+    entry = document["summary"]["easy"]
+    assert entry["this"]["value"] == 25_000 and entry["this_over_against"]["value"] == 2.5
+    assert entry["this"]["low"] <= 25_000 <= entry["this"]["high"]
+    header, rows = simulator.rows(document)
+    row = dict(zip(header, rows[0], strict=True))
+    assert row["jobs/s"].startswith("25,000 [") and row["us a job"] == "40.0"
+    assert row["this / against"].startswith("2.50") and row["log's share"] == "50%"
+    page = simulator.markdown(document, "python -m benchmarks.simulator --repeats 3")
+    assert page.startswith("# Simulator speed") and "| easy | 3 | 25,000 [" in page
+
+
+def test_the_simulator_s_null_log_writes_nothing(tmp_path):
+    log = simulator.NullLog(tmp_path / "events.jsonl", flush_each=False)
+    log.emit("run_end", 1.0, status="complete", swept=0)
+    log.emit_finish(1.0, "j1", "done", 0, "", None, None, 1.0)
+    log.emit_jobs("resume", 1.0, ["j1"])
+    log.close()
+    assert (tmp_path / "events.jsonl").read_text() == ""
 
 
 @pytest.mark.realtime

@@ -99,7 +99,7 @@ def test_an_unbounded_matrix_grows_a_row_only_when_a_job_fits_in_no_occupied_row
     assert list(m.candidates(2)) == [(2, (0, 1)), (2, (2, 3))]  # no room: only a new row
     assert place(m, "d", 2) == (2, (0, 1))
     assert (m.mpl, m.occupied_slots()) == (3, [0, 1, 2])
-    assert m.rows[2] == ["d", "d", None, None]
+    assert [m.job_at(2, pe) for pe in range(4)] == ["d", "d", None, None]
     assert list(m.candidates(5)) == []
 
 
@@ -171,3 +171,43 @@ def test_the_bit_mask_allocators_agree_with_a_pass_over_the_cells():
         free = [pe for pe, cell in enumerate(row) if cell is None]
         expected = [tuple(free[i:i + size]) for i in range(len(free) - size + 1)]
         assert _fit(first_fit, row, size) == expected
+
+
+def test_the_rows_agree_with_a_grid_of_cells_whatever_is_placed_and_removed():
+    rng = random.Random(11)
+    for allocator in ("first-fit", "buddy"):
+        m = Matrix(mpl=3, pes=37, allocator=allocator)
+        cells: list[list[str | None]] = [[None] * 37 for _ in range(3)]
+        for step in range(1500):
+            if m.placed and rng.random() < 0.45:
+                job = rng.choice(list(m.placed))
+                slot, pes = m.placed[job]
+                m.remove(job)
+                for pe in pes:
+                    cells[slot][pe] = None
+            else:
+                job, slot = f"j{step}", rng.randrange(3)
+                free = [pe for pe, cell in enumerate(cells[slot]) if cell is None]
+                if not free:
+                    continue
+                where: tuple[int, tuple[int, ...]] | None
+                draw = rng.random()
+                if draw < 0.2:              # the lowest free PEs (the batch policies')
+                    size = rng.randint(1, len(free))
+                    where = (slot, m.assign_lowest(job, slot, size))
+                    assert where[1] == tuple(free[:size])
+                else:
+                    if draw < 0.6:          # the allocator's choice: a run of the free PEs
+                        where = next(m.candidates(rng.randint(1, len(free))), None)
+                    else:                   # any free PEs in any order (a migration's)
+                        where = (slot, tuple(rng.sample(free, rng.randint(1, len(free)))))
+                    if where is None:
+                        continue
+                    m.assign(job, *where)
+                for pe in where[1]:
+                    cells[where[0]][pe] = job
+            for slot, row in enumerate(cells):
+                free = [pe for pe, cell in enumerate(row) if cell is None]
+                assert m.free_pes[slot] == free
+                assert m.busy[slot] == mask_of(set(range(37)) - set(free))
+                assert [m.job_at(slot, pe) for pe in range(37)] == row

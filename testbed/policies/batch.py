@@ -52,7 +52,6 @@ class BatchPolicy(Policy):
     def _start(self, job: JobRequest, now: float) -> Launch:
         """Start ``job`` at ``now`` (s) on the lowest free PEs; the caller takes it off the
         queue and must have checked that ``job.size <= self.jobs.free``."""
-        slot, pes = next(self.matrix.candidates(job.size))
-        self.matrix.assign(job.id, slot, pes)
+        pes = self.matrix.assign_lowest(job.id, 0, job.size)
         self.jobs.start(job.id, job.size, now, job.estimate)
-        return Launch(job.id, slot, pes)
+        return Launch(job.id, 0, pes)

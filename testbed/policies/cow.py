@@ -105,7 +105,7 @@ class Cow(Policy):
         ``restart`` says); the PEs it frees may start others."""
         self.owned.add(pe)
         actions: list[Action] = []
-        victim = self.matrix.rows[0][pe]
+        victim = self.matrix.job_at(0, pe)
         if victim is not None:
             self.matrix.remove(victim)
             self.interrupted.append(victim)
@@ -122,8 +122,8 @@ class Cow(Policy):
 
     def _schedule(self) -> list[Action]:
         launches: list[Action] = []
-        row = self.matrix.rows[0]
-        free = {pe for pe in range(self.config.pes) if row[pe] is None and pe not in self.owned}
+        busy = self.matrix.busy[0]
+        free = {pe for pe in range(self.config.pes) if not busy >> pe & 1 and pe not in self.owned}
         self.arrived = [job for job in self.arrived if job in self.assigned]
         if self.restart == "first":
             waiting = [job for job in self.arrived

@@ -16,11 +16,14 @@ the extra PEs are lent until it ends.
 from __future__ import annotations
 
 import math
-from itertools import islice
+from itertools import compress, islice
+from operator import attrgetter
 
 from testbed.policies.base import Action, JobRequest, Launch
 from testbed.policies.batch import BatchPolicy
 from testbed.policies.config import PolicyConfig
+
+_SIZE = attrgetter("size")
 
 
 class Easy(BatchPolicy):
@@ -74,14 +77,17 @@ class Easy(BatchPolicy):
             jobs = self.jobs
             self.shadow, self.extra = jobs.shadow(queue[0].size, now)
             started = []
-            for at, job in enumerate(islice(queue, 1, None), 1):
+            # only the jobs that fit the PEs free now are looked at (picked out in C: the free
+            # PEs only shrink as jobs start, so each is checked again)
+            fitting = map(jobs.free.__ge__, map(_SIZE, islice(queue, 1, None)))
+            for job in compress(islice(queue, 1, None), fitting):
                 if job.size <= jobs.free and (launch := self._backfill(job, now)):
                     launches.append(launch)
-                    started.append(at)
+                    started.append(job)
                     if not jobs.free:
                         break
-            for at in reversed(started):
-                del queue[at]
+            for job in started:
+                queue.remove(job)
         return self._launched(launches)
 
     def _backfill(self, job: JobRequest, now: float) -> Launch | None:

@@ -25,6 +25,7 @@ import bisect
 import functools
 import operator
 from collections.abc import Callable, Iterable, Iterator
+from itertools import compress
 
 Placement = tuple[int, ...]
 Allocator = Callable[[int, list[int], int, int], Iterator[Placement]]
@@ -95,15 +96,19 @@ ALLOCATORS: dict[str, Allocator] = {"buddy": buddy_fit, "first-fit": first_fit}
 
 class Matrix:
     """An Ousterhout matrix of ``mpl`` slots by ``pes`` PEs (``UNBOUNDED``: as many slots as
-    the jobs need)."""
+    the jobs need).
+
+    Each row is kept as its busy PEs (a bit mask), its free PEs (ascending) and its jobs;
+    ``job_at`` reads a cell.
+    """
 
     def __init__(self, mpl: int, pes: int, allocator: str = "buddy") -> None:
         if mpl < 0:
             raise ValueError(f"MPL must be at least 1, or {UNBOUNDED} for no limit, got {mpl}")
         self.limit = mpl
         self.pes = pes
-        self.rows: list[list[str | None]] = [[None] * pes for _ in range(mpl)]
         self.busy: list[int] = [0] * mpl
+        self.full = (1 << pes) - 1
         self.free_pes: list[list[int]] = [list(range(pes)) for _ in range(mpl)]
         self.fit = ALLOCATORS[allocator]
         self.placed: dict[str, tuple[int, Placement]] = {}
@@ -115,12 +120,19 @@ class Matrix:
     def mpl(self) -> int:
         """Number of time slots: the fixed number, or for an unbounded matrix the rows up to
         the highest one in use (empty rows below it included, though they hold no jobs)."""
-        return len(self.rows)
+        return len(self.busy)
 
     @property
     def unbounded(self) -> bool:
         """Whether the matrix grows a row whenever a job fits in no occupied row."""
         return self.limit == UNBOUNDED
+
+    def job_at(self, slot: int, pe: int) -> str | None:
+        """The job in the cell of ``pe`` in row ``slot``; None when it is free."""
+        if self.busy[slot] >> pe & 1:
+            masks = self.masks
+            return next(job for job in self.slots[slot] if masks[job] >> pe & 1)
+        return None
 
     def candidates(self, size: int, grow: bool = True) -> Iterator[tuple[int, Placement]]:
         """Every ``(slot, pes)`` where a job of ``size`` PEs could go: the placements the
@@ -143,46 +155,66 @@ class Matrix:
     def assign(self, job: str, slot: int, pes: Placement) -> None:
         """Put ``job`` on ``pes`` of row ``slot`` (which must be free; an unbounded matrix
         grows to hold row ``slot``)."""
-        if slot >= len(self.rows) and self.unbounded:
+        if slot >= len(self.busy) and self.unbounded:
             self._grow(slot + 1)
-        mask = mask_of(pes)
-        assert not self.busy[slot] & mask, f"PEs {pes} of row {slot} are not all free"
-        row = self.rows[slot]
-        for pe in pes:
-            row[pe] = job
-        self.busy[slot] |= mask
+        size, first = len(pes), pes[0]
+        busy = self.busy[slot]
         free_pes = self.free_pes[slot]
-        at = bisect.bisect_left(free_pes, pes[0])
-        if free_pes[at:at + len(pes)] == list(pes):     # first fit and buddy blocks: one run
-            del free_pes[at:at + len(pes)]
+        at = bisect.bisect_left(free_pes, first)
+        if free_pes[at:at + size] == list(pes):     # first fit and buddy blocks: one run
+            del free_pes[at:at + size]
+            # every free PE from the first to the last is the job's
+            mask = ((1 << (pes[-1] + 1)) - (1 << first)) & ~busy
         else:
+            mask = mask_of(pes)
+            assert not busy & mask, f"PEs {pes} of row {slot} are not all free"
             for pe in pes:
                 del free_pes[bisect.bisect_left(free_pes, pe)]
+        self.busy[slot] = busy | mask
         self.placed[job] = (slot, pes)
         self.masks[job] = mask
         self.slots[slot][job] = None
+
+    def assign_lowest(self, job: str, slot: int, size: int) -> Placement:
+        """Put ``job`` on the ``size`` lowest free PEs of row ``slot`` (first fit's choice
+        there; there must be as many); its PEs."""
+        free_pes = self.free_pes[slot]
+        pes = tuple(free_pes[:size])
+        assert len(pes) == size, f"row {slot} has {len(free_pes)} free PEs, not {size}"
+        del free_pes[:size]
+        busy = self.busy[slot]
+        # every free PE from the first to the last is the job's
+        mask = ((1 << (pes[-1] + 1)) - (1 << pes[0])) & ~busy
+        self.busy[slot] = busy | mask
+        self.placed[job] = (slot, pes)
+        self.masks[job] = mask
+        self.slots[slot][job] = None
+        return pes
 
     def remove(self, job: str) -> None:
         """Free the cells of ``job`` (an unbounded matrix then drops the empty rows at its
         top; an empty row below an occupied one holds no job and is skipped)."""
         slot, pes = self.placed.pop(job)
-        row = self.rows[slot]
-        for pe in pes:
-            row[pe] = None
-        self.busy[slot] &= ~self.masks.pop(job)
+        mask = self.masks.pop(job)
+        self.busy[slot] &= ~mask
         free_pes = self.free_pes[slot]
-        free_pes.extend(pes)
-        free_pes.sort()         # two sorted runs: timsort merges them in one pass
+        first = pes[0]
+        if mask == ((1 << len(pes)) - 1) << first:        # PEs first, first + 1, ...
+            at = bisect.bisect_left(free_pes, first)
+            free_pes[at:at] = range(first, first + len(pes))
+        else:                                   # merge them with the free PEs among them
+            at = bisect.bisect_left(free_pes, min(pes))
+            end = bisect.bisect_left(free_pes, max(pes), at)
+            free_pes[at:end] = sorted([*free_pes[at:end], *pes])
         del self.slots[slot][job]
         if self.unbounded:
             while self.slots and not self.slots[-1]:
-                for rows in (self.rows, self.busy, self.free_pes, self.slots):
+                for rows in (self.busy, self.free_pes, self.slots):
                     rows.pop()
 
     def _grow(self, rows: int) -> None:
         """Add empty rows up to ``rows``."""
-        for _ in range(rows - len(self.rows)):
-            self.rows.append([None] * self.pes)
+        for _ in range(rows - len(self.busy)):
             self.busy.append(0)
             self.free_pes.append(list(self.all_pes))
             self.slots.append({})
@@ -203,15 +235,26 @@ class Matrix:
         keeps running across slots instead of being switched out and back.
         """
         busy = self.busy[slot]
-        full = (1 << self.pes) - 1
+        full = self.full
         if busy == full:
             return []
-        preferred = [job for job in prefer if job in self.placed]
-        first = set(preferred)
+        placed, masks = self.placed, self.masks
         chosen = []
-        for job in [*preferred, *(j for j in self.placed if j not in first)]:
-            mask = self.masks[job]
-            if not busy & mask and self.placed[job][0] != slot:
+        preferred = [job for job in prefer if job in placed]
+        for job in preferred:
+            mask = masks[job]
+            if not busy & mask and placed[job][0] != slot:
+                chosen.append(job)
+                busy |= mask
+                if busy == full:
+                    return chosen
+        first = set(preferred)
+        # the others in placement order whose PEs are idle now, picked out in C (those of the
+        # slot itself are busy there); each is checked again as alternates take PEs
+        idle = map(operator.not_, map(busy.__and__, masks.values()))
+        for job in compress(masks, idle):
+            mask = masks[job]
+            if job not in first and not busy & mask and placed[job][0] != slot:
                 chosen.append(job)
                 busy |= mask
                 if busy == full:

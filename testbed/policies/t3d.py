@@ -33,7 +33,6 @@ T3D's user suspend; a released job waits for loading again.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -140,7 +139,7 @@ class T3d(Policy):
         if name not in self.table.classes:
             raise ValueError(f"unknown job class {name!r} (known: "
                              f"{', '.join(sorted(self.table.classes))})")
-        refusal = self.refuse(dataclasses.replace(state.request, job_class=name))
+        refusal = self.refuse(state.request._replace(job_class=name))
         if refusal is not None:
             raise ValueError(refusal)
         old = state.cls.name
