@@ -68,6 +68,7 @@ from testbed.results.metrics import percentile, percentiles
 
 NAP = 0.05
 SLICE = 0.05
+WIDTHS = (2, 4, 8, 16, 32, 50)     # the page also projects the largest count at these widths
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     runs = measure(counts, args.width, args.seconds, args.repeats)
     targets = [int(n) for n in args.project.split(",")]
     projected = project(runs, targets, args.project_width)
-    alternatives = [r for w in (8, 16, 50, 64) if w != args.project_width
+    alternatives = [r for w in WIDTHS if w != args.project_width
                     for r in project(runs, [max(targets)], w)]
     if args.markdown is not None:
         args.markdown.write_text(markdown(

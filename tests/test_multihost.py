@@ -729,3 +729,10 @@ def test_pids_and_memory_pushed_before_a_jobs_end_are_not_logged_after_it(execut
     logged = [json.loads(line) for line in ex.log.path.read_text().splitlines()]
     assert [e["event"] for e in logged if e.get("job") == "j1"] == []    # the driver logs its end
     assert "j1" not in ex.found
+
+
+def test_a_tree_width_below_1_is_refused(workload, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["run", str(workload("0 1 bsp --work 1\n")), "--tree-width", "0"])
+    assert stopped.value.code == 2
+    assert "--tree-width: must be at least 1, got 0" in capsys.readouterr().err

@@ -140,7 +140,8 @@ class Relay:
     def take(self, data: bytes, source: Connection,
              act: Callable[[object], list[object]]) -> None:
         """Handle a broadcast frame from ``source`` (the MM or the parent): forward it, have
-        ``act`` carry it out here, answer when the subtree has; or answer a repeat."""
+        ``act`` carry it out here, answer when the subtree has; or answer the MM's repeat
+        (a repeat from the parent is ignored)."""
         seq, solo, stamp = tree.header(data)
         if source is self.mm and not solo and self.parent is not None:
             self._drop_parent(ended=False)
@@ -148,7 +149,7 @@ class Relay:
         if current is not None and seq <= current.seq:
             if seq == current.seq and solo:
                 to_manager(self.mm, current.own)
-            elif seq == current.seq:
+            elif seq == current.seq and source is self.mm:
                 current.source = source
                 if not current.waiting:
                     self._up(current)
