@@ -20,7 +20,9 @@ from an NM to another with a CPU for each NM.
   switches.
 * The coordinator's CPU per heartbeat (``mm_cpu_us``): the median over the run's heartbeats of
   its CPU time for the broadcast (pickling, sending, gathering the answers), from the run's
-  ``broadcast`` events; with a tree it depends on the width, not on N.
+  ``broadcast`` events; with a tree it depends on the width, not on N.  ``mm_messages``: the
+  median number of messages it sent and read per heartbeat (pushes that came meanwhile
+  included), which no CPU contention blurs.
 * Launch overhead (tree runs): ``--repeats`` jobs of N ranks running ``sleep 0.05``, one after
   another under fcfs; the median of response time (arrival to end) minus the 0.05 s, in seconds.
 
@@ -35,9 +37,9 @@ heartbeat is projected from a straight line fitted to the measured runs' medians
 number of NMs it sent to itself.
 
 Prints a table, or with ``--json`` one record per run and per projected count: ``{"nms",
-"width", "p50_us", "p99_us", "mm_cpu_us", "projected"}`` (measured runs also ``switches`` and
-``launch_s``, projected ones ``depth``).  ``--markdown PAGE`` writes the page (host, date and
-command recorded).
+"width", "p50_us", "p99_us", "mm_cpu_us", "projected"}`` (measured runs also ``mm_messages``,
+``switches`` and ``launch_s``, projected ones ``depth``).  ``--markdown PAGE`` writes the
+page (host, date and command recorded).
 """
 
 from __future__ import annotations
@@ -137,7 +139,8 @@ def heartbeat(nms: int, width: int, seconds: float) -> dict[str, Any]:
         raise RuntimeError(f"no full switch happened with {nms} NMs at width {width}")
     figures = percentiles(latency)
     return {"p50_us": figures["p50"], "p99_us": figures["p99"], "switches": len(latency),
-            "mm_cpu_us": round(median([b["cpu_us"] for b, _ in beats]), 1), "beats": beats,
+            "mm_cpu_us": round(median([b["cpu_us"] for b, _ in beats]), 1),
+            "mm_messages": median([b["direct"] + b["read"] for b, _ in beats]), "beats": beats,
             "direct": max(b["direct"] for b, _ in beats)}
 
 
@@ -206,11 +209,12 @@ def _costs_line(name: str, costs: Costs) -> str:
 def render(runs: list[dict[str, Any]], projected: list[dict[str, Any]]) -> str:
     """The plain-text table of measured and projected records."""
     rows = [[r["nms"], r["width"], "measured", r["p50_us"], r["p99_us"], r["mm_cpu_us"],
-             r["switches"], "-" if r["launch_s"] is None else r["launch_s"]] for r in runs]
+             r["mm_messages"], r["switches"], "-" if r["launch_s"] is None else r["launch_s"]]
+            for r in runs]
     rows += [[r["nms"], r["width"], f"projected (depth {r['depth']})", r["p50_us"], r["p99_us"],
-              r["mm_cpu_us"], "-", "-"] for r in projected]
+              r["mm_cpu_us"], "-", "-", "-"] for r in projected]
     return table(["NMs", "width", "", "switch p50 (us)", "p99 (us)", "MM CPU/heartbeat (us)",
-                  "switches", "launch (s)"], rows)
+                  "MM messages", "switches", "launch (s)"], rows)
 
 
 def markdown(runs: list[dict[str, Any]], projected: list[dict[str, Any]],
@@ -227,15 +231,18 @@ def markdown(runs: list[dict[str, Any]], projected: list[dict[str, Any]],
               "## Measured", "",
               "Switch latency: from the coordinator sending the heartbeat to the last node "
               "manager's last signal, over the run's full switches. MM CPU: the coordinator's "
-              "CPU time per heartbeat broadcast (median). Width N is the flat broadcast "
+              "CPU time per heartbeat broadcast (median); MM messages: those it sent and read "
+              "per heartbeat (median; pushes that came meanwhile included). Width N is the "
+              "flat broadcast "
               "(the coordinator sends to every NM); width 1 is the chain of two that times a "
               "hop between NMs.", "",
               "| NMs | width | sent by the MM | switch p50 (µs) | switch p99 (µs) | "
-              "MM CPU per heartbeat (µs) | switches | launch overhead (s) |",
-              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "MM CPU per heartbeat (µs) | MM messages per heartbeat | switches | "
+              "launch overhead (s) |", "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     lines += [f"| {r['nms']} | {r['width']} | {r['direct']} | {r['p50_us']:,.0f} | "
-              f"{r['p99_us']:,.0f} | {r['mm_cpu_us']:,.0f} | {r['switches']} | "
-              f"{'-' if r['launch_s'] is None else r['launch_s']} |" for r in runs]
+              f"{r['p99_us']:,.0f} | {r['mm_cpu_us']:,.0f} | {r['mm_messages']:g} | "
+              f"{r['switches']} | {'-' if r['launch_s'] is None else r['launch_s']} |"
+              for r in runs]
     low, high = model_costs(runs, 0.5), model_costs(runs, 0.99)
     lines += ["", "## Projected (a model, not a measurement)", "",
               "latency ≈ mm_send × W + depth × (hop + W × send) + act, depth = "

@@ -41,7 +41,8 @@ write the same kinds; events marked *emulation* below come only from real proces
   node manager process on another host died or stopped answering; its jobs fail),
   ``broadcast`` (a message sent down the fan-out tree of node managers on other hosts:
   message (its kind), nodes (live node managers), direct (those the coordinator sent it to
-  itself), cpu_us (the coordinator's CPU time for it: pickling, sending, gathering the
+  itself), read (messages the coordinator read meanwhile: answers, and pushes that came then),
+  cpu_us (the coordinator's CPU time for it: pickling, sending, gathering the
   answers), send_us (its send loop's wall time per node sent to), gather_us (wall time until
   every answer was in), hop_us (the slowest hop, a sender's send to the receiver ready to
   forward; one clock on emulated hosts), forward_us (the largest forwarding cost per child of a
@@ -81,7 +82,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "counters": "job ranks",
     "interrupted": "signal",
     "node_lost": "node host reason",
-    "broadcast": "message nodes direct cpu_us send_us gather_us hop_us forward_us",
+    "broadcast": "message nodes direct read cpu_us send_us gather_us hop_us forward_us",
     "run_end": "status swept",
 }.items()}
 OPEN_FIELDS = {"memory": frozenset({"job"})}

@@ -462,7 +462,8 @@ class EmulationExecutor:
         timing = self.fanout.timing
         assert timing is not None
         self.log.emit("broadcast", self.now(), message=type(msg).__name__, nodes=live,
-                      direct=timing.direct, cpu_us=_us(timing.cpu_s), send_us=_us(timing.send_s),
+                      direct=timing.direct, read=timing.read, cpu_us=_us(timing.cpu_s),
+                      send_us=_us(timing.send_s),
                       gather_us=_us(timing.gather_s), hop_us=_us(timing.hop_s),
                       forward_us=_us(timing.forward_s))
         self._check_lost()

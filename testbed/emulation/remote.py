@@ -207,12 +207,14 @@ class RemoteNode(Pushed):
 
 @dataclass(frozen=True)
 class Timing:
-    """One broadcast as the MM saw it: the nodes it sent to itself, its send loop's wall time
-    per node sent to, its CPU time for the whole broadcast (pickling, sending, gathering), the
-    wall time until every answer was in, and (from the answers) the slowest hop and the
-    largest forwarding cost per child of an NM (None: no NM forwarded).  Seconds."""
+    """One broadcast as the MM saw it: the nodes it sent to itself, the messages it read
+    meanwhile (answers, and pushes that came then), its send loop's wall time per node sent
+    to, its CPU time for the whole broadcast (pickling, sending, gathering), the wall time
+    until every answer was in, and (from the answers) the slowest hop and the largest
+    forwarding cost per child of an NM (None: no NM forwarded).  Seconds."""
 
     direct: int
+    read: int
     send_s: float
     cpu_s: float
     gather_s: float
@@ -267,6 +269,7 @@ class Fanout:
         version: int | None = None
         first: tuple[int, float] | None = None
         solo = False
+        read = 0
         deadline = time.monotonic() + ANSWER_TIMEOUT
         while (got.covered | self.routes.lost_mask) != self.everyone:
             if version != self.routes.version:
@@ -284,6 +287,7 @@ class Fanout:
             for key, _ in self.selector.select(max(0.0, deadline - time.monotonic())):
                 node = key.data
                 answer = node.receive()
+                read += 1
                 if isinstance(answer, Gathered) and answer.seq == self.seq:
                     got.add(answer)
                 if node.lost is not None:
@@ -300,7 +304,7 @@ class Fanout:
                                                                 payload))
                 solo, deadline = True, time.monotonic() + ANSWER_TIMEOUT
         direct, send_s = first or (0, 0.0)
-        self.timing = Timing(direct, send_s, time.thread_time() - cpu,
+        self.timing = Timing(direct, read, send_s, time.thread_time() - cpu,
                              time.perf_counter() - began, got.hop, got.send)
         return got.replies()
 

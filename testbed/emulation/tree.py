@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from testbed.emulation.messages import Gathered, SwitchDone
 
-DEFAULT_WIDTH = 32
+DEFAULT_WIDTH = 4
 
 # a frame down the tree: the broadcast's number (0: a request to this node alone, answered by
 # a Reply), whether the node is to answer for itself alone without forwarding (the MM's second
