@@ -466,8 +466,7 @@ def executor(tmp_path):
                                tmp_path, f"test-{secrets.token_hex(4)}")
         (tmp_path / "jobs").mkdir(exist_ok=True)
         ex.log = EventLog(tmp_path / f"events-{len(made)}.jsonl")
-        fanout = Fanout(tree.parents(len(hosts), width or len(hosts)), width or len(hosts),
-                        ex.now)
+        fanout = Fanout(tree.parents(len(hosts), width or len(hosts)), ex.now)
         none: tuple[tuple[type, ...], ...] = ((),) * len(hosts)
         nodes = [_Node(node, host.name, fanout, *kinds) for node, host, *kinds in
                  zip(machine.nodes, hosts, lose_on, hang_on or none, die_on or none,

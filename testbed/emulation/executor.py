@@ -395,7 +395,7 @@ class EmulationExecutor:
         self.lost_nodes.add(nm.node.index)
         self.selector.unregister(nm)
         if self.fanout is not None:
-            self.fanout.forget(nm)       # type: ignore[arg-type]
+            self.fanout.forget(self.fanout.nodes[nm.node.index])
         nm.disconnect()
         self.log.emit("node_lost", self.now(), node=nm.node.index, host=nm.name,
                       reason=nm.lost)
@@ -463,9 +463,8 @@ class EmulationExecutor:
         assert timing is not None
         self.log.emit("broadcast", self.now(), message=type(msg).__name__, nodes=live,
                       direct=timing.direct, read=timing.read, cpu_us=_us(timing.cpu_s),
-                      send_us=_us(timing.send_s),
-                      gather_us=_us(timing.gather_s), hop_us=_us(timing.hop_s),
-                      forward_us=_us(timing.forward_s))
+                      send_us=_us(timing.send_s), gather_us=_us(timing.gather_s),
+                      hop_us=_us(timing.hop_s), forward_us=_us(timing.forward_s))
         self._check_lost()
         return replies
 

@@ -223,15 +223,13 @@ class Timing:
 
 
 class Fanout:
-    """The MM's end of the tree ``shape`` (``tree.parents``) of ``width``: sends a broadcast
+    """The MM's end of the tree ``shape`` (``tree.parents``): sends a broadcast
     to the nodes ``routes`` names and gathers every live node's answers, routing around lost
     nodes.  ``clock()`` is the run's clock (s), which frames are stamped with; ``noticed`` the
     nodes that pushed something or were lost since ``take_noticed``."""
 
-    def __init__(self, shape: tuple[int | None, ...], width: int,
-                 clock: Callable[[], float]) -> None:
+    def __init__(self, shape: tuple[int | None, ...], clock: Callable[[], float]) -> None:
         self.shape = shape
-        self.width = width
         self.clock = clock
         self.routes = tree.Routes(shape)
         self.nodes: list[RemoteNode] = []
@@ -354,7 +352,7 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
     control = subprocess.Popen(
         launcher_argv(mpiexec, machine, f"{host}:{server.getsockname()[1]}"), env=control_env,
         stdin=subprocess.DEVNULL, start_new_session=True)
-    fanout = Fanout(tree.parents(len(machine.hosts), width), width, clock)
+    fanout = Fanout(tree.parents(len(machine.hosts), width), clock)
     nodes: dict[int, RemoteNode] = {}
     try:
         deadline = time.monotonic() + CONNECT_TIMEOUT
