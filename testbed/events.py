@@ -38,7 +38,15 @@ write the same kinds; events marked *emulation* below come only from real proces
   faults, peak RSS and shim counters per rank), ``paging`` (job, direction ``out`` or ``in``,
   seconds, swap_kib_before, swap_kib_after: a preempted job's memory moved to swap or back,
   t3d with ``--node-mem``), ``interrupted`` (signal), ``node_lost`` (node, host, reason: a
-  node manager process on another host died or stopped answering; its jobs fail).
+  node manager process on another host died or stopped answering; its jobs fail),
+  ``broadcast`` (a message sent down the fan-out tree of node managers on other hosts:
+  message (its kind), nodes (live node managers), direct (those the coordinator sent it to
+  itself), read (messages the coordinator read meanwhile: answers, and pushes that came then),
+  cpu_us (the coordinator's CPU time for it: pickling, sending, gathering the
+  answers), send_us (its send loop's wall time per node sent to), gather_us (wall time until
+  every answer was in), hop_us (the slowest hop, a sender's send to the receiver ready to
+  forward; one clock on emulated hosts), forward_us (the largest forwarding cost per child of a
+  node manager; None if none forwarded)).
 * ``run_end``: status (complete, interrupted, or error when an exception ended the run), swept
   (processes killed at the end).
 """
@@ -77,6 +85,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "counters": "job ranks",
     "interrupted": "signal",
     "node_lost": "node host reason",
+    "broadcast": "message nodes direct read cpu_us send_us gather_us hop_us forward_us",
     "run_end": "status swept",
 }.items()}
 OPEN_FIELDS = {"memory": frozenset({"job"})}

@@ -44,6 +44,7 @@ from testbed.emulation.memory import (
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.emulation.paging import may_page_out
 from testbed.emulation.remote import NodesError
+from testbed.emulation.tree import DEFAULT_WIDTH
 from testbed.events import EventLog, WriteFailed, read_events
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
@@ -101,6 +102,7 @@ class Options:
     rank_priority: str = "auto"
     hosts: Path | None = None
     launcher: str | None = None
+    tree_width: int = DEFAULT_WIDTH
     spin: float | None = None
     node_mem: int | None = None
     swap: int | None = None
@@ -478,7 +480,7 @@ def _emulate(workload: Workload, options: Options, machine: Machine, mpi: MpiInf
     if owners is not None:
         config["owners"] = dataclasses.asdict(owners)
     executor = EmulationExecutor(policy, machine, mpi, run_dir, run_id, library, node_memory,
-                                 swap, options.rank_priority)
+                                 swap, options.rank_priority, options.tree_width)
     service = None
     if listening is not None:
         service = Service(*listening, run_dir, executor, options.timeslice)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks import overheads, shim_cost, simulator
+from benchmarks import multihost, overheads, shim_cost, simulator
 from testbed.experiments.regression import check
 from testbed.policies.spin import Spin
 from testbed.shim_record import lib
@@ -659,3 +659,32 @@ def test_crossval_page_records_the_command_and_one_row_per_policy():
     table = [line for line in page.splitlines() if line.startswith("| ")]
     assert [line.split(" | ")[0] for line in table[1:]] == [f"| {p}" for p in crossval.POLICIES]
     assert "| fcfs | 2.000 | 1.500 | 0.750 | 2.000 | 1.000 |" in table
+
+
+def test_the_heartbeat_model_adds_the_sends_hops_and_the_last_switch():
+    costs = multihost.Costs(mm_send=10.0, hop=200.0, send=5.0, act=100.0)
+    assert [multihost.depth_bound(n, 32) for n in (1, 32, 33, 1024, 1025)] == [1, 1, 2, 2, 3]
+    assert multihost.depth_bound(1024, 2) == 10
+    # 1,024 NMs at width 32: 32 sends, then two levels of a hop and 32 sends each
+    assert multihost.projected_latency(1024, 32, costs) == 10 * 32 + 2 * (200 + 32 * 5) + 100
+    assert multihost.projected_latency(4, 32, costs) == 10 * 4 + (200 + 4 * 5) + 100
+
+
+def test_the_models_inputs_come_from_the_runs_that_time_them():
+    def beat(send: float, hop: float, forward: float | None, cpu: float,
+             latency: float | None) -> tuple[dict[str, Any], float | None]:
+        return {"send_us": send, "hop_us": hop, "forward_us": forward, "cpu_us": cpu}, latency
+    runs = [{"nms": 1, "width": 2, "direct": 1, "mm_cpu_us": 50.0,
+             "beats": [beat(10.0, 100.0, None, 50.0, 400.0), beat(30.0, 300.0, None, 50.0, None)]},
+            {"nms": 4, "width": 2, "direct": 2, "mm_cpu_us": 70.0,
+             "beats": [beat(20.0, 900.0, 8.0, 70.0, 2000.0)]},
+            {"nms": 2, "width": 1, "direct": 1, "mm_cpu_us": 50.0,
+             "beats": [beat(12.0, 150.0, 6.0, 50.0, 600.0), beat(12.0, 250.0, 9.0, 50.0, 700.0)]}]
+    low = multihost.model_costs(runs, 0.5)
+    # sends from the tree runs; hop and forwarding from the chain; act = 400 - 10 - 100
+    assert low == multihost.Costs(mm_send=20.0, hop=150.0, send=6.0, act=290.0)
+    assert multihost.model_costs(runs, 0.99).hop == 250.0
+    projected = multihost.project(runs, [1024], 32)[0]
+    assert projected["depth"] == 2 and projected["projected"] is True
+    assert projected["p50_us"] == 20 * 32 + 2 * (150 + 32 * 6) + 290
+    assert projected["mm_cpu_us"] == 30.0 + 20.0 * 32     # the line through (1, 50), (2, 70)

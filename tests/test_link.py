@@ -9,7 +9,7 @@ import time
 from types import SimpleNamespace
 
 from testbed.emulation.link import LocalNode
-from testbed.emulation.messages import Heartbeat, LaunchFailure, LaunchJob, Termination
+from testbed.emulation.messages import LaunchFailure, LaunchJob, Termination
 
 
 class _Manager:
@@ -71,15 +71,6 @@ def test_a_failed_launch_is_not_watched():
     link = LocalNode(_Manager())    # type: ignore[arg-type]
     assert isinstance(link.handle(_launch("bad"))[0], LaunchFailure)
     assert link.launched == set()
-    link.close()
-
-
-def test_posted_messages_are_answered_by_reply_once():
-    manager = _Manager()
-    link = LocalNode(manager)       # type: ignore[arg-type]
-    link.post(Heartbeat(1, 0, frozenset(), 0.0), None)
-    assert link.reply(time.monotonic() + 1) == [("reply to", "Heartbeat")]
-    assert link.reply() == []
     link.close()
 
 

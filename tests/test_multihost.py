@@ -26,22 +26,26 @@ from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_process
 
 from testbed import cli, run
 from testbed.driver import Ended
-from testbed.emulation import nm_daemon, remote
+from testbed.emulation import auth, nm_daemon, remote, tree
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.messages import (
+    Broadcast,
     Close,
+    Gathered,
     Heartbeat,
     Hello,
     KillJob,
     LaunchJob,
+    MemorySample,
     PidInfo,
+    Push,
     Release,
     Reply,
     Shutdown,
     Termination,
 )
 from testbed.emulation.mpi_info import MpiInfo
-from testbed.emulation.remote import NodesError, RemoteNode, node_of, start_nodes
+from testbed.emulation.remote import Fanout, NodesError, RemoteNode, node_of, start_nodes
 from testbed.events import EventLog
 from testbed.hosts import Host
 from testbed.machine import Node, build_cluster, build_machine
@@ -144,6 +148,75 @@ def test_a_lost_machine_manager_makes_every_nm_kill_its_ranks(tmp_path, workload
         time.sleep(0.05)
     proc.kill()
     proc.wait()
+    assert _gone(out)
+
+
+def _four_hosts(tmp_path: Path) -> Path:
+    path = tmp_path / "hosts4"
+    path.write_text("".join(f"host{i}:1\n" for i in range(4)))
+    return path
+
+
+def _tree_run(tmp_path: Path, workload_path: Path, out: Path) -> list[str]:
+    """``testbed run`` of the workload on four emulated hosts in a tree of width 2 (node 0
+    forwards to node 1, node 2 to node 3), gang scheduled at MPL 2 with 0.1 s slices."""
+    return [*TESTBED, "run", str(workload_path), "--hosts", str(_four_hosts(tmp_path)),
+            "--launcher", "fork", "--tree-width", "2", "--scheduler", "gang", "--mpl", "2",
+            "--timeslice", "0.1", "--out", str(out)]
+
+
+@pytest.mark.realtime
+def test_a_heartbeat_reaches_every_nm_through_a_tree_of_width_2(tmp_path, workload):
+    out = tmp_path / "run"
+    done = subprocess.run(_tree_run(tmp_path, workload("0 4 bsp --work 0.3\n" * 2), out),
+                          cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    config = json.loads((out / "config.json").read_text())
+    assert config["tree_width"] == 2
+    assert [nm["parent"] for nm in config["node_managers"]] == [None, 0, None, 2]
+    assert {r["status"] for r in jobs_csv(out).values()} == {"done"}
+    log = events(out)
+    beats = [e for e in log if e["event"] == "broadcast" and e["message"] == "Heartbeat"]
+    # each sent to two NMs and answered by all four, two of which it reached through the tree
+    assert beats and {(e["nodes"], e["direct"]) for e in beats} == {(4, 2)}
+    assert all(e["forward_us"] is not None for e in beats)
+    assert any(e["event"] == "switch" and e["stopped"] and e["continued"] for e in log)
+    assert not [e for e in log if e["event"] == "node_lost"]
+    stopped = [r["stopped_s"] for e in log if e["event"] == "stats" for r in e["ranks"]]
+    assert len(stopped) == 8 and min(stopped) > 0      # every NM stopped its ranks
+    assert _gone(out)
+
+
+@pytest.mark.realtime
+def test_a_lost_inner_node_fails_only_its_jobs_and_the_mm_takes_over_its_child(tmp_path,
+                                                                               workload):
+    """Node 0 forwards the heartbeats to node 1; once it is killed node 1 gets them from the
+    MM: its two jobs, which take turns, still end done; node 0's fail at once."""
+    out = tmp_path / "run"
+    proc = subprocess.Popen(_tree_run(tmp_path, workload("0 1 bsp --work 1.5\n" * 8), out),
+                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while sum(e["event"] == "pids" for e in live_events(out)) < 8:
+        assert time.monotonic() < deadline and proc.poll() is None, "the jobs never started"
+        time.sleep(0.05)
+    node_0 = json.loads((out / "config.json").read_text())["node_managers"][0]["pid"]
+    os.kill(node_0, signal.SIGKILL)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read() if proc.stderr else ""
+    log = events(out)
+    rows = jobs_csv(out)
+    hosts = {e["job"]: set(e["pes"]) for e in log if e["event"] == "start"}   # PE i: host i
+    assert sorted(len([j for j, pes in hosts.items() if i in pes]) for i in range(4)) == [2] * 4
+    for job, pes in hosts.items():
+        if 0 in pes:
+            assert rows[job]["status"] == "failed"
+            assert rows[job]["reason"].startswith("node manager of host0 lost: connection closed")
+            assert float(rows[job]["end"]) < 30
+        else:
+            assert rows[job]["status"] == "done", rows[job]
+    lost = next(i for i, e in enumerate(log) if e["event"] == "node_lost")
+    assert [e["node"] for e in log if e["event"] == "node_lost"] == [0]
+    after = [e for e in log[lost:] if e["event"] == "broadcast" and e["message"] == "Heartbeat"]
+    assert after and {(e["nodes"], e["direct"]) for e in after} == {(3, 2)}     # nodes 1, 2
     assert _gone(out)
 
 
@@ -272,7 +345,7 @@ def test_a_peer_without_the_runs_key_is_refused():
             conn.close()
         thread = threading.Thread(target=peer)
         thread.start()
-        got, conn = remote._authenticate(ours, key)
+        got, conn = auth.accept(ours, key)
         thread.join(timeout=30)
         conn.close()
         assert (got == hello) is accepted and (got is None) is not accepted
@@ -312,58 +385,94 @@ def test_peers_failing_to_authenticate_do_not_hold_the_start_open(tmp_path, monk
 
 
 class _Node(RemoteNode):
-    """A node manager process stood in for: it answers every request at once with nothing, is
-    lost when sent a message of a type in ``lose_on``, and a launcher of its that ``KillJob`` or
-    ``Shutdown`` kills ends at once, its termination coming in with the reply."""
+    """A node manager process stood in for, at the other end of a socket pair: it answers
+    every request and broadcast at once with nothing (for its whole subtree), is lost when
+    sent a message of a type in ``lose_on``, answers nothing of a type in ``hang_on`` and
+    closes its end on one in ``die_on``, and a launcher of its that ``KillJob`` or
+    ``Shutdown`` kills ends at once, its termination coming in with the answer.  ``frames``
+    are the broadcasts it was sent: (number, solo)."""
 
-    def __init__(self, node: Node, name: str, lose_on: tuple[type, ...] = ()) -> None:
-        ours, self.peer = socket.socketpair()
+    def __init__(self, node: Node, name: str, fanout: Fanout, lose_on: tuple[type, ...] = (),
+                 hang_on: tuple[type, ...] = (), die_on: tuple[type, ...] = ()) -> None:
+        ours, theirs = socket.socketpair()
+        self.peer = Connection(theirs.detach())
         super().__init__(node, name, Connection(ours.detach()),
-                         Hello(node.index, name, 0, (0,), "SCHED_OTHER"))
+                         Hello(node.index, name, 0, (0,), "SCHED_OTHER"), fanout)
         self.lose_on = lose_on
+        self.hang_on = hang_on
+        self.die_on = die_on
         self.sent: list[object] = []
-        self.deadlines: list[float | None] = []
+        self.frames: list[tuple[int, bool]] = []
 
-    def send_pickled(self, payload: bytes) -> None:
+    def send_frame(self, data: bytes) -> None:
         if self.lost is not None:
             return
-        msg = pickle.loads(payload)
+        seq, solo, _ = tree.header(data)
+        msg = pickle.loads(data[tree.HEADER.size:])
+        if seq:
+            assert isinstance(msg, Broadcast)
+            msg = msg.msg
+            self.frames.append((seq, solo))
         self.sent.append(msg)
         if isinstance(msg, self.lose_on):
-            self._lose("stopped answering")
-        elif isinstance(msg, KillJob) and msg.job in self.launched:
+            self.lose("stopped answering")
+            return
+        if isinstance(msg, KillJob) and msg.job in self.launched:
             self.push(Termination(msg.job, "killed", -9, f"killed: {msg.reason}"))
         elif isinstance(msg, Shutdown):
             for job in sorted(self.launched):
                 self.push(Termination(job, "killed", -9, f"killed: {msg.reason}"))
-
-    def reply(self, deadline: float | None = None) -> list[object]:
-        self.deadlines.append(deadline)
-        return []
+        if isinstance(msg, self.die_on):
+            self.peer.close()
+        if isinstance(msg, self.hang_on + self.die_on):
+            return
+        index = self.node.index
+        subtree = [index] if solo else [index, *_descendants(self.fanout.shape, index)]
+        self.peer.send(Gathered(seq, sum(1 << i for i in subtree), None, [], 0.0, None)
+                       if seq else Reply([]))
 
     def push(self, term: Termination) -> None:
         """What receiving ``term`` in a ``Push`` does."""
         self.launched.discard(term.job)
         self.ended[term.job] = term
+        self.fanout.noticed.add(self.node.index)
+
+
+def _descendants(shape: tuple[int | None, ...], node: int) -> list[int]:
+    kids = tree.children(shape)
+    found, todo = [], list(kids[node])
+    while todo:
+        found.append(todo.pop())
+        todo += kids[found[-1]]
+    return found
 
 
 @pytest.fixture
 def executor(tmp_path):
-    """``make(*lose_on)``: an executor of one node manager per ``lose_on`` (hostA, hostB...,
-    one PE each, stood in for by ``_Node``s) with its event log open, begun without starting
+    """``make(*lose_on, width=None, hang_on=None, die_on=None)``: an executor of one node
+    manager per ``lose_on`` (hostA, hostB..., one PE each, stood in for by ``_Node``s, in a
+    tree of ``width``, flat by default) with its event log open, begun without starting
     anything (no watchdog, no node manager processes, the signal handlers kept)."""
     made: list[EmulationExecutor] = []
 
-    def make(*lose_on: tuple[type, ...]) -> tuple[EmulationExecutor, list[_Node]]:
+    def make(*lose_on: tuple[type, ...], width: int | None = None,
+             hang_on: tuple[tuple[type, ...], ...] | None = None,
+             die_on: tuple[tuple[type, ...], ...] | None = None
+             ) -> tuple[EmulationExecutor, list[_Node]]:
         hosts = tuple(Host(f"host{chr(ord('A') + i)}", 1) for i in range(len(lose_on)))
         machine = build_cluster(hosts, None)
         mpi = MpiInfo("MPICH", "", "", "", "", "mpiexec")
         ex = EmulationExecutor(make_policy("gang", PolicyConfig(len(hosts))), machine, mpi,
                                tmp_path, f"test-{secrets.token_hex(4)}")
-        (tmp_path / "jobs").mkdir()
-        ex.log = EventLog(tmp_path / "events.jsonl")
-        nodes = [_Node(node, host.name, lose) for node, host, lose in
-                 zip(machine.nodes, hosts, lose_on, strict=True)]
+        (tmp_path / "jobs").mkdir(exist_ok=True)
+        ex.log = EventLog(tmp_path / f"events-{len(made)}.jsonl")
+        fanout = Fanout(tree.parents(len(hosts), width or len(hosts)), ex.now)
+        none: tuple[tuple[type, ...], ...] = ((),) * len(hosts)
+        nodes = [_Node(node, host.name, fanout, *kinds) for node, host, *kinds in
+                 zip(machine.nodes, hosts, lose_on, hang_on or none, die_on or none,
+                     strict=True)]
+        fanout.attach(nodes)
+        ex.fanout = fanout
         ex.nms = list(nodes)
         for nm in nodes:
             ex.selector.register(nm, selectors.EVENT_READ, lambda nm=nm: ex._node_events(nm))
@@ -372,9 +481,10 @@ def executor(tmp_path):
 
     yield make
     for ex in made:
-        assert ex.log is not None
+        assert ex.log is not None and ex.fanout is not None
         ex.log.close()
         ex.selector.close()
+        ex.fanout.close()
         for nm in ex.nms:
             assert isinstance(nm, _Node)
             nm.conn.close()
@@ -435,6 +545,7 @@ class _Launchers:
 
     events = None
     machine = SimpleNamespace(emulated_hosts=True)
+    node = SimpleNamespace(index=0)
 
     def __init__(self) -> None:
         self.pipes: dict[str, tuple[int, int]] = {}
@@ -465,6 +576,9 @@ class _Launchers:
     def discover(self) -> list[object]:
         return []
 
+    def clock(self) -> float:
+        return 0.0
+
     def sample(self) -> dict[str, dict[str, int]]:
         return {}
 
@@ -488,12 +602,14 @@ def test_a_release_and_its_launchers_exit_in_one_batch(monkeypatch):
     monkeypatch.setattr(nm_daemon.selectors, "DefaultSelector", _RequestsFirst)
     mm, nm_side = Pipe()
     launch = LaunchJob("j1", 0, (0,), ("true",), True, "/dev/null", "/dev/null")
-    for msg in (launch, Release("j1"), Close()):
-        mm.send(msg)
+    mm.send_bytes(tree.frame(0, False, 0.0, pickle.dumps(launch)))
+    mm.send_bytes(tree.frame(1, False, 0.0, pickle.dumps(Broadcast(Release("j1"), 0))))
+    mm.send_bytes(tree.frame(0, False, 0.0, pickle.dumps(Close())))
     nm = _Launchers()
     try:
         assert nm_daemon.serve(nm_side, nm) == 0
-        assert [mm.recv() for _ in range(3)] == [Reply([])] * 3
+        assert [mm.recv() for _ in range(3)] == [Reply([]), Gathered(1, 1, None, [], 0.0, None),
+                                                  Reply([])]
         assert not mm.poll(0) and nm.reaped == []
     finally:
         nm.close()
@@ -556,21 +672,66 @@ def test_node_managers_that_cannot_start_are_one_line_not_a_traceback(tmp_path, 
                                        "managers' launcher exited (3)\n")
 
 
-def test_one_broadcast_waits_for_all_replies_until_one_deadline(executor):
-    """Several hung NMs cost one ANSWER_TIMEOUT together, not one each."""
-    ex, nodes = executor((), (), ())
+def test_nodes_that_answer_nothing_get_the_broadcast_again_alone_then_are_lost(executor,
+                                                                               monkeypatch):
+    """Several hung NMs cost two ANSWER_TIMEOUTs together (one for the broadcast, one for it
+    sent again to each alone), not two each."""
+    monkeypatch.setattr(remote, "ANSWER_TIMEOUT", 0.05)
+    ex, nodes = executor((), (), (), hang_on=((Heartbeat,),) * 3)
     ex.switch(frozenset(), None)
-    deadlines = [d for nm in nodes for d in nm.deadlines]
-    assert len(deadlines) == 3 and None not in deadlines and len(set(deadlines)) == 1
+    assert [nm.frames for nm in nodes] == [[(1, False), (1, True)]] * 3
+    assert [nm.lost for nm in nodes] == [
+        f"node manager of {nm.name} lost: no answer for 0.05 s, nor to the broadcast sent "
+        "again to it alone" for nm in nodes]
+    assert ex.lost_nodes == {0, 1, 2}
+
+
+def test_a_hung_inner_node_is_lost_and_its_child_answers_alone_then_hears_from_the_mm(
+        executor, monkeypatch):
+    monkeypatch.setattr(remote, "ANSWER_TIMEOUT", 0.05)
+    ex, nodes = executor((), (), (), (), width=2, hang_on=((Heartbeat,), (), (), ()))
+    assert ex.fanout is not None and ex.fanout.shape == (None, 0, None, 2)
+    ex.switch(frozenset(), None)        # node 0 never passes it on to node 1
+    assert [nm.frames for nm in nodes] == [[(1, False), (1, True)], [(1, True)], [(1, False)], []]
+    assert ex.lost_nodes == {0} and nodes[1].lost is None
+    ex.switch(frozenset(), None)
+    assert [nm.frames[-1:] for nm in nodes] == [[(1, True)], [(2, False)], [(2, False)], []]
+    assert ex.lost_nodes == {0}
+
+
+def test_an_inner_node_that_dies_has_its_child_sent_the_broadcast_at_once(executor,
+                                                                        monkeypatch):
+    """No deadline passes: the child gets the heartbeat from the MM as soon as its parent's
+    connection ends, and answers it through the tree as usual (not alone)."""
+    monkeypatch.setattr(remote, "ANSWER_TIMEOUT", 600.0)
+    ex, nodes = executor((), (), (), (), width=2, die_on=((Heartbeat,), (), (), ()))
+    assert _launch(ex, "j1", 0) is None and _launch(ex, "j2", 1, 2, 3) is None
+    ex.switch(frozenset({"j1", "j2"}), 0)     # then j1 is killed and released: 2 and 3
+    assert [nm.frames for nm in nodes] == [[(1, False)], [(1, False), (2, False), (3, False)],
+                                           [(1, False), (2, False), (3, False)], []]
+    assert ex.lost_nodes == {0}
+    ended = ex.advance(0.0)
+    assert [(e.job, e.status, e.reason) for e in ended] == [
+        ("j1", "failed", "node manager of hostA lost: connection closed (the node manager "
+                         "died)")]
+    assert "j2" in ex.job_nodes
 
 
 def test_pids_and_memory_pushed_before_a_jobs_end_are_not_logged_after_it(executor, tmp_path):
     ex, (node_a, node_b) = executor((), ())
     assert _launch(ex, "j1", 0, 1) is None
-    node_a.push(Termination("j1", "done", 0, ""))
-    node_b.pids.append(PidInfo("j1", {1: 4242}, 0.1))
-    node_b.memory["j1"] = {"rss_kib": 1024}
+    node_a.peer.send(Push([Termination("j1", "done", 0, "")]))
+    node_b.peer.send(Push([PidInfo("j1", {1: 4242}, 0.1), MemorySample({"j1": {"rss_kib": 1}})]))
     assert [e.job for e in ex.advance(0.0)] == ["j1"]
-    logged = [json.loads(line) for line in (tmp_path / "events.jsonl").read_text().splitlines()]
+    assert ex.advance(0.0) == []
+    assert ex.log is not None
+    logged = [json.loads(line) for line in ex.log.path.read_text().splitlines()]
     assert [e["event"] for e in logged if e.get("job") == "j1"] == []    # the driver logs its end
     assert "j1" not in ex.found
+
+
+def test_a_tree_width_below_1_is_refused(workload, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli.main(["run", str(workload("0 1 bsp --work 1\n")), "--tree-width", "0"])
+    assert stopped.value.code == 2
+    assert "--tree-width: must be at least 1, got 0" in capsys.readouterr().err

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 from testbed.emulation.procs import RankPriority
+from testbed.emulation.tree import DEFAULT_WIDTH
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.policies import PrimeTime
 from testbed.policies.matrix import UNBOUNDED
@@ -83,6 +84,15 @@ def _rank_priority(text: str) -> str:
             raise argparse.ArgumentTypeError(str(err)) from None
     return text
 
+def _tree_width(text: str) -> int:
+    try:
+        width = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if width < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {width}")
+    return width
+
 def scheduler_options(p: argparse.ArgumentParser) -> None:
     policy_options(p)
     p.add_argument("--nodes", type=int, default=1, help="emulated nodes the PEs are split into")
@@ -96,6 +106,10 @@ def scheduler_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--launcher", default=None, metavar="NAME",
                    help="hydra's launcher for the hosts: fork (all hosts emulated on this "
                         "machine), ssh, slurm, ... (default: hydra's choice; slurm in Slurm)")
+    p.add_argument("--tree-width", type=_tree_width, default=DEFAULT_WIDTH, metavar="W",
+                   help="with hosts: the coordinator sends each heartbeat to at most W node "
+                        "managers, each passes it on to at most W more (Slurm's TreeWidth; "
+                        f"default {DEFAULT_WIDTH})")
     p.add_argument("--spin", type=float, default=None,
                    help="shim spin time, seconds: fixed for ics, MAX_spin for fcs (0.0005)")
     p.add_argument("--node-mem", type=_size, default=None, metavar="SIZE",

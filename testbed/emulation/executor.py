@@ -5,8 +5,10 @@ release), waits on their links (``testbed.emulation.link``: one descriptor each,
 a launcher exited, a rank blocked or a remote node pushed something) until the time the driver
 asks for, samples memory, and writes the events only real processes give: pids, memory
 samples, class changes, the benchmark's records and the ranks' counters.  Node managers in this
-process and on other hosts are spoken to the same way; only starting them differs.  It waits
-with epoll, so that terminations are handled at once rather than at the next heartbeat.
+process and on other hosts are spoken to the same way, but for broadcasts: on other hosts they
+go down a fan-out tree (``remote.Fanout``), so that what the executor does per heartbeat does
+not grow with the number of hosts.  It waits with epoll, so that terminations are handled at
+once rather than at the next heartbeat.
 
 Nothing outlives a run: on a normal end, Ctrl-C or SIGTERM the executor kills what is left
 itself; if the process running it is SIGKILLed, its watchdog (``testbed.emulation.watchdog``)
@@ -18,7 +20,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import pickle
 import selectors
 import signal
 import socket
@@ -31,7 +32,7 @@ from typing import Any
 
 from testbed import shim_record
 from testbed.driver import Ended, Interrupted, Switch
-from testbed.emulation import procs, remote
+from testbed.emulation import procs, remote, tree
 from testbed.emulation.link import LocalNode, NodeLink
 from testbed.emulation.memory import NodeCgroups, SwapFile
 from testbed.emulation.messages import (
@@ -72,7 +73,7 @@ class EmulationExecutor:
     def __init__(self, policy: Policy, machine: Machine, mpi: MpiInfo, run_dir: Path,
                  run_id: str, shim_library: Path | None = None,
                  node_memory: NodeCgroups | None = None, swap: SwapFile | None = None,
-                 rank_priority: str = "auto") -> None:
+                 rank_priority: str = "auto", tree_width: int = tree.DEFAULT_WIDTH) -> None:
         self.machine = machine
         self.cpus = machine.cpus
         self.run_dir = run_dir
@@ -94,6 +95,8 @@ class EmulationExecutor:
         self.remote = bool(machine.hosts)
         self.paging = (page_out, page_in)
         self.nms: list[NodeLink] = []
+        self.fanout: remote.Fanout | None = None
+        self.tree_width = tree_width
         self.policy = policy
         self.mpiexec = mpi.mpiexec
         self.shim_setup = shim_setup
@@ -141,14 +144,17 @@ class EmulationExecutor:
                              for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         self.t0 = time.monotonic()
         if self.remote:
-            nodes, self.control = remote.start_nodes(
+            self.fanout, self.control = remote.start_nodes(
                 self.machine, self.mpiexec, self.env, self.run_id,
                 [self.policy.node_policy() for _ in self.machine.nodes], self.shim_setup,
-                self.now, self.rank_setting)
-            self.nms = list(nodes)
+                self.now, self.rank_setting, self.tree_width)
+            self.nms = list(self.fanout.nodes)
+            config["tree_width"] = self.tree_width
             config["node_managers"] = [{"host": nm.name, "hostname": nm.hostname, "pid": nm.pid,
                                         "priority": nm.priority,
-                                        "rank_priority": nm.rank_priority} for nm in nodes]
+                                        "rank_priority": nm.rank_priority,
+                                        "parent": self.fanout.shape[nm.node.index]}
+                                       for nm in self.fanout.nodes]
         else:
             self.nms = [LocalNode(self._node_manager(node, ranks)) for node in self.machine.nodes]
         for nm in self.nms:
@@ -178,7 +184,7 @@ class EmulationExecutor:
         now = self.now()
         awaiting = False
         memory: dict[str, dict[str, int]] = {}
-        for nm in self.nms:
+        for nm in self._pushed():
             self._node_events(nm)
             for info in nm.discover():
                 self._pids(info)
@@ -197,6 +203,14 @@ class EmulationExecutor:
         self._wait(max(0.0, timeout))
         ended, self.ended = self.ended, []
         return ended
+
+    def _pushed(self) -> list[NodeLink]:
+        """The nodes to take pushes from: on other hosts those that pushed something (or were
+        lost) since the last call, so that the cost does not grow with the hosts; here every
+        one."""
+        if self.fanout is None:
+            return self.nms
+        return [self.nms[index] for index in self.fanout.take_noticed()]
 
     def _wait(self, timeout: float) -> None:
         """Handle fd events for up to ``timeout`` seconds, waking on time to the microsecond.
@@ -227,7 +241,8 @@ class EmulationExecutor:
         msg = LaunchJob(spec.id, action.slot, action.pes, argv, action.running,
                         str(jobs_dir / f"{spec.id}.out"), str(jobs_dir / f"{spec.id}.err"),
                         spec.env, spec.cwd)
-        leader_last = sorted(self.nms, key=lambda nm: action.pes[0] in nm.node.pes)
+        leader_last = sorted((self.nms[index] for index in self.job_nodes[spec.id]),
+                             key=lambda nm: action.pes[0] in nm.node.pes)
         replies = [reply for nm in leader_last for reply in nm.handle(msg)]
         self.ran[spec.id] = 0.0
         if action.running:
@@ -364,13 +379,14 @@ class EmulationExecutor:
 
     def _lost_reason(self, nodes: set[int]) -> str | None:
         """Why the first of ``nodes`` already lost was lost; None if none is."""
-        return next((nm.lost for nm in self.nms if nm.node.index in nodes & self.lost_nodes),
-                    None)
+        return next((self.nms[index].lost for index in sorted(nodes & self.lost_nodes)), None)
 
     def _check_lost(self) -> None:
-        for nm in self.nms:
-            if nm.lost and nm.node.index not in self.lost_nodes:
-                self._node_lost(nm)
+        """Fail the jobs of every node found lost since the last call (only nodes on other
+        hosts are ever lost)."""
+        if self.fanout is not None:
+            for index in sorted(self.fanout.routes.lost - self.lost_nodes):
+                self._node_lost(self.nms[index])
 
     def _node_lost(self, nm: NodeLink) -> None:
         """``nm`` stopped answering or died: every job with ranks on its node is killed on the
@@ -378,6 +394,8 @@ class EmulationExecutor:
         assert self.log is not None and nm.lost is not None
         self.lost_nodes.add(nm.node.index)
         self.selector.unregister(nm)
+        if self.fanout is not None:
+            self.fanout.forget(self.fanout.nodes[nm.node.index])
         nm.disconnect()
         self.log.emit("node_lost", self.now(), node=nm.node.index, host=nm.name,
                       reason=nm.lost)
@@ -434,13 +452,19 @@ class EmulationExecutor:
         return counters
 
     def _broadcast(self, msg: object) -> list[object]:
-        """Every NM's replies to ``msg``; node manager processes get it all at once, then
-        answer."""
-        payload = pickle.dumps(msg) if self.remote else None
-        for nm in self.nms:
-            nm.post(msg, payload)
-        deadline = time.monotonic() + remote.ANSWER_TIMEOUT   # hung NMs do not add up
-        replies = [reply for nm in self.nms for reply in nm.reply(deadline)]
+        """Every NM's replies to ``msg``: node managers on other hosts get it down the tree
+        and answer up it (``broadcast`` logs how it went), those here are called in turn."""
+        if self.fanout is None:
+            return [reply for nm in self.nms for reply in nm.handle(msg)]
+        assert self.log is not None
+        live = self.fanout.live()
+        replies = self.fanout.broadcast(msg)
+        timing = self.fanout.timing
+        assert timing is not None
+        self.log.emit("broadcast", self.now(), message=type(msg).__name__, nodes=live,
+                      direct=timing.direct, read=timing.read, cpu_us=_us(timing.cpu_s),
+                      send_us=_us(timing.send_s), gather_us=_us(timing.gather_s),
+                      hop_us=_us(timing.hop_s), forward_us=_us(timing.forward_s))
         self._check_lost()
         return replies
 
@@ -471,6 +495,8 @@ class EmulationExecutor:
                 if nm.node.index not in self.lost_nodes:
                     self.selector.unregister(nm)
                 nm.close()
+            if self.fanout is not None:
+                self.fanout.close()
             if self.control is not None:
                 remote.stop_control(self.control)
             swept = procs.kill_marked(self.run_id)
@@ -491,3 +517,8 @@ class EmulationExecutor:
             assert self.watchdog.stdin is not None
             self.watchdog.stdin.close()
             self.watchdog.wait()
+
+
+def _us(seconds: float | None) -> float | None:
+    """Seconds as microseconds to 0.1 us (None stays None)."""
+    return None if seconds is None else round(seconds * 1e6, 1)

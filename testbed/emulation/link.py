@@ -1,12 +1,13 @@
 """One link between the machine manager and a node manager, whichever side of a socket it is on.
 
-The executor speaks to every node manager through ``NodeLink``: it sends messages, collects
-the replies, takes in what the node pushed (its launchers' ends, class changes, paging
-records, pids, memory samples), waits for one job's launcher to end, and closes.  A node
-manager on another host (``testbed.emulation.remote.RemoteNode``) is reached over an
-authenticated connection and may be lost; one in the machine manager's own process
-(``LocalNode``, below) is called directly and never is.  Both are watched the same way: each
-has one descriptor, readable when the node has something to give.
+The executor speaks to every node manager through ``NodeLink``: it sends messages and gets
+the replies (broadcasts to node managers on other hosts go down their fan-out tree,
+``testbed.emulation.remote.Fanout``), takes in what the node pushed (its launchers' ends,
+class changes, paging records, pids, memory samples), waits for one job's launcher to end,
+and closes.  A node manager on another host (``testbed.emulation.remote.RemoteNode``) is
+reached over an authenticated connection and may be lost; one in the machine manager's own
+process (``LocalNode``, below) is called directly and never is.  Both are watched the same
+way: each has one descriptor, readable when the node has something to give.
 """
 
 from __future__ import annotations
@@ -31,15 +32,6 @@ class NodeLink(Protocol):
 
     def fileno(self) -> int:
         """A descriptor that is readable when the node has pushed something."""
-        ...
-
-    def post(self, msg: object, payload: bytes | None) -> None:
-        """Send ``msg`` (``payload``: it pickled, once for every node), answered by ``reply``."""
-        ...
-
-    def reply(self, deadline: float | None = None) -> list[object]:
-        """The replies to the message posted last (a node that does not answer by
-        ``deadline`` is lost)."""
         ...
 
     def handle(self, msg: object) -> list[object]:
@@ -116,7 +108,6 @@ class LocalNode(Pushed):
         self.manager = manager
         self.node = manager.node
         self.name = f"node {manager.node.index}"
-        self.replies: list[object] = []
         self.selector = selectors.DefaultSelector()
         if manager.events is not None:
             self.selector.register(manager.events, selectors.EVENT_READ, None)
@@ -124,15 +115,6 @@ class LocalNode(Pushed):
     def fileno(self) -> int:
         """The selector's descriptor: readable when a launcher ended or a rank blocked."""
         return self.selector.fileno()
-
-    def post(self, msg: object, payload: bytes | None) -> None:
-        """Handle ``msg`` now; its replies wait for ``reply``."""
-        self.replies = self.handle(msg)
-
-    def reply(self, deadline: float | None = None) -> list[object]:
-        """The replies to the message posted last."""
-        replies, self.replies = self.replies, []
-        return replies
 
     def handle(self, msg: object) -> list[object]:
         """Handle ``msg``; a launch here has its launcher watched."""

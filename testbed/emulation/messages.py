@@ -1,10 +1,13 @@
 """Messages between the machine manager (MM) and the node managers (NM), THESIS §4.3.6.
 
 On one host they are passed as objects.  With hosts, every node manager is a process of its
-own (``testbed.emulation.nm_daemon``) and the same messages travel as pickles over one
-authenticated connection per NM (``multiprocessing.connection``); the last ones below exist
-only there: the NM's greeting and set-up, a request's ``Reply`` and the NM's own ``Push``es
-(rank pids found, memory samples, terminations, class changes), and ``Close``.
+own (``testbed.emulation.nm_daemon``) and the same messages travel as pickles over
+authenticated connections (``multiprocessing.connection``): one between the MM and each NM,
+and one between each NM and each of its children in the fan-out tree
+(``testbed.emulation.tree``).  The last ones below exist only there: the NM's greeting and
+set-up, a request's ``Reply``, a broadcast going down the tree and what each subtree
+``Gathered`` coming up, the NM's own ``Push``es (rank pids found, memory samples,
+terminations, class changes), and ``Close``.
 """
 
 from __future__ import annotations
@@ -145,21 +148,24 @@ class SwitchDone:
 class Hello:
     """NM -> MM on connecting: its node index by its launcher's numbering, host name (Slurm's
     node name inside a Slurm step), pid, the CPUs it may use and its scheduling policy
-    (real-time when permitted, like the MM's)."""
+    (real-time when permitted, like the MM's), and the TCP port its parent in the tree is to
+connect to."""
 
     index: int
     hostname: str
     pid: int
     cpus: tuple[int, ...]
     priority: str
+    port: int = 0
 
 
 @dataclass(frozen=True)
 class NodeSetup:
     """MM -> NM after ``Hello``: what a node manager is built from (``index``: which of the
     machine's nodes it is), the MM's clock (s since the run started) when it was sent, the
-    MM's ``time.monotonic()`` at the run's start, which the NM's clock starts from, and the
-    ``--rank-priority`` setting."""
+    MM's ``time.monotonic()`` at the run's start, which the NM's clock starts from, the
+    ``--rank-priority`` setting, and its place in the tree: its parent's index (None: the MM)
+    and its children's index, host address and port, which it connects to."""
 
     index: int
     machine: Any
@@ -171,6 +177,8 @@ class NodeSetup:
     now: float
     t0: float
     rank_priority: str
+    parent: int | None = None
+    children: tuple[tuple[int, str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -198,3 +206,45 @@ class Push:
 @dataclass(frozen=True)
 class Close:
     """MM -> NM: the run is over and everything was released; sweep and exit."""
+
+
+@dataclass(frozen=True)
+class Broadcast:
+    """MM -> every NM down the tree: ``msg``, and ``lost``, the nodes the MM has found lost (a
+    bit each, ``1 << index``), which their parents stop forwarding to."""
+
+    msg: object
+    lost: int
+
+
+@dataclass(frozen=True)
+class Gathered:
+    """NM -> its parent, or the MM: the answers of a subtree to broadcast ``seq``.
+
+    ``nodes`` has a bit for each node whose answers are in (``1 << index``); ``done`` is their
+    ``SwitchDone`` merged into one (the jobs stopped and continued anywhere, the slowest node's
+    latency; None if the message was not a heartbeat) and ``items`` their other replies, each
+    with the node it came from.  ``hop`` is the slowest hop in the subtree (from a sender's
+    send to the receiver ready to forward it, s) and ``send`` the largest cost per child of an
+    NM's forwarding (s; None if no NM of the subtree forwarded).
+    """
+
+    seq: int
+    nodes: int
+    done: SwitchDone | None
+    items: list[tuple[int, object]]
+    hop: float
+    send: float | None
+
+
+@dataclass(frozen=True)
+class TreeHello:
+    """NM -> its child on connecting: which node the parent is."""
+
+    parent: int
+
+
+@dataclass(frozen=True)
+class Orphaned:
+    """NM -> MM (pushed): the connection to its parent in the tree ended; the MM sends it the
+    broadcasts itself from now on."""

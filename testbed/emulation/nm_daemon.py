@@ -3,9 +3,12 @@ launcher (``mpiexec -ppn 1 -hosts ...``, or ``srun --ntasks-per-node=1`` inside 
 
 It connects to the machine manager (``--connect HOST:PORT``) with the run's key (from
 ``TESTBED_NM_KEY``, which it removes from its environment), says which node it is (``--index``,
-else the launcher's ``PMI_RANK`` or ``SLURM_PROCID``), receives its ``NodeSetup`` and then
-serves: every request is handled by a ``NodeManager`` and answered with one ``Reply``; what it
-notices by itself (its ranks' pids, memory samples, a launcher's exit, shim events) is pushed.
+else the launcher's ``PMI_RANK`` or ``SLURM_PROCID``) and on which port its parent in the
+fan-out tree is to reach it, receives its ``NodeSetup``, links up with its parent and children
+(``testbed.emulation.relay``), tells the MM it is ready and then serves: a request to this
+node alone is handled by a ``NodeManager`` and answered with one ``Reply``; a broadcast is
+forwarded down the tree, handled, and answered up it; what it notices by itself (its ranks'
+pids, memory samples, a launcher's exit, shim events) is pushed straight to the MM.
 
 If the machine manager goes away (the connection ends without ``Close``) it kills every rank
 of the run it manages and exits 1.  On real hosts it also starts the run's watchdog on its host,
@@ -19,6 +22,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import pickle
 import selectors
 import socket
 import subprocess
@@ -26,7 +30,7 @@ import sys
 import time
 from multiprocessing.connection import Client, Connection
 
-from testbed.emulation import procs
+from testbed.emulation import auth, procs, tree
 from testbed.emulation.messages import (
     Close,
     Hello,
@@ -39,6 +43,7 @@ from testbed.emulation.messages import (
     Shutdown,
 )
 from testbed.emulation.node_manager import NodeManager
+from testbed.emulation.relay import ManagerLost, Relay, TreeLink, link_up, to_manager
 
 KEY_ENV = "TESTBED_NM_KEY"
 # Finding ranks means listing the host's processes; at real-time priority, polling faster
@@ -76,54 +81,69 @@ def build(setup: NodeSetup, index: int) -> NodeManager:
                        lambda: time.monotonic() - t0, setup.policy, setup.shim, scan=True)
 
 
-def serve(conn: Connection, nm: NodeManager) -> int:
-    """Answer requests and push what happens until ``Close`` (0) or the MM is lost (1)."""
+def serve(conn: Connection, nm: NodeManager, parent: Connection | None = None,
+          children: dict[int, Connection] | None = None) -> int:
+    """Answer requests, pass broadcasts on and push what happens until ``Close`` (0) or the MM
+    is lost (1)."""
     selector = selectors.DefaultSelector()
     selector.register(conn, selectors.EVENT_READ, "mm")
     if nm.events is not None:
         selector.register(nm.events, selectors.EVENT_READ, "shim")
-    while True:
-        pushes: list[object] = list(nm.discover())
-        memory = nm.sample()
-        if memory:
-            pushes.append(MemorySample(memory))
-        for key, _ in selector.select(DISCOVERY_POLL if nm.awaiting_pids() else IDLE_POLL):
-            if key.data == "mm":
-                try:
-                    msg = conn.recv()
-                except (EOFError, OSError):
-                    _sweep(nm, "machine manager lost")
-                    return 1
-                if isinstance(msg, Close):
-                    _sweep(nm, "run over")
-                    conn.send(Reply([]))
-                    return 0
-                replies = nm.handle(msg)
-                conn.send(Reply(replies))
-                if isinstance(msg, LaunchJob):
-                    fd = nm.launcher_fd(msg.job)
-                    if fd is not None:
-                        selector.register(fd, selectors.EVENT_READ, msg.job)
-                elif isinstance(msg, Release):
-                    _forget_released(selector, nm)
-            elif key.data == "shim":
-                pushes += nm.shim_events()
-            elif nm.launcher_fd(key.data) == key.fd:    # not released earlier in this batch
-                selector.unregister(key.fd)
-                pushes.append(nm.reap(key.data))
-        if pushes:
-            try:
-                conn.send(Push(pushes))
-            except OSError:
-                _sweep(nm, "machine manager lost")
-                return 1
+    relay = Relay(nm.node.index, conn, parent, children or {}, selector, nm.clock)
+
+    def act(msg: object) -> list[object]:
+        replies = nm.handle(msg)    # type: ignore[arg-type]
+        if isinstance(msg, LaunchJob):
+            fd = nm.launcher_fd(msg.job)
+            if fd is not None:
+                selector.register(fd, selectors.EVENT_READ, msg.job)
+        elif isinstance(msg, Release):
+            _forget_released(selector, nm)
+        return replies
+
+    try:
+        while True:
+            pushes: list[object] = list(nm.discover())
+            memory = nm.sample()
+            if memory:
+                pushes.append(MemorySample(memory))
+            for key, _ in selector.select(DISCOVERY_POLL if nm.awaiting_pids() else IDLE_POLL):
+                if key.data == "mm":
+                    try:
+                        data = conn.recv_bytes()
+                    except (EOFError, OSError):
+                        raise ManagerLost from None
+                    if tree.header(data)[0]:
+                        relay.take(data, conn, act)
+                        continue
+                    msg = pickle.loads(data[tree.HEADER.size:])
+                    if isinstance(msg, Close):
+                        _sweep(nm, "run over")
+                        to_manager(conn, Reply([]))
+                        return 0
+                    to_manager(conn, Reply(act(msg)))
+                elif isinstance(key.data, TreeLink):
+                    relay.ready(key.data, act)
+                elif key.data == "shim":
+                    pushes += nm.shim_events()
+                elif nm.launcher_fd(key.data) == key.fd:    # not released earlier in this batch
+                    selector.unregister(key.fd)
+                    pushes.append(nm.reap(key.data))
+            if pushes:
+                to_manager(conn, Push(pushes))
+    except ManagerLost:
+        _sweep(nm, "machine manager lost")
+        return 1
+    finally:
+        relay.close()
 
 
 def _forget_released(selector: selectors.BaseSelector, nm: NodeManager) -> None:
     """Stop watching the launchers of jobs released before their end was seen here (the MM
     gave up waiting; ``NodeManager`` reaped them on release)."""
     for key in list(selector.get_map().values()):
-        if key.data not in ("mm", "shim") and nm.launcher_fd(key.data) != key.fd:
+        if (isinstance(key.data, str) and key.data not in ("mm", "shim")
+                and nm.launcher_fd(key.data) != key.fd):
             selector.unregister(key.fileobj)
 
 
@@ -155,11 +175,17 @@ def main(argv: list[str] | None = None) -> int:
     procs.become_subreaper()
     priority = procs.raise_priority()
     host, _, port = args.connect.rpartition(":")
-    conn = Client((host, int(port)), authkey=bytes.fromhex(key))
-    conn.send(Hello(index, os.environ.get("SLURMD_NODENAME") or socket.gethostname(), os.getpid(),
-                    tuple(sorted(os.sched_getaffinity(0))), priority))
-    setup: NodeSetup = conn.recv()
-    nm = build(setup, setup.index)
+    secret = bytes.fromhex(key)
+    conn = Client((host, int(port)), authkey=secret)
+    # listen where this NM reaches the MM from: the MM gives the parent that address
+    with socket.create_server((auth.local_address(conn), 0)) as listener:
+        conn.send(Hello(index, os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
+                        os.getpid(), tuple(sorted(os.sched_getaffinity(0))), priority,
+                        listener.getsockname()[1]))
+        setup: NodeSetup = pickle.loads(conn.recv_bytes()[tree.HEADER.size:])
+        nm = build(setup, setup.index)      # its clock starts from the MM's as received
+        parent, children = link_up(setup, listener, secret)
+    conn.send(Reply([]))
     nm.rank_priority = procs.rank_priority(setup.rank_priority, priority)
     watchdog = None
     if not setup.machine.emulated_hosts:
@@ -167,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
                                      setup.run_id], stdin=subprocess.PIPE,
                                     start_new_session=True)
     try:
-        return serve(conn, nm)
+        return serve(conn, nm, parent, children)
     finally:
         conn.close()
         if watchdog is not None:

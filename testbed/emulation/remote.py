@@ -2,45 +2,56 @@
 
 ``start_nodes`` listens on a TCP port, starts the node managers as one control job through the
 MPI launcher (hydra's ``mpiexec -ppn 1 -hosts ...``; inside Slurm, ``srun --ntasks-per-node=1``),
-and waits for each to connect.  Connections are ``multiprocessing.connection``'s: every peer
-must answer an HMAC challenge with the run's random key (passed to the NMs in their
-environment) before anything is unpickled.  MPI itself is not used for these messages: a
-blocked MPI call busy-polls a CPU that the ranks need, MPI gives no descriptor to wait on beside
-the launchers and the shim's sockets, and one dead process aborts an MPI job, while a node
-manager that dies here must only fail its own jobs.
+waits for each to connect, and sets them up as a fan-out tree of the given width
+(``testbed.emulation.tree``), whose links they make themselves.  Every connection, between the
+MM and an NM or between two NMs, is ``multiprocessing.connection``'s: each peer must answer an
+HMAC challenge with the run's random key (passed to the NMs in their environment) before
+anything is unpickled (``testbed.emulation.auth``).  MPI itself is not used for these
+messages: a blocked MPI call busy-polls a CPU that the ranks need, MPI gives no descriptor to
+wait on beside the launchers and the shim's sockets, and one dead process aborts an MPI job,
+while a node manager that dies here must only fail its own jobs.
 
-A ``RemoteNode`` answers the calls the emulation executor makes of a local ``NodeManager``.  A
-node that stops answering within ``ANSWER_TIMEOUT`` or whose connection ends is *lost*: it
-answers nothing from then on and the executor fails the jobs that had ranks there.
+A ``RemoteNode`` answers the calls the emulation executor makes of a local ``NodeManager``
+(requests to that node alone go straight to it); a ``Fanout`` sends a broadcast down the tree
+and gathers every node's answers.  A node is *lost* when its connection ends, when it does not
+answer a request within ``ANSWER_TIMEOUT``, or when it answers a broadcast neither through the
+tree within ``ANSWER_TIMEOUT`` nor when the MM sends it again straight to the node (*solo*)
+within another ``ANSWER_TIMEOUT``.  A lost node answers nothing from then on, the executor
+fails the jobs that had ranks there, and the MM sends to its live children itself: the rest of
+its subtree goes on.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pickle
 import secrets
+import selectors
 import shutil
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 from collections.abc import Callable
-from multiprocessing import AuthenticationError
-from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from typing import Any
 
-from testbed.emulation import procs
+from testbed.emulation import auth, procs, tree
 from testbed.emulation.link import Pushed
 from testbed.emulation.messages import (
+    Broadcast,
     Close,
+    Gathered,
     Hello,
     LaunchFailure,
     LaunchJob,
     MemorySample,
     NodeSetup,
+    Orphaned,
     PidInfo,
     Push,
     Reply,
@@ -51,7 +62,6 @@ from testbed.machine import Machine, Node
 
 ANSWER_TIMEOUT = 30.0
 CONNECT_TIMEOUT = 60.0
-AUTH_TIMEOUT = 5.0
 TERM_GRACE = 3.0
 
 
@@ -60,17 +70,20 @@ class NodesError(RuntimeError):
 
 
 class RemoteNode(Pushed):
-    """A node manager process, seen from the machine manager (a ``NodeLink``)."""
+    """A node manager process, seen from the machine manager (a ``NodeLink``); ``fanout`` is
+    the tree it is part of, told when the node is lost or orphaned and when it pushes."""
 
-    def __init__(self, node: Node, name: str, conn: Connection, hello: Hello,
+    def __init__(self, node: Node, name: str, conn: Connection, hello: Hello, fanout: Fanout,
                  setting: str = "auto") -> None:
         super().__init__()
         self.node = node
         self.name = name
         self.conn = conn
         self.fd = conn.fileno()
+        self.fanout = fanout
         self.hostname = hello.hostname
         self.pid = hello.pid
+        self.port = hello.port
         self.priority = hello.priority
         self.rank_priority = procs.rank_priority(setting, hello.priority).describe()
         self.lost: str | None = None
@@ -78,36 +91,33 @@ class RemoteNode(Pushed):
         self.memory: dict[str, dict[str, int]] = {}
 
     def fileno(self) -> int:
-        """The connection's descriptor (readable when the NM has pushed something)."""
+        """The connection's descriptor (readable when the NM has sent something)."""
         return self.fd
 
     def send(self, msg: object) -> None:
-        """Send ``msg`` (nothing once the node is lost)."""
-        self.send_pickled(pickle.dumps(msg))
+        """Send ``msg`` to this node alone (nothing once the node is lost)."""
+        self.send_frame(tree.frame(0, False, 0.0, pickle.dumps(msg)))
 
-    def post(self, msg: object, payload: bytes | None) -> None:
-        """Send ``msg``, pickled once for every NM as ``payload``; ``reply`` answers it."""
-        self.send_pickled(payload if payload is not None else pickle.dumps(msg))
-
-    def send_pickled(self, payload: bytes) -> None:
-        """Send a message pickled once for every NM (nothing once the node is lost)."""
+    def send_frame(self, data: bytes) -> None:
+        """Send a frame (``tree.frame``; nothing once the node is lost)."""
         if self.lost is None:
             try:
-                self.conn.send_bytes(payload)
+                self.conn.send_bytes(data)
             except OSError as err:
-                self._lose(f"connection failed: {err.strerror or err}")
+                self.lose(f"connection failed: {err.strerror or err}")
 
     def reply(self, deadline: float | None = None) -> list[object]:
         """Wait for the reply to the request sent last, keeping what is pushed meanwhile;
         the NM is lost if none came by ``deadline`` (``time.monotonic()`` s; by default
         ``ANSWER_TIMEOUT`` from now)."""
+        start = time.monotonic()
         if deadline is None:
-            deadline = time.monotonic() + ANSWER_TIMEOUT
+            deadline = start + ANSWER_TIMEOUT
         while self.lost is None:
             if not self.conn.poll(max(0.0, deadline - time.monotonic())):
-                self._lose(f"no answer for {ANSWER_TIMEOUT:g} s")
+                self.lose(f"no answer for {deadline - start:.3g} s")
                 break
-            msg = self._recv()
+            msg = self.receive()
             if isinstance(msg, Reply):
                 return msg.items
         return []
@@ -124,15 +134,18 @@ class RemoteNode(Pushed):
     def pump(self) -> None:
         """Take in everything the NM has pushed, without waiting."""
         while self.lost is None and self.conn.poll(0):
-            self._recv()
+            self.receive()
 
-    def _recv(self) -> object:
+    def receive(self) -> object:
+        """Read one message: what is pushed is kept (the fanout is told), a reply or a
+        ``Gathered`` is returned; None if the connection ended (the node is lost)."""
         try:
             msg = self.conn.recv()
         except (EOFError, OSError):
-            self._lose("connection closed (the node manager died)")
+            self.lose("connection closed (the node manager died)")
             return None
         if isinstance(msg, Push):
+            self.fanout.noticed.add(self.node.index)
             for item in msg.items:
                 if isinstance(item, PidInfo):
                     self.pids.append(item)
@@ -142,13 +155,20 @@ class RemoteNode(Pushed):
                 elif isinstance(item, Termination):
                     self.launched.discard(item.job)
                     self.ended[item.job] = item
+                elif isinstance(item, Orphaned):
+                    self.fanout.routes.adopt(self.node.index)
                 else:
                     self.changes.append(item)
         return msg
 
-    def _lose(self, why: str) -> None:
-        self.lost = f"node manager of {self.name} lost: {why}"
-        self.launched.clear()
+    def lose(self, why: str) -> None:
+        """The node is lost, for ``why``: it is sent nothing more and its children become
+        the MM's."""
+        if self.lost is None:
+            self.lost = f"node manager of {self.name} lost: {why}"
+            self.launched.clear()
+            self.fanout.routes.lose(self.node.index)
+            self.fanout.noticed.add(self.node.index)
 
     def disconnect(self) -> None:
         """Close the connection (after the executor stopped watching it)."""
@@ -174,7 +194,7 @@ class RemoteNode(Pushed):
         while job not in self.ended and self.lost is None and job in self.launched:
             if not self.conn.poll(max(0.0, deadline - time.monotonic())):
                 break
-            self._recv()
+            self.receive()
         return self.ended.pop(job, None)
 
     def close(self) -> None:
@@ -183,6 +203,123 @@ class RemoteNode(Pushed):
             self.send(Close())
             self.reply()
         self.conn.close()
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One broadcast as the MM saw it: the nodes it sent to itself, the messages it read
+    meanwhile (answers, and pushes that came then), its send loop's wall time per node sent
+    to, its CPU time for the whole broadcast (pickling, sending, gathering), the wall time
+    until every answer was in, and (from the answers) the slowest hop and the largest
+    forwarding cost per child of an NM (None: no NM forwarded).  Seconds."""
+
+    direct: int
+    read: int
+    send_s: float
+    cpu_s: float
+    gather_s: float
+    hop_s: float | None
+    forward_s: float | None
+
+
+class Fanout:
+    """The MM's end of the tree ``shape`` (``tree.parents``): sends a broadcast
+    to the nodes ``routes`` names and gathers every live node's answers, routing around lost
+    nodes.  ``clock()`` is the run's clock (s), which frames are stamped with; ``noticed`` the
+    nodes that pushed something or were lost since ``take_noticed``."""
+
+    def __init__(self, shape: tuple[int | None, ...], clock: Callable[[], float]) -> None:
+        self.shape = shape
+        self.clock = clock
+        self.routes = tree.Routes(shape)
+        self.nodes: list[RemoteNode] = []
+        self.noticed: set[int] = set()
+        self.selector = selectors.DefaultSelector()
+        self.watched: set[int] = set()
+        self.everyone = (1 << len(shape)) - 1
+        self.seq = 0
+        self.timing: Timing | None = None
+
+    def attach(self, nodes: list[RemoteNode]) -> None:
+        """The tree's nodes, in node order; their connections are watched while gathering."""
+        self.nodes = nodes
+        for node in nodes:
+            self.selector.register(node, selectors.EVENT_READ, node)
+            self.watched.add(node.node.index)
+
+    def live(self) -> int:
+        """How many nodes are not lost."""
+        return len(self.nodes) - len(self.routes.lost)
+
+    def broadcast(self, msg: object) -> list[object]:
+        """Send ``msg`` to every live node through the tree and return their replies (one
+        merged ``SwitchDone`` for a heartbeat, then the others in node order); ``timing`` says
+        how it went.  A node lost meanwhile is routed around: its children get ``msg`` from
+        the MM; nodes that have not answered by ``ANSWER_TIMEOUT`` get it again, solo, and are
+        lost if they do not answer that by another ``ANSWER_TIMEOUT``."""
+        cpu, began = time.thread_time(), time.perf_counter()
+        self.seq += 1
+        for index in self.routes.lost & self.watched:
+            self.forget(self.nodes[index])
+        payload = pickle.dumps(Broadcast(msg, self.routes.lost_mask))
+        got = tree.Collected()
+        sent: set[int] = set()
+        version: int | None = None
+        first: tuple[int, float] | None = None
+        solo = False
+        read = 0
+        deadline = time.monotonic() + ANSWER_TIMEOUT
+        while (got.covered | self.routes.lost_mask) != self.everyone:
+            if version != self.routes.version:
+                version = self.routes.version
+                fresh = [i for i in self.routes.direct
+                         if i not in sent and not got.covered >> i & 1]
+                start = time.perf_counter()
+                for index in fresh:
+                    sent.add(index)
+                    self.nodes[index].send_frame(tree.frame(self.seq, False, self.clock(),
+                                                            payload))
+                if first is None:
+                    first = len(fresh), (time.perf_counter() - start) / max(1, len(fresh))
+                continue
+            for key, _ in self.selector.select(max(0.0, deadline - time.monotonic())):
+                node = key.data
+                answer = node.receive()
+                read += 1
+                if isinstance(answer, Gathered) and answer.seq == self.seq:
+                    got.add(answer)
+                if node.lost is not None:
+                    self.forget(node)
+            if time.monotonic() >= deadline:
+                missing = [i for i in range(len(self.nodes))
+                           if not (got.covered | self.routes.lost_mask) >> i & 1]
+                for index in missing:
+                    if solo:
+                        self.nodes[index].lose(f"no answer for {ANSWER_TIMEOUT:g} s, nor to "
+                                               f"the broadcast sent again to it alone")
+                    else:
+                        self.nodes[index].send_frame(tree.frame(self.seq, True, self.clock(),
+                                                                payload))
+                solo, deadline = True, time.monotonic() + ANSWER_TIMEOUT
+        direct, send_s = first or (0, 0.0)
+        self.timing = Timing(direct, read, send_s, time.thread_time() - cpu,
+                             time.perf_counter() - began, got.hop, got.send)
+        return got.replies()
+
+    def forget(self, node: RemoteNode) -> None:
+        """Stop watching a lost node's connection (before it is closed)."""
+        if node.node.index in self.watched:
+            self.watched.discard(node.node.index)
+            self.selector.unregister(node)
+
+    def take_noticed(self) -> list[int]:
+        """The nodes that pushed something or were lost since the last call, in order."""
+        noticed, self.noticed = sorted(self.noticed), set()
+        return noticed
+
+    def close(self) -> None:
+        """Stop watching the nodes (the run is over)."""
+        self.selector.close()
 
 
 def launcher_argv(mpiexec: str, machine: Machine, address: str) -> list[str]:
@@ -201,10 +338,11 @@ def launcher_argv(mpiexec: str, machine: Machine, address: str) -> list[str]:
 
 def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str,
                 policies: list[Any], shim: Any, clock: Callable[[], float],
-                rank_priority: str = "auto"
-                ) -> tuple[list[RemoteNode], subprocess.Popen[bytes]]:
-    """Start a node manager on every host of ``machine`` and set each up; returns them in
-    node order and the control job.  Raises ``NodesError`` if they do not all connect."""
+                rank_priority: str = "auto", width: int = tree.DEFAULT_WIDTH
+                ) -> tuple[Fanout, subprocess.Popen[bytes]]:
+    """Start a node manager on every host of ``machine``, set each up and have them link up
+    in a tree of ``width``; returns the tree (its nodes in node order) and the control job.
+    Raises ``NodesError`` if they do not all connect and link up."""
     key = secrets.token_bytes(32)
     bind = "127.0.0.1" if machine.emulated_hosts else ""
     server = socket.create_server((bind, 0))
@@ -214,6 +352,7 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
     control = subprocess.Popen(
         launcher_argv(mpiexec, machine, f"{host}:{server.getsockname()[1]}"), env=control_env,
         stdin=subprocess.DEVNULL, start_new_session=True)
+    fanout = Fanout(tree.parents(len(machine.hosts), width), clock)
     nodes: dict[int, RemoteNode] = {}
     try:
         deadline = time.monotonic() + CONNECT_TIMEOUT
@@ -230,16 +369,17 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
                 sock, _ = server.accept()
             except TimeoutError:
                 continue
-            hello, conn = _authenticate(sock, key)
-            index = None if hello is None else node_of(hello, machine)
+            hello, conn = auth.accept(sock, key)
+            index = node_of(hello, machine) if isinstance(hello, Hello) else None
             if index is None or index in nodes:
                 conn.close()
                 continue
+            assert isinstance(hello, Hello)
             nodes[index] = RemoteNode(machine.nodes[index], machine.hosts[index].name, conn,
-                                      hello, rank_priority)
-        for index, node in nodes.items():
-            node.send(NodeSetup(index, machine, mpiexec, env, run_id, policies[index], shim,
-                                clock(), time.monotonic() - clock(), rank_priority))
+                                      hello, fanout, rank_priority)
+        _link_up(fanout, nodes, NodeSetup(0, machine, mpiexec, env, run_id, None, shim, 0.0,
+                                           time.monotonic() - clock(), rank_priority),
+                 policies, clock)
     except BaseException:
         for node in nodes.values():
             node.disconnect()
@@ -247,7 +387,27 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
         raise
     finally:
         server.close()
-    return [nodes[i] for i in range(len(machine.hosts))], control
+    fanout.attach([nodes[i] for i in range(len(machine.hosts))])
+    return fanout, control
+
+
+def _link_up(fanout: Fanout, nodes: dict[int, RemoteNode], common: NodeSetup,
+             policies: list[Any], clock: Callable[[], float]) -> None:
+    """Send every NM its set-up (``common`` with its index, policy, the MM's clock, and its
+    place in the tree: each child's address is the one its NM reached the MM from) and wait
+    until each says its tree links are made."""
+    kids = tree.children(fanout.shape)
+    addresses = {index: auth.peer_address(node.conn) for index, node in nodes.items()}
+    for index, node in nodes.items():
+        node.send(dataclasses.replace(
+            common, index=index, policy=policies[index], now=clock(),
+            parent=fanout.shape[index],
+            children=tuple((k, addresses[k], nodes[k].port) for k in kids[index])))
+    deadline = time.monotonic() + CONNECT_TIMEOUT
+    for node in nodes.values():
+        node.reply(deadline)
+        if node.lost is not None:
+            raise NodesError(f"the node managers did not link up in a tree: {node.lost}")
 
 
 def node_of(hello: Hello, machine: Machine) -> int | None:
@@ -260,28 +420,6 @@ def node_of(hello: Hello, machine: Machine) -> int | None:
     if machine.launcher == "slurm" and hello.hostname in names:
         return names.index(hello.hostname)
     return hello.index if 0 <= hello.index < len(names) else None
-
-
-def _authenticate(sock: socket.socket, key: bytes) -> tuple[Hello | None, Connection]:
-    """Challenge a new peer with the run's key (both ways, as ``Listener`` does) and read its
-    ``Hello``; a peer that fails, stalls for ``AUTH_TIMEOUT`` or says something else gets
-    None."""
-    sock.settimeout(None)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(AUTH_TIMEOUT))
-    conn = Connection(sock.detach())
-    try:
-        deliver_challenge(conn, key)
-        answer_challenge(conn, key)
-        hello = conn.recv()
-    except (AuthenticationError, EOFError, OSError, pickle.UnpicklingError):
-        return None, conn
-    with socket.socket(fileno=os.dup(conn.fileno())) as raw:
-        raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, _timeval(0.0))
-    return (hello if isinstance(hello, Hello) else None), conn
-
-
-def _timeval(seconds: float) -> bytes:
-    return struct.pack("ll", int(seconds), int(seconds % 1 * 1e6))
 
 
 def stop_control(control: subprocess.Popen[bytes], grace: float = 10.0) -> None:
