@@ -3,9 +3,10 @@
 The claims are judged by ``t3d_fig6.claims``, the one place their rules live: a scheme is below
 another at a load when its 90 % batch-means interval lies wholly below the other's, and a point
 is saturated when the machine delivered less than 90 % of the offered load.  Its verdicts read
-as the report's: holds agrees, partly cannot tell, fails disagrees.  They are judged on T3D's
-model, gang with an unbounded matrix (the ∞ curves: T3D's simulated gang scheduler had no bound
-on its slots); gang with ``t3d_fig6.MPL`` rows is shown beside them for comparison.
+as the report's: holds as agrees, partly as cannot tell, fails as disagrees (a slowdown claim
+fails there only where the opposite is shown at some load).  They are judged on T3D's model,
+gang with an unbounded matrix (the ∞ curves: T3D's simulated gang scheduler had no bound on
+its slots); gang with ``t3d_fig6.MPL`` rows is shown beside them for comparison.
 """
 
 from __future__ import annotations
