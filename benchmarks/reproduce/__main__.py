@@ -39,7 +39,7 @@ class Paper:
 
 PAPERS = (Paper("THESIS", thesis, True, (90.0, 500.0, 1500.0)),
           Paper("MEMORY", memory, True, (40.0, 180.0, 1500.0)),
-          Paper("T3D", t3d, False, (5.0, 300.0, 800.0)),
+          Paper("T3D", t3d, False, (5.0, 420.0, 800.0)),
           Paper("T3E", t3e, False, (5.0, 35.0, 90.0)),
           Paper("COW", cow, False, (5.0, 100.0, 500.0)))
 
