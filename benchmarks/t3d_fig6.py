@@ -260,9 +260,13 @@ def _saturation(at: float | None) -> str:
 
 def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """T3D §3.3's claims about Fig 6 checked against ``records`` (those schemes that are
-    there): each a dict of ``claim``, ``scheme`` (the gang curve it is about, or None),
-    ``verdict`` (``holds``, ``partly`` or ``fails``) and ``detail``.  Slowdowns are compared
-    by their intervals (``compare``); saturation is ``first_saturated``."""
+    there): each a dict of ``key`` (which claim: ``fcfs-first``, ``fcfs-highest``,
+    ``easy-prime``, ``gang-lowest`` or ``gang-near-one``), ``claim``, ``scheme`` (the gang
+    curve it is about, or None), ``verdict`` (``holds``, ``partly`` or ``fails``) and
+    ``detail``.  Slowdowns are compared by their intervals (``compare``); saturation is
+    ``first_saturated``.  A slowdown claim holds where it is shown at every load, fails where
+    the opposite is shown at some load (an interval wholly on the wrong side), and else holds
+    partly (shown at some loads, or intervals overlapping)."""
     by = {(r["policy"], r["load"]): r for r in records}
     labels = list(dict.fromkeys(r["policy"] for r in records))
     loads = sorted({r["load"] for r in records})
@@ -273,17 +277,21 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         earlier = [label for label, at in others.items()
                    if at is not None and (fcfs is None or at < fcfs)]
         verdict = "fails" if fcfs is None or earlier else "holds"
-        out.append({"claim": "FCFS saturates first", "scheme": None, "verdict": verdict,
+        out.append({"key": "fcfs-first", "claim": "FCFS saturates first", "scheme": None,
+                    "verdict": verdict,
                     "detail": f"fcfs saturated {_saturation(fcfs)}; " + "; ".join(
                         f"{label} {_saturation(at)}" for label, at in others.items())})
-        worst = [load for load in loads if all(
-            compare(by["fcfs", load], by[label, load]) == "above"
-            for label in others if (label, load) in by)]
+        seen = {load: [compare(by["fcfs", load], by[label, load])
+                       for label in others if (label, load) in by] for load in loads}
+        worst = [load for load, c in seen.items() if all(x == "above" for x in c)]
         rest = [load for load in loads if load not in worst]
-        verdict = "holds" if not rest else "partly" if worst else "fails"
-        out.append({"claim": "FCFS slowdown highest (before saturation too)", "scheme": None,
-                    "verdict": verdict, "detail": f"above every other scheme at "
-                                                  f"{_loads(worst)}; not at {_loads(rest)}"})
+        beaten = [load for load, c in seen.items() if "below" in c]
+        verdict = "fails" if beaten else "partly" if rest else "holds"
+        out.append({"key": "fcfs-highest",
+                    "claim": "FCFS slowdown highest (before saturation too)", "scheme": None,
+                    "verdict": verdict,
+                    "detail": f"above every other scheme at {_loads(worst)}; not at "
+                              f"{_loads(rest)}; below one at {_loads(beaten)}"})
     if {"easy", "prime"} <= set(labels):
         seen = {load: compare(by["easy", load], by["prime", load]) for load in loads}
         above = [load for load, c in seen.items() if c == "above"]
@@ -292,7 +300,8 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         later = (easy is None or (prime is not None and easy >= prime))
         below = [load for load, c in seen.items() if c == "below"]
         verdict = "fails" if above or not later else "partly" if overlap else "holds"
-        out.append({"claim": "backfilling (easy) below prime, sustaining a higher load",
+        out.append({"key": "easy-prime",
+                    "claim": "backfilling (easy) below prime, sustaining a higher load",
                     "scheme": None, "verdict": verdict,
                     "detail": f"easy below prime at {_loads(below)}; intervals overlap at "
                               f"{_loads(overlap)}; above at {_loads(above)}; easy saturated "
@@ -300,16 +309,20 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     batch = [label for label in BATCH_SCHEMES if label in labels]
     for gang in (label for label in GANG_SCHEMES if label in labels):
         if batch:
-            lead = [load for load in loads if all(
-                compare(by[gang, load], by[other, load]) == "below" for other in batch)]
+            seen = {load: [compare(by[gang, load], by[other, load]) for other in batch]
+                    for load in loads}
+            lead = [load for load, c in seen.items() if all(x == "below" for x in c)]
             lost = [load for load in loads if load not in lead]
-            verdict = "holds" if not lost else "partly" if lead else "fails"
-            out.append({"claim": "gang lowest", "scheme": gang, "verdict": verdict,
+            beaten = [load for load, c in seen.items() if "above" in c]
+            verdict = "fails" if beaten else "partly" if lost else "holds"
+            out.append({"key": "gang-lowest", "claim": "gang lowest", "scheme": gang,
+                        "verdict": verdict,
                         "detail": f"below every batch scheme at {_loads(lead)}; not at "
-                                  f"{_loads(lost)}"})
+                                  f"{_loads(lost)}; above one at {_loads(beaten)}"})
         at = first_saturated(records, gang)
         verdict = "holds" if at is None or at >= NEAR_ONE else "fails"
-        out.append({"claim": f"gang saturating only near load 1 (not below {NEAR_ONE:g})",
+        out.append({"key": "gang-near-one",
+                    "claim": f"gang saturating only near load 1 (not below {NEAR_ONE:g})",
                     "scheme": gang, "verdict": verdict,
                     "detail": f"saturated {_saturation(at)}"})
     return out
@@ -435,7 +448,9 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
               *_delivered(records), "",
               "## T3D §3.3's claims", "",
               "Slowdowns are compared by their intervals: a scheme is below another only "
-              "where its interval lies wholly below the other's.", "",
+              "where its interval lies wholly below the other's. A claim about slowdowns "
+              "holds when it is shown at every load, fails when the opposite is shown at "
+              "some load, and else holds partly.", "",
               "| claim | gang curve | verdict | evidence |", "|---|---|---|---|"]
     lines += [f"| {c['claim']} | {c['scheme'] or '-'} | {c['verdict']} | {c['detail']} |"
               for c in doc["claims"]]

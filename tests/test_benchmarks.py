@@ -385,13 +385,19 @@ def test_t3d_fig6_claims_compare_intervals_and_saturation_loads():
     near_one = "gang saturating only near load 1 (not below 0.9)"
     assert verdicts["FCFS saturates first", None][0] == "holds"
     assert verdicts["FCFS slowdown highest (before saturation too)", None] == (
-        "partly", "above every other scheme at 0.2; not at 0.9")      # gang 10 s overlaps
+        "partly", "above every other scheme at 0.2; not at 0.9; below one at none")
     assert verdicts["backfilling (easy) below prime, sustaining a higher load", None] == (
         "partly", "easy below prime at 0.2; intervals overlap at 0.9; above at none; easy "
         "saturated from 0.9, prime from 0.9")
-    assert verdicts["gang lowest", "gang 10 s"] == ("partly", "below every batch scheme at "
-                                                    "0.2; not at 0.9")
+    assert verdicts["gang lowest", "gang 10 s"] == (      # wholly above easy at 0.9
+        "fails", "below every batch scheme at 0.2; not at 0.9; above one at 0.9")
     assert verdicts["gang lowest", "gang 10 s ∞"][0] == "holds"
+    wide = [r if r["policy"] != "gang 10 s ∞" else {**r, "ci": 1e6} for r in records]
+    verdicts = {(c["claim"], c["scheme"]): (c["verdict"], c["detail"]) for c in claims(wide)}
+    assert verdicts["gang lowest", "gang 10 s ∞"] == (    # shown nowhere, contradicted nowhere
+        "partly", "below every batch scheme at none; not at 0.2, 0.9; above one at none")
+    assert verdicts["FCFS slowdown highest (before saturation too)", None][1].startswith(
+        "above every other scheme at none")
     assert verdicts[near_one, "gang 10 s"] == ("holds", "saturated from 0.9")
     assert verdicts[near_one, "gang 10 s ∞"] == ("holds", "saturated never")
     early = [*records, _record("gang 600 s ∞", 0.2, 5, 1, True),

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from benchmarks import t3d_fig6
 from benchmarks.reproduce import __main__ as cli
 from benchmarks.reproduce import claims, cow, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import (
@@ -112,26 +113,64 @@ def test_classes_match_rank_by_rank_with_none_for_any():
     assert not thesis.matches(("DC",), ("DC", "DC"))
 
 
-def _fig6(slowdowns: dict[str, tuple[float, float]], load: float = 0.5) -> list[dict]:
-    return [{"policy": p, "load": load, "slowdown": s, "ci": ci}
-            for p, (s, ci) in slowdowns.items()]
+def _fig6(points: dict[str, list[tuple[float, float | None, bool]]],
+          loads: tuple[float, ...] = (0.3, 0.9)) -> list[dict]:
+    """``t3d_fig6`` records: per scheme, (slowdown, half-width, saturated) at each load."""
+    return [{"policy": p, "load": x, "slowdown": s, "ci": ci, "saturated": sat,
+             "delivered": x * (0.8 if sat else 0.99)}
+            for p, curve in points.items() for x, (s, ci, sat) in zip(loads, curve, strict=True)]
 
 
-def test_t3d_claims_on_given_batch_means():
-    records = _fig6({"fcfs": (1000, 100), "easy": (100, 10), "prime": (300, 20),
-                     "gang 10 s": (2, 1), "gang 600 s": (10, 2)})
-    found = t3d.judge_records(records, "given")
-    assert {k: f.decision.verdict for k, f in found.items()} == \
-        {"t3d-fcfs": AGREES, "t3d-easy-prime": AGREES, "t3d-gang": AGREES}
-    records = _fig6({"fcfs": (1000, 900), "easy": (100, 10), "prime": (300, 20),
-                     "gang 10 s": (200, 10), "gang 600 s": (10, 2)})
-    found = t3d.judge_records(records, "given")
-    assert found["t3d-fcfs"].decision.verdict == CANNOT_TELL
-    assert found["t3d-gang"].decision.verdict == DISAGREES
-    assert judge(None, above(0)).verdict == CANNOT_TELL
-    no_ci = t3d.judge_records(_fig6({s: (1.0, None) for s in
-                                     (*t3d.BATCH_SCHEMES, *t3d.GANG_SCHEMES)}), "given")
-    assert all(f.decision.verdict == CANNOT_TELL for f in no_ci.values())
+FIG6 = {"fcfs": [(1000, 100, True), (9000, 900, True)],
+        "easy": [(100, 10, False), (500, 50, False)],
+        "prime": [(300, 20, False), (900, 60, True)],
+        "gang 10 s": [(2, 1, False), (8000, 900, True)],           # bounded: lost by 0.9
+        "gang 600 s": [(10, 2, False), (9000, 900, True)],
+        "gang 10 s ∞": [(2, 1, False), (12, 6, False)],
+        "gang 600 s ∞": [(10, 2, False), (60, 20, False)]}
+
+
+def _t3d_verdicts(records: list[dict]) -> dict[str, str]:
+    return {k: f.decision.verdict for k, f in t3d.judge_records(records, "given").items()}
+
+
+def test_t3d_claims_are_judged_on_the_unbounded_gang_with_the_bounded_beside():
+    found = t3d.judge_records(_fig6(FIG6), "given")
+    assert set(found) == {s.key for s in t3d.SPECS}
+    assert {k: f.decision.verdict for k, f in found.items()} == dict.fromkeys(found, AGREES)
+    gang = found["t3d-gang"]
+    assert gang.ours.startswith("gang 10 s ∞: 0.3: 2 ± 1, 0.9: 12 ± 6; gang 600 s ∞:")
+    assert "for comparison, 16 rows: gang 10 s: 0.3: 2 ± 1, 0.9: 8000 ± 900 (sat.) (fails)" \
+        in gang.ours
+    assert gang.decision.why.startswith("gang 10 s ∞ holds: below every batch scheme at 0.3, "
+                                        "0.9; not at none; above one at none; gang 600 s ∞ ")
+    near = found["t3d-gang-near-one"]
+    assert "16 rows: gang 10 s: 0.3: 0.99, 0.9: 0.8 (sat.) (holds)" in near.ours
+    assert near.decision.why == "gang 10 s ∞ holds: saturated never; gang 600 s ∞ holds: " \
+                                "saturated never"
+    assert "gang 10 s" not in found["t3d-fcfs-first"].decision.why.replace("gang 10 s ∞", "")
+
+
+def test_t3d_rows_read_t3d_fig6_verdicts_holds_partly_fails():
+    wide = {**FIG6, "gang 600 s ∞": [(10, 2, False), (60, 1e4, False)]}
+    assert _t3d_verdicts(_fig6(wide))["t3d-gang"] == CANNOT_TELL        # partly: overlaps
+    above = {**FIG6, "gang 600 s ∞": [(10, 2, False), (800, 20, False)]}
+    assert _t3d_verdicts(_fig6(above))["t3d-gang"] == DISAGREES         # above easy at 0.9
+    early = {**FIG6, "gang 10 s ∞": [(2, 1, True), (12, 6, True)]}
+    verdicts = _t3d_verdicts(_fig6(early))
+    assert verdicts["t3d-gang-near-one"] == DISAGREES
+    assert verdicts["t3d-fcfs-first"] == AGREES                         # a tie at 0.3
+    late = {**FIG6, "fcfs": [(1000, 100, False), (9000, 900, False)]}
+    assert _t3d_verdicts(_fig6(late))["t3d-fcfs-first"] == DISAGREES    # fcfs never
+    for points in (FIG6, wide, above, early, late):              # each row: fig6's verdicts
+        records = _fig6(points)
+        judged = t3d_fig6.claims([r for r in records if r["policy"] not in t3d.BOUNDED])
+        found = t3d.judge_records(records, "given")
+        for row, key in t3d.CLAIMS.items():
+            mine = {t3d.VERDICTS[c["verdict"]] for c in judged if c["key"] == key}
+            verdict = found[row].decision.verdict
+            assert mine and (verdict == mine.pop() if len(mine) == 1 else
+                             verdict == (DISAGREES if DISAGREES in mine else CANNOT_TELL))
 
 
 def _cow_records(cells: list[tuple[float, float, float]], rt: dict[str, list[float]],
@@ -243,8 +282,9 @@ def test_a_paper_that_cannot_run_here_says_why_in_every_row(monkeypatch, tmp_pat
 
 def test_the_estimate_shares_simulations_among_cores():
     papers = cli.choose("t3d,cow")
-    assert cli.estimate(papers, "quick", 2) == max(t3d.estimate("quick"), cow.estimate("quick"))
-    assert cli.estimate(papers, "quick", 1) == t3d.estimate("quick") + cow.estimate("quick")
+    t3d_s, cow_s = (p.seconds[1] for p in papers)
+    assert cli.estimate(papers, "quick", 2) == max(t3d_s, cow_s)
+    assert cli.estimate(papers, "quick", 1) == t3d_s + cow_s
 
 
 @pytest.mark.realtime

@@ -235,6 +235,12 @@ class Spec:
     published: str
 
 
+def specs(paper: str, *entries: tuple[str, str, str, str]) -> tuple[Spec, ...]:
+    """The ``Spec`` of each ``(key, where, claim, published)`` of ``paper``, in order."""
+    return tuple(Spec(key, paper, where, claim, published)
+                 for key, where, claim, published in entries)
+
+
 @dataclass(frozen=True)
 class Finding:
     """Our side of a claim: our figure with its interval, the verdict, what ran, and the plots

@@ -20,6 +20,11 @@ SIZES = ("tiny", "quick", "full")
 minutes on 2 cores; ``full``: the sizes the benchmarks document."""
 
 
+def sized(size: str, tiny: T, quick: T, full: T) -> T:
+    """The one of ``tiny``, ``quick`` and ``full`` that goes with ``size``."""
+    return {"tiny": tiny, "quick": quick, "full": full}[size]
+
+
 @dataclass
 class Context:
     """One reproduction: its ``size``, the directory for run directories (``runs``) and the
@@ -32,7 +37,7 @@ class Context:
 
     def pick(self, tiny: T, quick: T, full: T) -> T:
         """The value for this run's size."""
-        return {"tiny": tiny, "quick": quick, "full": full}[self.size]
+        return sized(self.size, tiny, quick, full)
 
     def log(self, message: str) -> None:
         """Tell of progress on stderr, with the seconds since the start."""

@@ -1,5 +1,6 @@
-"""COW (Karatza 2001) §3.2 in the simulator, through ``benchmarks.cow``: AFCFS and LGFS on 16
-workstations with owners, sets 1 and 2.
+"""COW (Karatza 2001) §3.2 in the simulator, through ``benchmarks.cow.run_set``: AFCFS and
+LGFS on 16 workstations with owners, sets 1 and 2, under the model's default reading (``Reading``;
+an interrupted gang keeps its place and holds no PEs: docs/schedulers.md says why).
 
 Each cell's RT and U carry their 95 % t-interval over independent replications, as in the
 paper.  Two figures are told apart when the interval of their difference (or ratio: half-widths
@@ -9,15 +10,13 @@ conservative) lies on one side of 0 (or 1).
 
 from __future__ import annotations
 
-import contextlib
-import io
+import dataclasses
 import json
 from typing import Any
 
 from benchmarks import cow
 from benchmarks.reproduce.claims import (
     Finding,
-    Spec,
     above,
     below,
     difference,
@@ -27,6 +26,7 @@ from benchmarks.reproduce.claims import (
     num,
     plus_minus,
     quotient,
+    specs,
 )
 from benchmarks.reproduce.context import Context
 from testbed.experiments.stats import Interval
@@ -34,45 +34,43 @@ from testbed.experiments.stats import Interval
 PAPER = "COW"
 Cell = tuple[float, float, float]
 
-SPECS = (
-    Spec("cow-rt-set1", PAPER, "§3.2a, Figs 2-3", "LGFS gives a lower mean response time "
-         "than AFCFS for every owner arrival rate (set 1)", "RT ratio LGFS/AFCFS < 1 for "
-         "1/λ' = 1, 0.8, 0.6, 0.4"),
-    Spec("cow-rt-set2", PAPER, "§3.2a, Figs 4-5", "LGFS gives a lower mean response time "
-         "than AFCFS in most cells of set 2", "LGFS superior in most cases; (1/λ, 1/λ') = "
-         "(0.6, 2) almost equal"),
-    Spec("cow-u", PAPER, "§3.2b, Figs 6-7", "Utilization is higher with LGFS in most cells",
-         "higher with LGFS in most cases (Tables 2-5 withheld from our copy)"),
-    Spec("cow-shape-owners", PAPER, "§3.2a, Fig 2", "RT rises as owners come more often, "
-         "sharply below 1/λ' = 0.8 (set 1)", "RT grows as 1/λ' falls from 1 to 0.4"),
-    Spec("cow-shape-load", PAPER, "§3.2a, Fig 4", "RT at 1/λ = 0.6 is very high against "
-         "1/λ = 1 and 0.8 (set 2)", "RT at 1/λ = 0.6 far above the other two, both policies"),
-    Spec("cow-shape-ratio", PAPER, "§3.2a, Fig 5", "LGFS's advantage grows from 1/λ = 1 to "
-         "0.8 and shrinks from 0.8 to 0.6 (set 2)", "RT ratio lowest at 1/λ = 0.8 for all λ'"),
+SPECS = specs(
+    PAPER,
+    ("cow-rt-set1", "§3.2a, Figs 2-3", "LGFS gives a lower mean response time "
+     "than AFCFS for every owner arrival rate (set 1)", "RT ratio LGFS/AFCFS < 1 for "
+     "1/λ' = 1, 0.8, 0.6, 0.4"),
+    ("cow-rt-set2", "§3.2a, Figs 4-5", "LGFS gives a lower mean response time "
+     "than AFCFS in most cells of set 2", "LGFS superior in most cases; (1/λ, 1/λ') = "
+     "(0.6, 2) almost equal"),
+    ("cow-u", "§3.2b, Figs 6-7", "Utilization is higher with LGFS in most cells",
+     "higher with LGFS in most cases (Tables 2-5 withheld from our copy)"),
+    ("cow-shape-owners", "§3.2a, Fig 2", "RT rises as owners come more often, "
+     "sharply below 1/λ' = 0.8 (set 1)", "RT grows as 1/λ' falls from 1 to 0.4"),
+    ("cow-shape-load", "§3.2a, Fig 4", "RT at 1/λ = 0.6 is very high against "
+     "1/λ = 1 and 0.8 (set 2)", "RT at 1/λ = 0.6 far above the other two, both policies"),
+    ("cow-shape-ratio", "§3.2a, Fig 5", "LGFS's advantage grows from 1/λ = 1 to "
+     "0.8 and shrinks from 0.8 to 0.6 (set 2)", "RT ratio lowest at 1/λ = 0.8 for all λ'"),
 )
 
 
-def estimate(size: str) -> float:
-    """CPU seconds the COW rows take at ``size``, roughly."""
-    return {"tiny": 5.0, "quick": 100.0, "full": 500.0}[size]
-
-
 def run(ctx: Context) -> dict[str, Finding]:
-    """Simulate both sets at ``ctx.size`` and judge the claims."""
+    """Simulate both sets at ``ctx.size`` with ``cow.run_set`` under ``benchmarks.cow``'s
+    default reading, and judge the claims."""
     replications = ctx.pick(2, 5, 5)
     jobs = ctx.pick(60, 1000, 3000)
+    out = ctx.runs / "cow"
+    out.mkdir(parents=True, exist_ok=True)
     sets: dict[int, list[dict[str, Any]]] = {}
     plots = []
     for which in (1, 2):
-        out = ctx.runs / f"cow-set{which}"
         ctx.log(f"COW set {which}: {replications} replications of {jobs} gangs")
-        with contextlib.redirect_stdout(io.StringIO()):
-            cow.main(["--set", str(which), "--replications", str(replications), "--jobs",
-                      str(jobs), "--out", str(out)])
-        sets[which] = json.loads((out / f"cow-set{which}.json").read_text())["records"]
+        sets[which] = cow.run_set(which, replications, jobs)
+        (out / f"cow-set{which}.json").write_text(json.dumps({"records": sets[which]}) + "\n")
+        cow.plot(sets[which], which, out / f"cow-set{which}.png")
         plots.append(ctx.plot(out / f"cow-set{which}.png", f"cow-set{which}.png"))
+    reading = ", ".join(f"{k}={v}" for k, v in dataclasses.asdict(cow.Reading()).items())
     setup = (f"16 workstations, {replications} replications of {jobs} gangs per cell (first "
-             "10 % dropped), restarts with a fresh demand; 95 % t-intervals")
+             f"10 % dropped), benchmarks.cow's default reading ({reading}); 95 % t-intervals")
     return judge_records(sets[1], sets[2], setup, tuple(p for p in plots if p))
 
 

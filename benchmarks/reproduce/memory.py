@@ -19,12 +19,12 @@ from benchmarks import memory_fig5, memory_fig7
 from benchmarks.harness import bsp_footprint_mb
 from benchmarks.reproduce.claims import (
     Finding,
-    Spec,
     above,
     below,
     every,
     judge,
     show,
+    specs,
     within,
 )
 from benchmarks.reproduce.context import Context
@@ -35,20 +35,21 @@ PAPER = "MEMORY"
 LINEAR = within(0.8, 1.25)
 SUPERLINEAR = above(1.25)
 
-SPECS = (
-    Spec("memory-f5-admission", PAPER, "§4.2, Fig 5", "With memory overcommitted, admission "
-         "(queueing) finishes the jobs sooner than letting them page",
-         "run time consistently smaller with the memory limit, for every θ"),
-    Spec("memory-f5-linear", PAPER, "§4.2, Fig 5", "With admission, execution time grows "
-         "linearly with the number of jobs (time for 2n jobs / twice that for n within "
-         "0.8-1.25)", "linear"),
-    Spec("memory-f5-superlinear", PAPER, "§4.2, Fig 5", "Without admission, execution time "
-         "grows super-linearly once the jobs exceed memory (that ratio > 1.25)",
-         "gradient grows super-linearly"),
-    Spec("memory-f7-response", PAPER, "§4.3, Fig 7", "Limiting the memory load decreases the "
-         "mean response time", "consistently lower response time with the limit"),
-    Spec("memory-f7-slowdown", PAPER, "§4.3, Fig 7", "Mean slowdown is higher with the limit "
-         "(short jobs wait in the queue)", "slowdown highest when memory load is limited"),
+SPECS = specs(
+    PAPER,
+    ("memory-f5-admission", "§4.2, Fig 5", "With memory overcommitted, admission "
+     "(queueing) finishes the jobs sooner than letting them page",
+     "run time consistently smaller with the memory limit, for every θ"),
+    ("memory-f5-linear", "§4.2, Fig 5", "With admission, execution time grows "
+     "linearly with the number of jobs (time for 2n jobs / twice that for n within "
+     "0.8-1.25)", "linear"),
+    ("memory-f5-superlinear", "§4.2, Fig 5", "Without admission, execution time "
+     "grows super-linearly once the jobs exceed memory (that ratio > 1.25)",
+     "gradient grows super-linearly"),
+    ("memory-f7-response", "§4.3, Fig 7", "Limiting the memory load decreases the "
+     "mean response time", "consistently lower response time with the limit"),
+    ("memory-f7-slowdown", "§4.3, Fig 7", "Mean slowdown is higher with the limit "
+     "(short jobs wait in the queue)", "slowdown highest when memory load is limited"),
 )
 
 
@@ -64,11 +65,6 @@ def unavailable() -> str | None:
     except Exception as err:  # noqa: BLE001 - any reason is a reason not to run
         return f"needs root and memory cgroups: {err}"
     return None
-
-
-def estimate(size: str) -> float:
-    """Seconds the MEMORY rows take at ``size``, roughly, on a 2-core machine."""
-    return {"tiny": 40.0, "quick": 180.0, "full": 1500.0}[size]
 
 
 def run(ctx: Context) -> dict[str, Finding]:

@@ -14,27 +14,23 @@ import json
 from typing import Any
 
 from benchmarks import nersc
-from benchmarks.reproduce.claims import Finding, Spec, above, below, judge, show
+from benchmarks.reproduce.claims import Finding, above, below, judge, show, specs
 from benchmarks.reproduce.context import Context
 from testbed.experiments import stats
 
 PAPER = "T3E"
 HIGH_UTILIZATION = 0.9
 
-SPECS = (
-    Spec("t3e-utilization", PAPER, "NERSC section, Table 6", "With prime jobs and the load "
-         "balancer, utilization stays above 90 % when there is enough work",
-         "90.0 % (current configuration), over 92 % in acceptance"),
-    Spec("t3e-utilization-gain", PAPER, "NERSC section, Table 6", "The psched configuration "
-         "raises utilization over the one before", "78.9 % before 2.0.4, 90.0 % after"),
-    Spec("t3e-large-turnaround", PAPER, "NERSC section, Fig 5", "Making large jobs prime "
-         "reduces their turnaround", "large-queue waits reduced, under 16 h"),
+SPECS = specs(
+    PAPER,
+    ("t3e-utilization", "NERSC section, Table 6", "With prime jobs and the load "
+     "balancer, utilization stays above 90 % when there is enough work",
+     "90.0 % (current configuration), over 92 % in acceptance"),
+    ("t3e-utilization-gain", "NERSC section, Table 6", "The psched configuration "
+     "raises utilization over the one before", "78.9 % before 2.0.4, 90.0 % after"),
+    ("t3e-large-turnaround", "NERSC section, Fig 5", "Making large jobs prime "
+     "reduces their turnaround", "large-queue waits reduced, under 16 h"),
 )
-
-
-def estimate(size: str) -> float:
-    """CPU seconds the T3E rows take at ``size``, roughly."""
-    return {"tiny": 5.0, "quick": 35.0, "full": 90.0}[size]
 
 
 def run(ctx: Context) -> dict[str, Finding]:

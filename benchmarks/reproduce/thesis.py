@@ -19,13 +19,13 @@ from benchmarks.harness import testbed
 from benchmarks.reproduce.claims import (
     Decision,
     Finding,
-    Spec,
     above,
     below,
     every,
     judge,
     proportion,
     show,
+    specs,
     within,
 )
 from benchmarks.reproduce.context import Context
@@ -42,28 +42,28 @@ SCHEDULERS = ("gang", "fcfs", "local", "ics", "fcs")
 # than 2 CPUs).
 MPL = 3
 
-SPECS = (
-    Spec("thesis-t5.1", PAPER, "Table 5.1",
-         "Launch overhead does not grow with the job's size N (ratio within 0.8-1.25)",
-         "1.42 s for N = 1, 32 and 64"),
-    Spec("thesis-f5.1", PAPER, "Fig 5.1",
-         "k copies at MPL k take k times one copy's runtime, within 10 % (no "
-         "context-switch cost)",
-         "linear in k for k = 1..8 (runtime / k equal)"),
-    Spec("thesis-t5.3-grain-runtime", PAPER, "Table 5.3, tests 1-3",
-         "Finer granularity makes a job slightly slower",
-         "11.499 s at G 2.5, 11.623 s at G 0.1 (+1.1 %)"),
-    Spec("thesis-t5.3-grain-wait", PAPER, "§5.2.3, tests 1-3",
-         "Finer granularity means more communication wait", "more communication (no figure)"),
-    Spec("thesis-t5.3-variance-wait", PAPER, "§5.2.3, tests 3-5",
-         "Variance raises communication wait (fine grain)",
-         "+34 % at V 0.1, about +50 % at V 0.75"),
-    Spec("thesis-t5.3-variance-runtime", PAPER, "Table 5.3, tests 3-5",
-         "Variance makes a fine-grained job slower, more variance slower still",
-         "11.623 s at V 0, 14.644 s at V 0.1, 15.923 s at V 0.75"),
-    *(Spec(f"thesis-5.3-j{job}", PAPER, "§5.3",
-           f"FCS classifies job {job} ({kind}) as {expected}",
-           "withheld from our copy; expected from the rules of §3.4")
+SPECS = specs(
+    PAPER,
+    ("thesis-t5.1", "Table 5.1",
+     "Launch overhead does not grow with the job's size N (ratio within 0.8-1.25)",
+     "1.42 s for N = 1, 32 and 64"),
+    ("thesis-f5.1", "Fig 5.1",
+     "k copies at MPL k take k times one copy's runtime, within 10 % (no "
+     "context-switch cost)",
+     "linear in k for k = 1..8 (runtime / k equal)"),
+    ("thesis-t5.3-grain-runtime", "Table 5.3, tests 1-3",
+     "Finer granularity makes a job slightly slower",
+     "11.499 s at G 2.5, 11.623 s at G 0.1 (+1.1 %)"),
+    ("thesis-t5.3-grain-wait", "§5.2.3, tests 1-3",
+     "Finer granularity means more communication wait", "more communication (no figure)"),
+    ("thesis-t5.3-variance-wait", "§5.2.3, tests 3-5",
+     "Variance raises communication wait (fine grain)",
+     "+34 % at V 0.1, about +50 % at V 0.75"),
+    ("thesis-t5.3-variance-runtime", "Table 5.3, tests 3-5",
+     "Variance makes a fine-grained job slower, more variance slower still",
+     "11.623 s at V 0, 14.644 s at V 0.1, 15.923 s at V 0.75"),
+    *((f"thesis-5.3-j{job}", "§5.3", f"FCS classifies job {job} ({kind}) as {expected}",
+       "withheld from our copy; expected from the rules of §3.4")
       for job, (kind, expected) in enumerate((
           ("2 PEs, medium grain", "CS"),
           ("2 PEs, fine grain", "CS"),
@@ -71,19 +71,19 @@ SPECS = (
           ("1 PE, no communication", "DC"),
           ("medium grain, 75 % variance", "F"),
           ("coarse grain, 10 % variance", "DC")), start=1)),
-    Spec("thesis-5.4-runtime-local-gang", PAPER, "§5.4.3-5.4.4",
-         "Long jobs run longer under local scheduling than under GS",
-         "mean runtime of long jobs 215 s local, 192 s GS"),
-    Spec("thesis-5.4-runtime-gang-ics", PAPER, "§5.4.4-5.4.5",
-         "Long jobs run longer under GS than under ICS", "192 s GS, 182.6 s ICS"),
-    Spec("thesis-5.4-runtime-ics-fcs", PAPER, "§5.4.6",
-         "FCS runs long jobs no slower than ICS (ICS / FCS > 0.95)", "182.6 s ICS, 181.0 s FCS"),
-    Spec("thesis-5.4-wait-fcfs", PAPER, "§5.4.2",
-         "Short jobs wait far longer (over 2x) under FCFS than under any other scheduler",
-         "2233 s FCFS; 52-84 s the others"),
-    Spec("thesis-5.4-wait-gang", PAPER, "§5.4.4",
-         "GS gives short jobs the lowest wait",
-         "52.4 s GS; 65.2 s FCS, 67.1 s ICS, 84.1 s local"),
+    ("thesis-5.4-runtime-local-gang", "§5.4.3-5.4.4",
+     "Long jobs run longer under local scheduling than under GS",
+     "mean runtime of long jobs 215 s local, 192 s GS"),
+    ("thesis-5.4-runtime-gang-ics", "§5.4.4-5.4.5",
+     "Long jobs run longer under GS than under ICS", "192 s GS, 182.6 s ICS"),
+    ("thesis-5.4-runtime-ics-fcs", "§5.4.6",
+     "FCS runs long jobs no slower than ICS (ICS / FCS > 0.95)", "182.6 s ICS, 181.0 s FCS"),
+    ("thesis-5.4-wait-fcfs", "§5.4.2",
+     "Short jobs wait far longer (over 2x) under FCFS than under any other scheduler",
+     "2233 s FCFS; 52-84 s the others"),
+    ("thesis-5.4-wait-gang", "§5.4.4",
+     "GS gives short jobs the lowest wait",
+     "52.4 s GS; 65.2 s FCS, 67.1 s ICS, 84.1 s local"),
 )
 
 # Expected final class per rank of the fit variant's jobs (None: no claim for that rank),
@@ -93,11 +93,6 @@ EXPECTED = {
     "j1": ("CS", "CS"), "j2": ("CS", "CS"), "j3": ("F", None), "j4": ("DC",),
     "j5": ("F", "F"), "j6": ("DC", "DC"),
 }
-
-
-def estimate(size: str) -> float:
-    """Seconds the THESIS rows take at ``size``, roughly, on a 2-core machine."""
-    return {"tiny": 90.0, "quick": 500.0, "full": 1500.0}[size]
 
 
 def run(ctx: Context) -> dict[str, Finding]:
