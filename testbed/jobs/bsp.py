@@ -27,6 +27,10 @@ Each rank reports one JSON record; rank 0 writes them all, one line each, to ``-
 stdout.
 
 Run standalone: ``mpiexec -n 4 python -m testbed.jobs.bsp --work 2 --pattern aa``.
+
+Modules only some runs need (calibration statistics, scratch files, tracebacks) are imported
+where they are used: every import at the top is paid by every rank of every job before its
+work starts, and counts in the launch overhead (THESIS Table 5.1).
 """
 
 from __future__ import annotations
@@ -37,16 +41,16 @@ import os
 import random
 import resource
 import signal
-import statistics
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from testbed.bsp_options import build_parser
+
+if TYPE_CHECKING:
+    from typing import Any
 
 MESSAGE_BYTES = 4096
 IO_BLOCK_BYTES = 1024
@@ -117,6 +121,8 @@ class ScratchFile:
     """A per-rank file written with O_DSYNC, removed by ``close``."""
 
     def __init__(self, directory: str | None, rank: int) -> None:
+        import tempfile
+
         fd, self.path = tempfile.mkstemp(prefix=f"testbed-bsp-r{rank}-", dir=directory)
         os.close(fd)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_DSYNC)
@@ -135,6 +141,8 @@ class ScratchFile:
 
 def _median_time(clock: Callable[[], float], action: Callable[[], object], rounds: int) -> float:
     """The median of ``rounds`` timings of ``action`` (seconds on ``clock``)."""
+    import statistics
+
     times = []
     for _ in range(rounds):
         t0 = clock()
@@ -196,7 +204,7 @@ def dedicated_runtime(iterations: int, per_iteration: float, cost: float, size: 
 
 def run(args: argparse.Namespace, comm: Any) -> RankRecord:
     """Run the benchmark loop on this rank and return its record."""
-    from testbed.shim_record import StoppedClock
+    from testbed.stopped_clock import StoppedClock
 
     rank, size = comm.Get_rank(), comm.Get_size()
     clock = StoppedClock(rank)
@@ -304,6 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         record = run(args, comm)
     except Exception:
+        import traceback
+
         traceback.print_exc()
         sys.stderr.flush()
         comm.Abort(1)
