@@ -29,8 +29,9 @@ stdout.
 Run standalone: ``mpiexec -n 4 python -m testbed.jobs.bsp --work 2 --pattern aa``.
 
 Modules only some runs need (calibration statistics, scratch files, tracebacks) are imported
-where they are used: every import at the top is paid by every rank of every job before its
-work starts, and counts in the launch overhead (THESIS Table 5.1).
+where they are used, and the record is a plain dict (no dataclasses, no typing): every import
+at the top is paid by every rank of every job before its work starts, and counts in the
+launch overhead (THESIS Table 5.1).
 """
 
 from __future__ import annotations
@@ -44,13 +45,15 @@ import signal
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
 
 from testbed.bsp_options import build_parser
 
+TYPE_CHECKING = False       # typing itself would cost every rank its import
 if TYPE_CHECKING:
     from typing import Any
+
+RankRecord = dict[str, float]
+"""What one rank reports (``run``'s fields); times in seconds, RSS in KiB."""
 
 MESSAGE_BYTES = 4096
 IO_BLOCK_BYTES = 1024
@@ -58,32 +61,6 @@ CALIBRATION_ROUNDS = 20
 CALIBRATION_IO_BLOCKS = 8
 CALIBRATION_WALK_MB = 4.0
 MIN_WORK_FRACTION = 0.1
-
-
-@dataclass
-class RankRecord:
-    """What one rank reports; times in seconds, RSS in KiB."""
-
-    rank: int
-    size: int
-    iterations: int
-    work_s: float
-    compute_target_s: float
-    compute_s: float
-    comm_s: float
-    io_s: float
-    walk_s: float
-    cpu_s: float
-    wall_s: float
-    stopped_s: float
-    calib_exchange_s: float
-    calib_io_block_s: float
-    calib_walk_s: float
-    iteration_work_s: float
-    dedicated_s: float
-    minor_faults: int
-    major_faults: int
-    peak_rss_kib: int
 
 
 def burn_cpu(seconds: float) -> None:
@@ -203,7 +180,10 @@ def dedicated_runtime(iterations: int, per_iteration: float, cost: float, size: 
 
 
 def run(args: argparse.Namespace, comm: Any) -> RankRecord:
-    """Run the benchmark loop on this rank and return its record."""
+    """Run the benchmark loop on this rank and return its record: rank, size, iterations,
+    work_s, compute_target_s, compute_s, comm_s, io_s, walk_s, cpu_s, wall_s, stopped_s,
+    calib_exchange_s, calib_io_block_s, calib_walk_s, iteration_work_s, dedicated_s (s), and
+    minor_faults, major_faults, peak_rss_kib (KiB)."""
     from testbed.stopped_clock import StoppedClock
 
     rank, size = comm.Get_rank(), comm.Get_size()
@@ -264,7 +244,7 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
     stopped = clock.stopped() - stopped_start
     clock.close()
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return RankRecord(
+    return dict(
         rank=rank, size=size, iterations=iterations, work_s=args.work,
         compute_target_s=round(compute_target, 6), compute_s=round(compute_s, 6),
         comm_s=round(comm_s, 6), io_s=round(io_s, 6), walk_s=round(walk_s, 6),
@@ -318,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.flush()
         comm.Abort(1)
         return 1
-    records = comm.gather(asdict(record), root=0)
+    records = comm.gather(record, root=0)
     if comm.Get_rank() == 0:
         write_records(records, args.stats)
     return 0
