@@ -184,8 +184,9 @@ class EmulationExecutor:
             raise Interrupted
 
     def advance(self, until: float) -> list[Ended]:
-        """Discover pids, sample memory, then wait for launcher exits and shim events until
-        ``until`` (s) or the next poll, whichever is first; return the jobs that ended."""
+        """Take in what the node managers pushed, discover pids, sample memory, then, unless a
+        job ended meanwhile, wait for launcher exits and shim events until ``until`` (s) or the
+        next poll, whichever is first; return the jobs that ended."""
         assert self.log is not None
         self.check()
         now = self.now()
@@ -206,8 +207,11 @@ class EmulationExecutor:
             self.log.emit("memory", now, job=job, **values)
         if memory and self.node_memory is not None:
             self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
-        timeout = min(until - self.now(), DISCOVERY_POLL if awaiting else self.idle_poll)
-        self._wait(max(0.0, timeout))
+        # A launcher that exited since the last wait (a job whose ranks ended before they were
+        # found ends so) was reaped just above: its end is returned now, not after a wait.
+        if not self.ended:
+            timeout = min(until - self.now(), DISCOVERY_POLL if awaiting else self.idle_poll)
+            self._wait(max(0.0, timeout))
         ended, self.ended = self.ended, []
         return ended
 
