@@ -3,7 +3,8 @@
 
 The layout is the C header ``testbed/native/shim_record.h``, which the shim (C) includes and
 cffi reads here, so the two cannot drift apart.  A neutral module: the node manager writes the
-records, the benchmark's ranks read their own (``StoppedClock``), and the shim fills them in.
+records, the shim fills them in, and the benchmark's ranks read their own with
+``testbed.stopped_clock``, which reads the few fields it needs without cffi.
 """
 
 from __future__ import annotations
@@ -12,15 +13,15 @@ import contextlib
 import mmap
 import os
 import struct
-import time
 from pathlib import Path
 
 import cffi
 
 from testbed.policies.spin import Counters, Spin
+from testbed.stopped_clock import RECORD_PREFIX
+from testbed.stopped_clock import record_path as record_path
 
 HEADER = Path(__file__).parent / "native" / "shim_record.h"
-RECORD_PREFIX = "/dev/shm/testbed-"
 
 ffi = cffi.FFI()
 ffi.cdef(HEADER.read_text())
@@ -31,11 +32,6 @@ assert ffi.offsetof("struct tb_record", "doorbell") % 64 == 0   # a cache line o
 lib = ffi.dlopen(None)
 SPIN_MODES = {"forever": lib.TB_SPIN_FOREVER, "fixed": lib.TB_SPIN_FIXED,
               "adaptive": lib.TB_SPIN_ADAPTIVE}
-
-
-def record_path(run_id: str, job: str, rank: int) -> str:
-    """Where the record of ``rank`` of ``job`` in run ``run_id`` lives."""
-    return f"{RECORD_PREFIX}{run_id}-{job}-{rank}"
 
 
 class Record:
@@ -104,52 +100,6 @@ class Record:
         self.close()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-
-
-class StoppedClock:
-    """This process's own view of its record: wall time minus time stopped by the testbed.
-
-    A rank finds its record from ``TESTBED_RUN``, ``TESTBED_JOB`` and its MPI rank; outside
-    the testbed (no record) no time is ever stopped.
-    """
-
-    def __init__(self, rank: int) -> None:
-        run, job = os.environ.get("TESTBED_RUN"), os.environ.get("TESTBED_JOB")
-        self._record: Record | None = None
-        if run and job:
-            path = record_path(run, job, rank)
-            with contextlib.suppress(OSError, ValueError):
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-                try:
-                    mapping = mmap.mmap(fd, RECORD_SIZE, prot=mmap.PROT_READ)
-                finally:
-                    os.close(fd)
-                record = Record(path, mapping)
-                if record.c.magic == lib.TB_MAGIC and record.c.version == lib.TB_VERSION:
-                    self._record = record
-                else:
-                    record.close()
-
-    def stopped(self) -> float:
-        """Seconds this process has spent stopped by the testbed so far (0 outside it)."""
-        return 0.0 if self._record is None else float(self._record.c.stopped_s)
-
-    def now(self) -> float:
-        """Seconds (monotonic) during which this process was not stopped by the testbed."""
-        if self._record is None:
-            return time.monotonic()
-        c = self._record.c
-        while True:
-            stopped = c.stopped_s
-            t = time.monotonic()
-            if c.stopped_s == stopped:
-                return t - stopped
-
-    def close(self) -> None:
-        """Unmap the record."""
-        if self._record is not None:
-            self._record.close()
-            self._record = None
 
 
 def remove_run_records(run_id: str) -> None:

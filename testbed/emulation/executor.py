@@ -62,6 +62,11 @@ DISCOVERY_POLL = 0.002
 IDLE_POLL = 0.5
 SHUTDOWN_GRACE = 5.0
 EPOLL_RESOLUTION = 0.001
+# UCX, the network layer MPICH loads in every rank, hooks the memory calls as it loads (for
+# its caches of memory registered with network cards), which costs each rank about 45 ms of
+# its start.  On one host the ranks talk through MPICH's shared memory, never through a
+# network card, so the ranks of a run on one host go without (unless the user said otherwise).
+UCX_MEM_EVENTS = "UCX_MEM_EVENTS"
 
 
 class EmulationExecutor:
@@ -82,6 +87,8 @@ class EmulationExecutor:
         env = dict(os.environ, **{procs.MARKER: run_id})
         if machine.launcher == "slurm":     # job steps share the CPUs with the NMs' step
             env["HYDRA_LAUNCHER_EXTRA_ARGS"] = "--overlap"
+        if not machine.hosts:
+            env.setdefault(UCX_MEM_EVENTS, "no")
         shim_setup = (ShimSetup(str(shim_library), policy.spin, policy.native_collectives)
                       if shim_library and policy.spin else None)
         self.node_memory = node_memory
@@ -177,8 +184,9 @@ class EmulationExecutor:
             raise Interrupted
 
     def advance(self, until: float) -> list[Ended]:
-        """Discover pids, sample memory, then wait for launcher exits and shim events until
-        ``until`` (s) or the next poll, whichever is first; return the jobs that ended."""
+        """Take in what the node managers pushed, discover pids, sample memory, then, unless a
+        job ended meanwhile, wait for launcher exits and shim events until ``until`` (s) or the
+        next poll, whichever is first; return the jobs that ended."""
         assert self.log is not None
         self.check()
         now = self.now()
@@ -199,8 +207,11 @@ class EmulationExecutor:
             self.log.emit("memory", now, job=job, **values)
         if memory and self.node_memory is not None:
             self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
-        timeout = min(until - self.now(), DISCOVERY_POLL if awaiting else self.idle_poll)
-        self._wait(max(0.0, timeout))
+        # A launcher that exited since the last wait (a job whose ranks ended before they were
+        # found ends so) was reaped just above: its end is returned now, not after a wait.
+        if not self.ended:
+            timeout = min(until - self.now(), DISCOVERY_POLL if awaiting else self.idle_poll)
+            self._wait(max(0.0, timeout))
         ended, self.ended = self.ended, []
         return ended
 

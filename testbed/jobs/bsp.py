@@ -27,6 +27,11 @@ Each rank reports one JSON record; rank 0 writes them all, one line each, to ``-
 stdout.
 
 Run standalone: ``mpiexec -n 4 python -m testbed.jobs.bsp --work 2 --pattern aa``.
+
+Modules only some runs need (calibration statistics, scratch files, tracebacks) are imported
+where they are used, and the record is a plain dict (no dataclasses, no typing): every import
+at the top is paid by every rank of every job before its work starts, and counts in the
+launch overhead (THESIS Table 5.1).
 """
 
 from __future__ import annotations
@@ -37,16 +42,18 @@ import os
 import random
 import resource
 import signal
-import statistics
 import sys
-import tempfile
 import time
-import traceback
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from testbed.bsp_options import build_parser
+
+TYPE_CHECKING = False       # typing itself would cost every rank its import
+if TYPE_CHECKING:
+    from typing import Any
+
+RankRecord = dict[str, float]
+"""What one rank reports (``run``'s fields); times in seconds, RSS in KiB."""
 
 MESSAGE_BYTES = 4096
 IO_BLOCK_BYTES = 1024
@@ -54,32 +61,6 @@ CALIBRATION_ROUNDS = 20
 CALIBRATION_IO_BLOCKS = 8
 CALIBRATION_WALK_MB = 4.0
 MIN_WORK_FRACTION = 0.1
-
-
-@dataclass
-class RankRecord:
-    """What one rank reports; times in seconds, RSS in KiB."""
-
-    rank: int
-    size: int
-    iterations: int
-    work_s: float
-    compute_target_s: float
-    compute_s: float
-    comm_s: float
-    io_s: float
-    walk_s: float
-    cpu_s: float
-    wall_s: float
-    stopped_s: float
-    calib_exchange_s: float
-    calib_io_block_s: float
-    calib_walk_s: float
-    iteration_work_s: float
-    dedicated_s: float
-    minor_faults: int
-    major_faults: int
-    peak_rss_kib: int
 
 
 def burn_cpu(seconds: float) -> None:
@@ -117,6 +98,8 @@ class ScratchFile:
     """A per-rank file written with O_DSYNC, removed by ``close``."""
 
     def __init__(self, directory: str | None, rank: int) -> None:
+        import tempfile
+
         fd, self.path = tempfile.mkstemp(prefix=f"testbed-bsp-r{rank}-", dir=directory)
         os.close(fd)
         self.fd = os.open(self.path, os.O_WRONLY | os.O_DSYNC)
@@ -135,6 +118,8 @@ class ScratchFile:
 
 def _median_time(clock: Callable[[], float], action: Callable[[], object], rounds: int) -> float:
     """The median of ``rounds`` timings of ``action`` (seconds on ``clock``)."""
+    import statistics
+
     times = []
     for _ in range(rounds):
         t0 = clock()
@@ -195,8 +180,11 @@ def dedicated_runtime(iterations: int, per_iteration: float, cost: float, size: 
 
 
 def run(args: argparse.Namespace, comm: Any) -> RankRecord:
-    """Run the benchmark loop on this rank and return its record."""
-    from testbed.shim_record import StoppedClock
+    """Run the benchmark loop on this rank and return its record: rank, size, iterations,
+    work_s, compute_target_s, compute_s, comm_s, io_s, walk_s, cpu_s, wall_s, stopped_s,
+    calib_exchange_s, calib_io_block_s, calib_walk_s, iteration_work_s, dedicated_s (s), and
+    minor_faults, major_faults, peak_rss_kib (KiB)."""
+    from testbed.stopped_clock import StoppedClock
 
     rank, size = comm.Get_rank(), comm.Get_size()
     clock = StoppedClock(rank)
@@ -256,7 +244,7 @@ def run(args: argparse.Namespace, comm: Any) -> RankRecord:
     stopped = clock.stopped() - stopped_start
     clock.close()
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    return RankRecord(
+    return dict(
         rank=rank, size=size, iterations=iterations, work_s=args.work,
         compute_target_s=round(compute_target, 6), compute_s=round(compute_s, 6),
         comm_s=round(comm_s, 6), io_s=round(io_s, 6), walk_s=round(walk_s, 6),
@@ -304,11 +292,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         record = run(args, comm)
     except Exception:
+        import traceback
+
         traceback.print_exc()
         sys.stderr.flush()
         comm.Abort(1)
         return 1
-    records = comm.gather(asdict(record), root=0)
+    records = comm.gather(record, root=0)
     if comm.Get_rank() == 0:
         write_records(records, args.stats)
     return 0
