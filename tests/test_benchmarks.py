@@ -682,15 +682,29 @@ def test_the_models_inputs_come_from_the_runs_that_time_them():
         return {"send_us": send, "hop_us": hop, "forward_us": forward, "cpu_us": cpu}, latency
     runs = [{"nms": 1, "width": 2, "direct": 1, "mm_cpu_us": 50.0,
              "beats": [beat(10.0, 100.0, None, 50.0, 400.0), beat(30.0, 300.0, None, 50.0, None)]},
+            {"nms": 2, "width": 2, "direct": 2, "mm_cpu_us": 70.0,
+             "beats": [beat(40.0, 800.0, None, 70.0, 900.0)]},
             {"nms": 4, "width": 2, "direct": 2, "mm_cpu_us": 70.0,
              "beats": [beat(20.0, 900.0, 8.0, 70.0, 2000.0)]},
             {"nms": 2, "width": 1, "direct": 1, "mm_cpu_us": 50.0,
              "beats": [beat(12.0, 150.0, 6.0, 50.0, 600.0), beat(12.0, 250.0, 9.0, 50.0, 700.0)]}]
     low = multihost.model_costs(runs, 0.5)
-    # sends from the tree runs; hop and forwarding from the chain; act = 400 - 10 - 100
-    assert low == multihost.Costs(mm_send=20.0, hop=150.0, send=6.0, act=290.0)
-    assert multihost.model_costs(runs, 0.99).hop == 250.0
+    # sends and hops from the single NM and the chain (not the runs where 3 or 5 processes
+    # share 2 CPUs), forwarding from the chain, act = 400 - 10 - 100
+    assert low == multihost.Costs(mm_send=12.0, hop=150.0, send=6.0, act=290.0)
+    assert multihost.model_costs(runs, 0.99).hop == 300.0
     projected = multihost.project(runs, [1024], 32)[0]
     assert projected["depth"] == 2 and projected["projected"] is True
-    assert projected["p50_us"] == 20 * 32 + 2 * (150 + 32 * 6) + 290
+    assert projected["p50_us"] == 12 * 32 + 2 * (150 + 32 * 6) + 290
     assert projected["mm_cpu_us"] == 30.0 + 20.0 * 32     # the line through (1, 50), (2, 70)
+
+
+def test_the_page_checks_each_target_against_the_record_it_names():
+    runs = [{"nms": 1, "width": 2, "p99_us": 3000.0}, {"nms": 2, "width": 2, "p99_us": 999.0}]
+    projected = [{"nms": 64, "width": 4, "p99_us": 100.0},
+                 {"nms": 1024, "width": 4, "p99_us": 5001.0}]
+    assert multihost.against_targets(runs, projected) == [
+        "- measured switch p99 with 2 hosts (width 2): 999 µs against at most 1,000 µs: met",
+        "- projected switch p99 with 1,024 hosts (width 4): 5,001 µs against at most "
+        "5,000 µs: not met"]
+    assert multihost.against_targets(runs[:1], []) == []

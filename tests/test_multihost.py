@@ -29,7 +29,6 @@ from testbed.driver import Ended
 from testbed.emulation import auth, nm_daemon, remote, tree
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.messages import (
-    Broadcast,
     Close,
     Gathered,
     Heartbeat,
@@ -408,10 +407,8 @@ class _Node(RemoteNode):
         if self.lost is not None:
             return
         seq, solo, _ = tree.header(data)
-        msg = pickle.loads(data[tree.HEADER.size:])
+        msg = pickle.loads(tree.body(data)[1])
         if seq:
-            assert isinstance(msg, Broadcast)
-            msg = msg.msg
             self.frames.append((seq, solo))
         self.sent.append(msg)
         if isinstance(msg, self.lose_on):
@@ -603,7 +600,7 @@ def test_a_release_and_its_launchers_exit_in_one_batch(monkeypatch):
     mm, nm_side = Pipe()
     launch = LaunchJob("j1", 0, (0,), ("true",), True, "/dev/null", "/dev/null")
     mm.send_bytes(tree.frame(0, False, 0.0, pickle.dumps(launch)))
-    mm.send_bytes(tree.frame(1, False, 0.0, pickle.dumps(Broadcast(Release("j1"), 0))))
+    mm.send_bytes(tree.frame(1, False, 0.0, pickle.dumps(Release("j1"))))
     mm.send_bytes(tree.frame(0, False, 0.0, pickle.dumps(Close())))
     nm = _Launchers()
     try:

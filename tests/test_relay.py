@@ -13,7 +13,6 @@ import pytest
 
 from testbed.emulation import tree
 from testbed.emulation.messages import (
-    Broadcast,
     Gathered,
     Heartbeat,
     Orphaned,
@@ -51,8 +50,7 @@ class _Place:
         return [SwitchDone(1, 1, ("j1",), (), 0.001)]
 
     def send(self, seq: int, solo: bool = False, lost: int = 0, from_mm: bool = False) -> None:
-        data = tree.frame(seq, solo, 9.5, pickle.dumps(Broadcast(Heartbeat(seq, 0, frozenset(),
-                                                                           9.0), lost)))
+        data = tree.frame(seq, solo, 9.5, pickle.dumps(Heartbeat(seq, 0, frozenset(), 9.0)), lost)
         self.relay.take(data, self.relay.mm if from_mm else self.relay.parent, self.act)
 
     def answer(self, child: int, seq: int) -> None:

@@ -80,7 +80,12 @@ def test_a_lost_child_is_not_adopted_again_when_its_parent_is_lost():
 def test_a_frame_carries_its_number_solo_flag_and_send_time():
     data = tree.frame(7, True, 1.25, b"payload")
     assert tree.header(data) == (7, True, 1.25)
-    assert data[tree.HEADER.size:] == b"payload"
+    assert tree.body(data) == (0, b"payload")
+    lost = tree.frame(7, False, 1.25, b"payload", lost=1 << 1000 | 1 << 3)
+    assert tree.body(lost) == (1 << 1000 | 1 << 3, b"payload")
+    again = bytearray(lost)
+    tree.restamp(again, 2.5)
+    assert tree.header(again) == (7, False, 2.5) and tree.body(again) == tree.body(lost)
 
 
 def _done(node: int, stopped: tuple[str, ...], continued: tuple[str, ...],

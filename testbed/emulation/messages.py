@@ -209,15 +209,6 @@ class Close:
 
 
 @dataclass(frozen=True)
-class Broadcast:
-    """MM -> every NM down the tree: ``msg``, and ``lost``, the nodes the MM has found lost (a
-    bit each, ``1 << index``), which their parents stop forwarding to."""
-
-    msg: object
-    lost: int
-
-
-@dataclass(frozen=True)
 class Gathered:
     """NM -> its parent, or the MM: the answers of a subtree to broadcast ``seq``.
 

@@ -116,7 +116,7 @@ def serve(conn: Connection, nm: NodeManager, parent: Connection | None = None,
                     if tree.header(data)[0]:
                         relay.take(data, conn, act)
                         continue
-                    msg = pickle.loads(data[tree.HEADER.size:])
+                    msg = pickle.loads(tree.body(data)[1])
                     if isinstance(msg, Close):
                         _sweep(nm, "run over")
                         to_manager(conn, Reply([]))
@@ -182,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
         conn.send(Hello(index, os.environ.get("SLURMD_NODENAME") or socket.gethostname(),
                         os.getpid(), tuple(sorted(os.sched_getaffinity(0))), priority,
                         listener.getsockname()[1]))
-        setup: NodeSetup = pickle.loads(conn.recv_bytes()[tree.HEADER.size:])
+        setup: NodeSetup = pickle.loads(tree.body(conn.recv_bytes())[1])
         nm = build(setup, setup.index)      # its clock starts from the MM's as received
         parent, children = link_up(setup, listener, secret)
     conn.send(Reply([]))

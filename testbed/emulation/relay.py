@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection
 
 from testbed.emulation import auth, tree
-from testbed.emulation.messages import Broadcast, Gathered, NodeSetup, Orphaned, Push, TreeHello
+from testbed.emulation.messages import Gathered, NodeSetup, Orphaned, Push, TreeHello
 
 LINK_TIMEOUT = 60.0
 # a tree link whose peer has not read for this long (its socket buffer full) is dropped
@@ -154,24 +154,26 @@ class Relay:
                 if not current.waiting:
                     self._up(current)
             return
-        envelope: Broadcast = pickle.loads(data[tree.HEADER.size:])
-        for child in [c for c in self.children if envelope.lost >> c & 1]:
-            self._drop_child(child)
+        lost, payload = tree.body(data)
+        msg = pickle.loads(payload)
+        if lost:
+            for child in [c for c in self.children if lost >> c & 1]:
+                self._drop_child(child)
         ready = self.clock()
-        sent = [] if solo else self._forward(data, seq)
+        sent = self._forward(data) if self.children and not solo else []
         send = (self.clock() - ready) / len(sent) if sent else None
-        own = tree.gathered(seq, self.index, act(envelope.msg), ready - stamp, send)
+        own = tree.gathered(seq, self.index, act(msg), ready - stamp, send)
         self.current = _Gathering(seq, self.mm if solo else source, own, own, set(sent))
         if not sent:
             self._up(self.current)
 
-    def _forward(self, data: bytes, seq: int) -> list[int]:
+    def _forward(self, data: bytes) -> list[int]:
         """Send the frame to every child, each stamped with its send time; the children sent
         to."""
         frame = bytearray(data)
         sent = []
         for child, link in list(self.children.items()):
-            tree.HEADER.pack_into(frame, 0, seq, False, self.clock())
+            tree.restamp(frame, self.clock())
             try:
                 link.send_bytes(frame)
             except OSError:

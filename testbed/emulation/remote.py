@@ -43,7 +43,6 @@ from typing import Any
 from testbed.emulation import auth, procs, tree
 from testbed.emulation.link import Pushed
 from testbed.emulation.messages import (
-    Broadcast,
     Close,
     Gathered,
     Hello,
@@ -259,28 +258,25 @@ class Fanout:
         lost if they do not answer that by another ``ANSWER_TIMEOUT``."""
         cpu, began = time.thread_time(), time.perf_counter()
         self.seq += 1
+        payload, lost = pickle.dumps(msg), self.routes.lost_mask
+        version, sent, start = self.routes.version, set(self.routes.direct), time.perf_counter()
+        for index in self.routes.direct:        # first, before anything else is done
+            self.nodes[index].send_frame(tree.frame(self.seq, False, self.clock(), payload, lost))
+        first = len(sent), (time.perf_counter() - start) / max(1, len(sent))
         for index in self.routes.lost & self.watched:
             self.forget(self.nodes[index])
-        payload = pickle.dumps(Broadcast(msg, self.routes.lost_mask))
         got = tree.Collected()
-        sent: set[int] = set()
-        version: int | None = None
-        first: tuple[int, float] | None = None
         solo = False
         read = 0
         deadline = time.monotonic() + ANSWER_TIMEOUT
         while (got.covered | self.routes.lost_mask) != self.everyone:
             if version != self.routes.version:
                 version = self.routes.version
-                fresh = [i for i in self.routes.direct
-                         if i not in sent and not got.covered >> i & 1]
-                start = time.perf_counter()
-                for index in fresh:
-                    sent.add(index)
-                    self.nodes[index].send_frame(tree.frame(self.seq, False, self.clock(),
-                                                            payload))
-                if first is None:
-                    first = len(fresh), (time.perf_counter() - start) / max(1, len(fresh))
+                for index in self.routes.direct:
+                    if index not in sent and not got.covered >> index & 1:
+                        sent.add(index)
+                        self.nodes[index].send_frame(tree.frame(self.seq, False, self.clock(),
+                                                                payload, lost))
                 continue
             for key, _ in self.selector.select(max(0.0, deadline - time.monotonic())):
                 node = key.data
@@ -299,9 +295,9 @@ class Fanout:
                                                f"the broadcast sent again to it alone")
                     else:
                         self.nodes[index].send_frame(tree.frame(self.seq, True, self.clock(),
-                                                                payload))
+                                                                payload, lost))
                 solo, deadline = True, time.monotonic() + ANSWER_TIMEOUT
-        direct, send_s = first or (0, 0.0)
+        direct, send_s = first
         self.timing = Timing(direct, read, send_s, time.thread_time() - cpu,
                              time.perf_counter() - began, got.hop, got.send)
         return got.replies()

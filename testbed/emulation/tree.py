@@ -28,8 +28,13 @@ DEFAULT_WIDTH = 4
 
 # a frame down the tree: the broadcast's number (0: a request to this node alone, answered by
 # a Reply), whether the node is to answer for itself alone without forwarding (the MM's second
-# try), and the sender's clock when it sent the frame (s since the run started)
-HEADER = struct.Struct("<QBd")
+# try), the sender's clock when it sent the frame (s since the run started), and the length in
+# bytes of the lost mask after it; then the mask (the nodes the MM has found lost, a bit each,
+# little-endian; empty while none is), then the pickled message.  The mask rides outside the
+# pickle so that a heartbeat is pickled and unpickled as it is, the dearest part of its path
+HEADER = struct.Struct("<QBdH")
+STAMP = struct.Struct("<d")
+STAMP_AT = 9        # the send time's offset in HEADER
 
 
 def parents(count: int, width: int) -> tuple[int | None, ...]:
@@ -103,15 +108,28 @@ class Routes:
             self.version += 1
 
 
-def frame(seq: int, solo: bool, stamp: float, payload: bytes) -> bytes:
-    """A frame down the tree: the header, then ``payload`` (a pickled message)."""
-    return HEADER.pack(seq, solo, stamp) + payload
+def frame(seq: int, solo: bool, stamp: float, payload: bytes, lost: int = 0) -> bytes:
+    """A frame down the tree: the header, the ``lost`` mask, then ``payload`` (a pickled
+    message)."""
+    mask = lost.to_bytes((lost.bit_length() + 7) // 8, "little")
+    return HEADER.pack(seq, solo, stamp, len(mask)) + mask + payload
 
 
 def header(data: bytes | bytearray) -> tuple[int, bool, float]:
     """A frame's broadcast number, solo flag and send time."""
-    seq, solo, stamp = HEADER.unpack_from(data)
+    seq, solo, stamp, _ = HEADER.unpack_from(data)
     return seq, bool(solo), stamp
+
+
+def body(data: bytes | bytearray) -> tuple[int, memoryview]:
+    """A frame's lost mask and its message's pickle (a view into ``data``)."""
+    end = HEADER.size + HEADER.unpack_from(data)[3]
+    return int.from_bytes(data[HEADER.size:end], "little"), memoryview(data)[end:]
+
+
+def restamp(data: bytearray, stamp: float) -> None:
+    """Set the send time of the frame in ``data`` to ``stamp``."""
+    STAMP.pack_into(data, STAMP_AT, stamp)
 
 
 def gathered(seq: int, node: int, replies: list[object], hop: float,
