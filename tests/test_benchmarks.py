@@ -465,6 +465,25 @@ def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
     assert (tmp_path / "sim-afcfs" / "gantt.png").exists()
 
 
+def test_cow_emulated_page_says_where_the_orders_part():
+    import argparse
+
+    from benchmarks import cow_emulated
+
+    args = argparse.Namespace(gangs=8, seed=1, inv_lambda=2.0, mean_work=1.5, owners="0.25:1.5",
+                              owner_seed=1, launch_cost=0.27)
+    records = [{"policy": "afcfs", "same_order": True, "events": 44, "first_difference": None,
+                "interrupts": 6, "rt_emulated": 9.886, "rt_simulated": 9.901},
+               {"policy": "lgfs", "same_order": False, "events": 44, "first_difference": 17,
+                "interrupts": 5, "rt_emulated": 9.874, "rt_simulated": 9.901}]
+    page = cow_emulated.markdown(records, args, "python -m benchmarks.cow_emulated --markdown p",
+                                 "2026-11-25 12:00 UTC, 60 s")
+    assert "`python -m benchmarks.cow_emulated --markdown p`" in page
+    assert "- measured: 2026-11-25 12:00 UTC, 60 s" in page and "8 gangs of 1-2 tasks" in page
+    assert "| afcfs | 44 | yes | 6 | 9.886 | 9.901 |" in page
+    assert "| lgfs | 44 | no, from event 17 | 5 | 9.874 | 9.901 |" in page
+
+
 @pytest.mark.realtime
 def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_classes", "--span", "12",
