@@ -465,6 +465,33 @@ def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
     assert (tmp_path / "sim-afcfs" / "gantt.png").exists()
 
 
+def test_switch_latency_page_gives_each_mpl_and_side_its_runs():
+    from benchmarks import switch_latency
+
+    assert switch_latency.parse_side("ann") == ("ann", "auto")
+    assert switch_latency.parse_side("ann:normal") == ("ann", "normal")
+
+    def run(side: str, mpl: int, p99: float) -> dict:
+        return {"pes": 2, "mpl": mpl, "switches": 170 + mpl, "side": side,
+                "coordinator_priority": "SCHED_FIFO" if side == "root" else "",
+                "rank_priority": "idle", "latency_us": {"p50": 120.0, "p99": p99},
+                "lag_us": {"p99": 4000.0}}
+
+    runs = [run(side, mpl, p99) for mpl in (2, 3) for side, p99s in
+            (("root", (180.0, 150.0, 220.0)), ("ann, ranks auto", (170.0, 360.0, 170.0)))
+            for p99 in p99s]
+    page = switch_latency.markdown(runs, 4.0, 0.05, "python -m benchmarks.switch_latency x",
+                                   "2026-11-25 12:00 UTC, 6 min")
+    assert "`python -m benchmarks.switch_latency x`" in page and "6 min" in page
+    table = [line for line in page.splitlines() if line.startswith("| 2 |")
+             or line.startswith("| 3 |")]
+    assert [line.split(" | ")[1] for line in table] == ["root", "ann, ranks auto"] * 2
+    assert table[0].startswith("| 2 | root | 3 | 172 | 0.12 (0.12-0.12) | 0.18 (0.15-0.22) | [")
+    assert table[1].split(" | ")[5] == "0.17 (0.17-0.36)"
+    assert table[0].endswith("| 4 (4-4) | SCHED_FIFO | idle |")
+    assert table[1].endswith("| - | idle |")
+
+
 def test_cow_emulated_page_says_where_the_orders_part():
     import argparse
 
@@ -544,6 +571,23 @@ def test_markdown_page_records_host_date_and_every_figure():
     assert "Against the baseline" not in page
     findings = check(overheads.sample_sets(result), overheads.sample_sets(BASELINE))
     assert "Against the baseline" in overheads.markdown(result, findings, "cmd")
+
+
+def test_markdown_page_of_root_and_a_user_side_by_side():
+    plan = {"rounds": 8, "parts": ["switch", "linearity"]}
+    root = {**BASELINE, "plan": plan, "mpl_linearity": {"smallest_linear_timeslice_ms": 50.0}}
+    user = {**_document({"switch_p50_us[mpl=2]": _rounds(90.0)}), "plan": plan, "user": "ann",
+            "mpl_linearity": {"smallest_linear_timeslice_ms": None}}
+    result = {"host": {"uname": "Linux box", "cpus": 2, "python": "3.11.7"},
+              "date": "2026-11-24T20:00:00+0000", "seconds": 900.0, "root": root,
+              "unprivileged": user}
+    page = overheads.markdown(result, None, "python -m benchmarks.overheads --as-user ann")
+    assert "2026-11-24T20:00:00+0000, 15 min" in page
+    assert "8 rounds of switch, linearity as root, then as many as `ann`" in page
+    rows = [line for line in page.splitlines() if line.startswith("| switch")]
+    assert len(rows) == 1 and rows[0].startswith("| switch_p50_us[mpl=2] | 101.4 [")
+    assert "| 91.26 [" in rows[0] and "shim_pingpong_ratio" not in page
+    assert "root / unprivileged: 50 ms / none" in page
 
 
 def test_figure_margins_come_from_the_file_then_the_option_then_the_drift_table():
