@@ -114,7 +114,8 @@ def summary_rows(rows: list[list[Any]]) -> list[list[Any]]:
             totals = [r[3] for r in runs]
             ratio = "" if name == "unlimited" or not unlimited else \
                 _interval(ratio_interval(totals, unlimited))
-            out.append([f"{theta:g}", jobs, name, len(runs), _interval(median_interval(totals), " s"),
+            out.append([f"{theta:g}", jobs, name, len(runs),
+                        _interval(median_interval(totals), " s"),
                         f"{min(totals):.3g}-{max(totals):.3g} s",
                         f"{statistics.median(r[4] for r in runs):.0f}", ratio])
     return out

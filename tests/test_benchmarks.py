@@ -524,6 +524,40 @@ def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
     assert (tmp_path / "t3d-classes.png").exists()
 
 
+def test_t3d_classes_page_has_a_row_per_scheduler():
+    from benchmarks import t3d_classes
+
+    records = [{"scheduler": name, "interactive": 18, "response_mean": mean,
+                "response_median": 2.59, "bsld_mean": 2.34, "stopped_fraction": 0.17,
+                "quantum_by_size": {"1": 2.1, "2": 1.3}, "quantum_by_size_stopped": {"2": 0.3},
+                "makespan": 93.1} for name, mean in (("t3d", 3.43), ("gang", 4.17),
+                                                     ("fcfs", 7.02))]
+    page = t3d_classes.markdown(records, 90.0, 1, 1.0, "python -m benchmarks.t3d_classes",
+                                "2026-11-25 12:00 UTC, 5 min")
+    assert "`python -m benchmarks.t3d_classes`" in page and "5 min" in page
+    assert "| t3d | 18 | 3.430 | 2.590 | 2.340 | 0.170 | 1:2.1 2:1.3 | 2:0.3 | 93.100 |" in page
+    assert [line.split(" | ")[0] for line in page.splitlines()
+            if line.startswith("| ") and "18" in line] == ["| t3d", "| gang", "| fcfs"]
+
+
+def test_nersc_page_gives_medians_and_ranges_over_seeds():
+    from benchmarks import nersc
+
+    records = [{"config": config, "seed": seed, "utilization": u, "large_mean": 10.0 * seed,
+                "large_median": 9.0, "small_mean": 5.0, "small_median": 4.0,
+                "migrations": seed - 1, "makespan": 2000.0 + seed}
+               for seed in (1, 2, 3) for config, u in (("gang", 0.8), ("nersc", 0.97),
+                                                       ("no-prime", 0.84))]
+    page = nersc.markdown(records, 128, 2000.0, True, "python -m benchmarks.nersc --simulate",
+                          "2026-11-25 12:00 UTC, 40 s")
+    assert "`python -m benchmarks.nersc --simulate`" in page and "40 s" in page
+    assert "- 128 PEs, in the simulator; seeds 1, 2, 3, 2000 s of Poisson arrivals" in page
+    assert "| nersc | 0.97 (0.97-0.97) | 20 (10-30) | 9 (9-9) |" in page
+    assert page.rstrip().endswith("| 1 (0-2) | 2002 (2001-2003) |")
+    one = nersc.markdown(records[:3], 2, 60.0, False, "cmd", "now")
+    assert "no matrix row holds more processes" in one and "| gang | 0.800 | 10.000 |" in one
+
+
 def test_nersc_mix_primes_only_the_large_jobs():
     from benchmarks.nersc import mix, sizes
     assert sizes(2) == ([1], [2]) and sizes(128) == ([1, 2, 4, 8, 16, 32], [64, 128])
