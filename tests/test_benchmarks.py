@@ -664,6 +664,28 @@ def test_a_margins_file_widens_one_figure(tmp_path, monkeypatch, capsys):
 
 
 @pytest.mark.realtime
+def test_chaos_page_counts_trials_survivors_and_how_clients_ended():
+    from benchmarks import chaos
+
+    records = [{"killed": "service SIGKILL", "failed": [], "survivors": {"processes": 0},
+                "clients": [{"code": 1, "last_line": "testbed: the service died"},
+                            {"code": 0, "last_line": ""}]},
+               {"killed": "nm0", "failed": ["survivors: {'processes': [1]}"],
+                "survivors": {"processes": 1},
+                "clients": [{"code": 137, "last_line": "Killed"}]}]
+    result = {"host": {"uname": "Linux box", "cpus": 2, "python": "3.11.7"}, "seed": 1,
+              "date": "2026-11-25T12:00:00+0000", "minutes": 0.5, "records": records,
+              **chaos.summarise(records)}
+    page = chaos.markdown(result, "python -m benchmarks.chaos --trials 2")
+    assert "`python -m benchmarks.chaos --trials 2`" in page and "0.5 min" in page
+    assert "**1 of 2 trials passed.**" in page
+    assert "| service SIGKILL | 1 |" in page and "| nm0 | 1 |" in page
+    assert "| processes | 1 |" in page
+    assert "Clients: 3; 1 exited non-zero with a line from `testbed` saying why, 1 had " \
+           "finished their job, 1 ended otherwise." in page
+    assert "- trial 1: survivors: {'processes': [1]}" in page
+
+
 def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left():
     done = subprocess.run([sys.executable, "-m", "benchmarks.chaos", "--quick", "--seed", "3"],
                           capture_output=True, text=True, timeout=600)
