@@ -663,7 +663,6 @@ def test_a_margins_file_widens_one_figure(tmp_path, monkeypatch, capsys):
     assert overheads.main([*args, "--margins", str(tmp_path / "margins.json")]) == 0
 
 
-@pytest.mark.realtime
 def test_chaos_page_counts_trials_survivors_and_how_clients_ended():
     from benchmarks import chaos
 
@@ -686,6 +685,7 @@ def test_chaos_page_counts_trials_survivors_and_how_clients_ended():
     assert "- trial 1: survivors: {'processes': [1]}" in page
 
 
+@pytest.mark.realtime
 def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left():
     done = subprocess.run([sys.executable, "-m", "benchmarks.chaos", "--quick", "--seed", "3"],
                           capture_output=True, text=True, timeout=600)
