@@ -24,8 +24,11 @@ A trial passes when all of these hold.  The summary gives the trials, the surviv
 and the failed checks, with the seed that reproduces the trials.  The checks of survivors
 wait up to 5 s, as the watchdog needs a moment after a SIGKILL.
 
+``--markdown PAGE`` writes the summary as a page, with the host, the date and the command
+recorded.
+
 Usage: ``python -m benchmarks.chaos [--trials 100] [--seed 1] [--hosts-share 0.3]
-[--clients 3] [--out FILE] [--quick]``
+[--clients 3] [--out FILE] [--markdown PAGE] [--quick]``
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.harness import host
+from benchmarks.harness import host, invocation, markdown_table, page_head
 from testbed.emulation import procs
 from testbed.emulation.launch_tmp import hydra_files, run_dirs
 from testbed.events import read_events
@@ -204,6 +207,31 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
                          if r["failed"]]}
 
 
+def markdown(result: dict[str, Any], command: str) -> str:
+    """The page of a chaos run: the trials by what was killed, whether each passed, what
+    survived, how the clients ended and every failed check."""
+    clients = [c for r in result["records"] for c in r.get("clients", [])]
+    told = sum(c["code"] != 0 and c["last_line"].startswith("testbed") for c in clients)
+    finished = sum(c["code"] == 0 for c in clients)
+    lines = [*page_head("Chaos: the service and node managers killed at random",
+                        "benchmarks.chaos", command, result["host"],
+                        f"{result['date']}, {result['minutes']:g} min"),
+             f"- seed {result['seed']}; each trial kills the service (SIGKILL or SIGTERM) or, on "
+             "two hosts emulated here, a node manager (SIGKILL, then the service by SIGTERM) "
+             "while `testbed mpirun` clients run a loop of barriers", "",
+             f"**{result['passed']} of {result['trials']} trials passed.**", "",
+             *markdown_table(["killed", "trials"], [[kill, n] for kill, n in
+                                                    result["by_kill"].items()]), "",
+             *markdown_table(["left behind", "count"], [[kind, n] for kind, n in
+                                                       result["survivors"].items()]), "",
+             f"Clients: {len(clients)}; {told} exited non-zero with a line from `testbed` "
+             f"saying why, {finished} had finished their job, "
+             f"{len(clients) - told - finished} ended otherwise.", ""]
+    for failure in result["failures"]:
+        lines.append(f"- trial {failure['trial']}: {'; '.join(failure['failed'])}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the trials; print the summary (stderr) and the JSON; exit 1 if a trial failed."""
     p = argparse.ArgumentParser(description="kill the service and node managers at random; "
@@ -214,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="share of trials on two emulated hosts, killing a node manager")
     p.add_argument("--clients", type=int, default=3, help="mpirun clients a trial")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write the summary as a Markdown page")
     p.add_argument("--quick", action="store_true", help="two trials: shows it works")
     args = p.parse_args(argv)
     if args.trials < 1 or args.clients < 1 or not 0 <= args.hosts_share <= 1:
@@ -245,6 +275,9 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
+    if args.markdown is not None:
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(result, invocation("benchmarks.chaos", argv)))
     return 0 if summary["passed"] == summary["trials"] else 1
 
 

@@ -1,6 +1,7 @@
 """COW on this machine: the same seeded gangs and owners emulated and simulated (Karatza 2001).
 
-``python -m benchmarks.cow_emulated [--seed N] [--gangs N] [--owners RATE:MEAN] [--json]``
+``python -m benchmarks.cow_emulated [--seed N] [--gangs N] [--owners RATE:MEAN] [--json]
+[--markdown PAGE]``
 
 Writes a workload of ``--gangs`` benchmark gangs for 2 PEs (COW's model scaled down: Poisson
 arrivals of mean gap ``--inv-lambda`` s, sizes uniform in 1..2, exponential work of mean
@@ -11,7 +12,8 @@ seconds a real launch adds to a job).  It prints both runs' starts, interruption
 and ends side by side, says whether their order is the same, and draws each run's Gantt chart
 (``testbed report``).  With ``--json`` (the side-by-side lists go to stderr), one record per
 policy: ``{"policy", "same_order", "events", "first_difference", "interrupts", "rt_emulated",
-"rt_simulated"}``.
+"rt_simulated"}``.  ``--markdown PAGE`` also writes the records as a page, with the host,
+the date and the command recorded.
 
 Events of the two runs closer than a real launch's spread (tens of ms) may trade places; the
 defaults space them further apart.
@@ -24,10 +26,20 @@ import json
 import random
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, events, table, testbed
+from benchmarks.harness import (
+    default_out,
+    events,
+    host,
+    invocation,
+    markdown_table,
+    page_head,
+    table,
+    testbed,
+)
 from testbed.results.metrics import job_rows
 
 POLICIES = ("afcfs", "lgfs")
@@ -86,6 +98,26 @@ def _pairs(a: list[Any], b: list[Any]) -> list[tuple[Any, Any]]:
             for i in range(max(len(a), len(b)))]
 
 
+def markdown(records: list[dict[str, Any]], args: argparse.Namespace, command: str,
+             measured: str) -> str:
+    """The results page: per policy, whether the emulated and simulated runs' events came in
+    the same order, the interruptions, and the mean response times (s) of both."""
+    rows = [[r["policy"], r["events"], "yes" if r["same_order"] else
+             f"no, from event {r['first_difference']}", r["interrupts"], r["rt_emulated"],
+             r["rt_simulated"]] for r in records]
+    return "\n".join([
+        *page_head("COW on real processes against the simulator", "benchmarks.cow_emulated",
+                   command, host(), measured),
+        f"- {args.gangs} gangs of 1-{PES} tasks on {PES} PEs (seed {args.seed}): Poisson "
+        f"arrivals of mean gap {args.inv_lambda:g} s, exponential work of mean "
+        f"{args.mean_work:g} s; owners {args.owners} (visits per s : mean visit s, seed "
+        f"{args.owner_seed}), each a CPU-bound process pinned to its PE",
+        f"- simulated with a launch cost of {args.launch_cost:g} s a job; one run of each", "",
+        "Events compared: gang starts, interruptions, owner arrivals and departures, ends.", "",
+        *markdown_table(["policy", "events", "same order", "interruptions",
+                         "RT emulated (s)", "RT simulated (s)"], rows), ""])
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the workload, emulate and simulate it under both policies, compare."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.cow_emulated", description=__doc__,
@@ -100,13 +132,22 @@ def main(argv: list[str] | None = None) -> int:
                    help="seconds a real launch adds to a job, for the simulator")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write the records as a Markdown page")
     args = p.parse_args(argv)
     out = args.out or default_out("cow-emulated")
     out.mkdir(parents=True, exist_ok=True)
     path = out / "workload.txt"
     path.write_text(workload(args.gangs, args.inv_lambda, args.mean_work, args.seed))
+    started = time.time()
     records = [compare(policy, path, out, args) for policy in POLICIES]
     (out / "cow-emulated.json").write_text(json.dumps(records, indent=1))
+    if args.markdown is not None:
+        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
+                    f"{time.time() - started:.0f} s")
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(records, args,
+                                          invocation("benchmarks.cow_emulated", argv), measured))
     if args.json:
         for record in records:
             print(json.dumps(record))

@@ -1,7 +1,7 @@
 """The NERSC T3E configuration in miniature (Blakeborough and Welcome 1999) against plain gang.
 
 ``python -m benchmarks.nersc [--quick] [--seed N] [--span S] [--simulate] [--pes N]
-[--seeds K] [--json] [--out DIR]``
+[--seeds K] [--json] [--out DIR] [--markdown PAGE]``
 
 A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
 (half the machine or all of it, work 4-10 s), Poisson arrivals over ``--span`` seconds offering
@@ -20,6 +20,8 @@ jobs, mean and median, the migrations the balancer made, and the makespan; with 
 the median over seeds and the range.  Writes ``nersc.json`` and ``nersc.png`` under ``--out``;
 ``--json`` prints one record per configuration and seed: ``{"config", "seed", "utilization",
 "large_mean", "large_median", "small_mean", "small_median", "migrations", "makespan"}``.
+``--markdown PAGE`` also writes the table as a page, with the host, the date and the command
+recorded.
 """
 
 from __future__ import annotations
@@ -29,11 +31,21 @@ import json
 import random
 import statistics
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, events, table, testbed
+from benchmarks.harness import (
+    default_out,
+    events,
+    host,
+    invocation,
+    markdown_table,
+    page_head,
+    table,
+    testbed,
+)
 from testbed.results.metrics import job_rows
 
 SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
@@ -123,10 +135,35 @@ def summarize(records: list[dict[str, Any]]) -> list[list[Any]]:
             elif len(values) == 1:
                 cells.append(values[0])
             else:
-                cells.append(f"{statistics.median(values):.3g} "
-                             f"({min(values):.3g}-{max(values):.3g})")
+                cells.append(f"{statistics.median(values):.4g} "
+                             f"({min(values):.4g}-{max(values):.4g})")
         rows.append(cells)
     return rows
+
+
+def markdown(records: list[dict[str, Any]], pes: int, span: float, simulate: bool,
+             command: str, measured: str) -> str:
+    """The results page: the mix, then per configuration each metric (the median over seeds
+    and their range when there are several)."""
+    seeds = sorted({r["seed"] for r in records})
+    where = ("in the simulator" if simulate else
+             "on real processes, one rank a PE, so no matrix row holds more processes than "
+             "the machine has CPUs")
+    return "\n".join([
+        *page_head("NERSC's psched configuration against gang", "benchmarks.nersc", command,
+                   host(), measured),
+        f"- {pes} PEs, {where}; seeds {', '.join(map(str, seeds))}, {span:g} s of Poisson "
+        f"arrivals each: small jobs (1 PE to a quarter of the machine) offering "
+        f"{SMALL_LOAD:g} of the machine, large ones (half of it or all) {LARGE_LOAD:g}",
+        "- gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, abs_app_max 2, the "
+        "balancer every 2 s, the large jobs prime; no-prime: the same without prime jobs", "",
+        "Utilization: " + ("work done over PEs x makespan" if simulate else
+                           "CPU seconds over PEs x makespan") + "; turnaround: response time "
+        "(s); " + ("the median over the seeds and their range." if len(seeds) > 1 else
+                   "one run of each configuration."), "",
+        *markdown_table(["config", "utilization", "large mean", "large median", "small mean",
+                         "small median", "migrations", "makespan (s)"], summarize(records)),
+        ""])
 
 
 def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
@@ -167,18 +204,27 @@ def main(argv: list[str] | None = None) -> int:
                    help="PEs (default: 2 on real processes, 128 simulated)")
     p.add_argument("--json", action="store_true", help="one JSON record per run")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write the table as a Markdown page")
     args = p.parse_args(argv)
     pes = args.pes or (128 if args.simulate else 2)
     span = 15.0 if args.quick else args.span or (2000.0 if args.simulate else 60.0)
     seeds = args.seeds or (5 if args.simulate else 1)
     out = args.out or default_out("nersc")
     out.mkdir(parents=True, exist_ok=True)
+    started = time.time()
     records = [r for seed in range(args.seed, args.seed + seeds)
                for r in run(out, pes, span, seed, args.simulate)]
     (out / "nersc.json").write_text(json.dumps(records, indent=1))
     where = "simulated" if args.simulate else "real processes"
     plot(records, out / "nersc.png",
          f"NERSC's psched configuration against gang: {pes} PEs, {where}, {seeds} seed(s)")
+    if args.markdown is not None:
+        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
+                    f"{time.time() - started:.0f} s")
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(records, pes, span, args.simulate,
+                                          invocation("benchmarks.nersc", argv), measured))
     if args.json:
         for r in records:
             print(json.dumps(r))

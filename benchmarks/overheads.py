@@ -312,17 +312,25 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
         baseline = result["interleaved"]["checkouts"]["baseline"]
         lines.append(f"- rounds interleaved with those of {baseline} (the baseline)")
         result = {**result["sides"]["this"], "date": result["date"]}
-    if "root" not in result:
-        plan = result["plan"]
-        lines.append(f"- {plan['rounds']} rounds of {', '.join(plan['parts'])}")
-    lines.append("")
     if "root" in result:
-        lines += ["| figure | root | unprivileged |", "|---|---:|---:|"]
+        plan = result["root"]["plan"]
+        lines += [f"- {plan['rounds']} rounds of {', '.join(plan['parts'])} as root, then as "
+                  f"many as `{result['unprivileged']['user']}` (the two halves one after the "
+                  "other, not interleaved)", "",
+                  "Median over the rounds [95 % bootstrap interval].", "",
+                  "| figure | root | unprivileged |", "|---|---:|---:|"]
         root, user = (result[side]["figures"] for side in SIDES)
         lines += [f"| {name} | {_interval(root[name])} | {_interval(user[name])} |"
                   for name in root if name in user]
+        if "linearity" in plan["parts"]:
+            linear = [result[side]["mpl_linearity"]["smallest_linear_timeslice_ms"]
+                      for side in SIDES]
+            lines += ["", "Smallest timeslice with every linearity ratio within 3 %, root / "
+                      "unprivileged: " + " / ".join("none" if t is None else f"{t:g} ms"
+                                                    for t in linear)]
     else:
-        lines += ["Median over the rounds [95 % bootstrap interval].", "",
+        lines += [f"- {result['plan']['rounds']} rounds of {', '.join(result['plan']['parts'])}",
+                  "", "Median over the rounds [95 % bootstrap interval].", "",
                   "| figure | median [95 % interval] | rounds |", "|---|---:|---:|"]
         lines += [f"| {name} | {_interval(f)} | {f['n']} |"
                   for name, f in result["figures"].items()]
@@ -515,10 +523,10 @@ def main(argv: list[str] | None = None) -> int:
         result = measure(plan, progress)
         result["quick"] = args.quick
     if args.as_user is not None:
+        user = as_unprivileged(args.as_user, args.quick, args.rounds, args.parts)
         result = {"benchmark": "overheads", "host": result["host"], "date": result["date"],
-                  "quick": args.quick, "root": result,
-                  "unprivileged": as_unprivileged(args.as_user, args.quick, args.rounds,
-                                                  args.parts)}
+                  "seconds": round(result["seconds"] + user["seconds"], 1),
+                  "quick": args.quick, "root": result, "unprivileged": user}
     print(figures_table(result), file=sys.stderr)
     text = json.dumps(result, indent=2)
     print(text)

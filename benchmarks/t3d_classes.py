@@ -1,6 +1,7 @@
 """T3D's class experiment in miniature: a class mix on this machine under t3d, gang and fcfs.
 
-``python -m benchmarks.t3d_classes [--quick] [--seed N] [--span S] [--json] [--out DIR]``
+``python -m benchmarks.t3d_classes [--quick] [--seed N] [--span S] [--json] [--out DIR]
+[--markdown PAGE]``
 
 A seeded mix over ``--span`` seconds on 2 PEs (BSP jobs): interactive jobs (1 PE, work 0.5-3 s,
 Poisson arrivals of mean gap 6 s, ``class=interactive``), production jobs (1 or 2 PEs, work
@@ -16,6 +17,8 @@ uninterrupted stretch of running) by job size, for all jobs and for the jobs eve
 Fig 15).  Writes ``t3d-classes.json`` and ``t3d-classes.png`` under ``--out``; with ``--json``,
 one record per scheduler: ``{"scheduler", "interactive", "response_mean", "response_median",
 "bsld_mean", "stopped_fraction", "quantum_by_size", "quantum_by_size_stopped", "makespan"}``.
+``--markdown PAGE`` also writes the table as a page, with the host, the date and the command
+recorded.
 """
 
 from __future__ import annotations
@@ -25,10 +28,20 @@ import json
 import random
 import statistics
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, events, table, testbed
+from benchmarks.harness import (
+    default_out,
+    events,
+    host,
+    invocation,
+    markdown_table,
+    page_head,
+    table,
+    testbed,
+)
 from testbed.class_tables import DEFAULT_TABLE
 from testbed.results.metrics import job_rows
 from testbed.results.timeline import intervals
@@ -102,6 +115,38 @@ def _rounded(stat: Any, values: list[float]) -> float | None:
     return round(stat(values), 3) if values else None
 
 
+HEADER = ["scheduler", "interactive", "response mean", "median", "bsld mean", "stopped",
+          "quantum by size", "quantum (stopped jobs)", "makespan"]
+
+
+def rows(records: list[dict[str, Any]]) -> list[list[Any]]:
+    """The table's rows, one per scheduler (times in s; quanta as size:seconds)."""
+    return [[r["scheduler"], r["interactive"], r["response_mean"], r["response_median"],
+             r["bsld_mean"], r["stopped_fraction"],
+             " ".join(f"{k}:{v:.1f}" for k, v in r["quantum_by_size"].items()),
+             " ".join(f"{k}:{v:.1f}" for k, v in r["quantum_by_size_stopped"].items()),
+             r["makespan"]] for r in records]
+
+
+def markdown(records: list[dict[str, Any]], span: float, seed: int, scale: float,
+             command: str, measured: str) -> str:
+    """The results page: the mix, then one row per scheduler."""
+    return "\n".join([
+        *page_head("T3D's job classes on 2 PEs: t3d against gang and fcfs",
+                   "benchmarks.t3d_classes", command, host(), measured),
+        f"- a seeded mix (seed {seed}) over {span:g} s of arrivals, every time x {scale:g}, on "
+        f"{PES} PEs, real processes, one run of each scheduler: interactive jobs (1 PE), "
+        "production jobs (1-2 PEs) and standby jobs (2 PEs), about 0.8 of the machine; no "
+        "matrix row holds more processes than the machine has CPUs",
+        f"- t3d: T3D's daytime table with time_scale {TIME_SCALE:g}; gang: MPL 2, 0.2 s "
+        "slices; fcfs", "",
+        "Interactive jobs: their count, mean and median response time (s) and mean bounded "
+        f"slowdown (threshold {TAU:g} s, T3D's 10 s scaled like the table). Every job: the "
+        "fraction ever stopped, and the mean time quantum (an uninterrupted stretch of "
+        "running, s) by job size (PEs), over all jobs and over the jobs ever stopped; the "
+        "makespan (s).", "", *markdown_table(HEADER, rows(records)), ""])
+
+
 def plot(records: list[dict[str, Any]], path: Path) -> None:
     """Histograms of the interactive jobs' response and bounded slowdown per scheduler, and
     the mean quantum by job size."""
@@ -138,14 +183,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="multiply every arrival and work by this (a smaller mix)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                   help="also write the table as a Markdown page")
     args = p.parse_args(argv)
     out = args.out or default_out("t3d-classes")
     out.mkdir(parents=True, exist_ok=True)
     workload = out / "workload.txt"
-    workload.write_text(mix(20.0 if args.quick else args.span, args.seed, args.scale))
+    span = 20.0 if args.quick else args.span
+    workload.write_text(mix(span, args.seed, args.scale))
     classes = out / "classes.toml"
     classes.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0",
                                                          f"time_scale = {TIME_SCALE}"))
+    started = time.time()
     records = []
     for scheduler in SCHEDULERS:
         run = out / scheduler
@@ -155,17 +204,17 @@ def main(argv: list[str] | None = None) -> int:
         records.append(measure(run, scheduler))
     (out / "t3d-classes.json").write_text(json.dumps(records, indent=1))
     plot(records, out / "t3d-classes.png")
+    if args.markdown is not None:
+        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
+                    f"{(time.time() - started) / 60:.0f} min")
+        args.markdown.parent.mkdir(parents=True, exist_ok=True)
+        args.markdown.write_text(markdown(records, span, args.seed, args.scale,
+                                          invocation("benchmarks.t3d_classes", argv), measured))
     if args.json:
         for r in records:
             print(json.dumps({k: v for k, v in r.items() if k not in ("responses", "bslds")}))
         return 0
-    print(table(["scheduler", "interactive", "response mean", "median", "bsld mean",
-                 "stopped", "quantum by size", "quantum (stopped jobs)", "makespan"],
-                [[r["scheduler"], r["interactive"], r["response_mean"], r["response_median"],
-                  r["bsld_mean"], r["stopped_fraction"],
-                  " ".join(f"{k}:{v:.1f}" for k, v in r["quantum_by_size"].items()),
-                  " ".join(f"{k}:{v:.1f}" for k, v in r["quantum_by_size_stopped"].items()),
-                  r["makespan"]] for r in records]))
+    print(table(HEADER, rows(records)))
     print(f"\nfigure: {out / 't3d-classes.png'}")
     return 0
 

@@ -471,6 +471,52 @@ def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
     assert (tmp_path / "sim-afcfs" / "gantt.png").exists()
 
 
+def test_switch_latency_page_gives_each_mpl_and_side_its_runs():
+    from benchmarks import switch_latency
+
+    assert switch_latency.parse_side("ann") == ("ann", "auto")
+    assert switch_latency.parse_side("ann:normal") == ("ann", "normal")
+
+    def run(side: str, mpl: int, p99: float) -> dict:
+        return {"pes": 2, "mpl": mpl, "switches": 170 + mpl, "side": side,
+                "coordinator_priority": "SCHED_FIFO" if side == "root" else "",
+                "rank_priority": "idle", "latency_us": {"p50": 120.0, "p99": p99},
+                "lag_us": {"p99": 4000.0}}
+
+    runs = [run(side, mpl, p99) for mpl in (2, 3) for side, p99s in
+            (("root", (180.0, 150.0, 220.0)), ("ann, ranks auto", (170.0, 360.0, 170.0)))
+            for p99 in p99s]
+    page = switch_latency.markdown(runs, 4.0, 0.05, "python -m benchmarks.switch_latency x",
+                                   "2026-11-25 12:00 UTC, 6 min")
+    assert "`python -m benchmarks.switch_latency x`" in page and "6 min" in page
+    table = [line for line in page.splitlines() if line.startswith("| 2 |")
+             or line.startswith("| 3 |")]
+    assert [line.split(" | ")[1] for line in table] == ["root", "ann, ranks auto"] * 2
+    assert table[0].startswith("| 2 | root | 3 | 172 | 0.12 (0.12-0.12) | 0.18 (0.15-0.22) | [")
+    assert table[1].split(" | ")[5] == "0.17 (0.17-0.36)"
+    assert table[0].endswith("| 4 (4-4) | SCHED_FIFO | idle |")
+    assert table[1].endswith("| - | idle |")
+
+
+def test_cow_emulated_page_says_where_the_orders_part():
+    import argparse
+
+    from benchmarks import cow_emulated
+
+    args = argparse.Namespace(gangs=8, seed=1, inv_lambda=2.0, mean_work=1.5, owners="0.25:1.5",
+                              owner_seed=1, launch_cost=0.27)
+    records = [{"policy": "afcfs", "same_order": True, "events": 44, "first_difference": None,
+                "interrupts": 6, "rt_emulated": 9.886, "rt_simulated": 9.901},
+               {"policy": "lgfs", "same_order": False, "events": 44, "first_difference": 17,
+                "interrupts": 5, "rt_emulated": 9.874, "rt_simulated": 9.901}]
+    page = cow_emulated.markdown(records, args, "python -m benchmarks.cow_emulated --markdown p",
+                                 "2026-11-25 12:00 UTC, 60 s")
+    assert "`python -m benchmarks.cow_emulated --markdown p`" in page
+    assert "- measured: 2026-11-25 12:00 UTC, 60 s" in page and "8 gangs of 1-2 tasks" in page
+    assert "| afcfs | 44 | yes | 6 | 9.886 | 9.901 |" in page
+    assert "| lgfs | 44 | no, from event 17 | 5 | 9.874 | 9.901 |" in page
+
+
 @pytest.mark.realtime
 def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
     done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_classes", "--span", "12",
@@ -482,6 +528,40 @@ def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
         assert r["makespan"] > 0 and 0 <= r["stopped_fraction"] <= 1
         assert r["quantum_by_size"]
     assert (tmp_path / "t3d-classes.png").exists()
+
+
+def test_t3d_classes_page_has_a_row_per_scheduler():
+    from benchmarks import t3d_classes
+
+    records = [{"scheduler": name, "interactive": 18, "response_mean": mean,
+                "response_median": 2.59, "bsld_mean": 2.34, "stopped_fraction": 0.17,
+                "quantum_by_size": {"1": 2.1, "2": 1.3}, "quantum_by_size_stopped": {"2": 0.3},
+                "makespan": 93.1} for name, mean in (("t3d", 3.43), ("gang", 4.17),
+                                                     ("fcfs", 7.02))]
+    page = t3d_classes.markdown(records, 90.0, 1, 1.0, "python -m benchmarks.t3d_classes",
+                                "2026-11-25 12:00 UTC, 5 min")
+    assert "`python -m benchmarks.t3d_classes`" in page and "5 min" in page
+    assert "| t3d | 18 | 3.430 | 2.590 | 2.340 | 0.170 | 1:2.1 2:1.3 | 2:0.3 | 93.100 |" in page
+    assert [line.split(" | ")[0] for line in page.splitlines()
+            if line.startswith("| ") and "18" in line] == ["| t3d", "| gang", "| fcfs"]
+
+
+def test_nersc_page_gives_medians_and_ranges_over_seeds():
+    from benchmarks import nersc
+
+    records = [{"config": config, "seed": seed, "utilization": u, "large_mean": 10.0 * seed,
+                "large_median": 9.0, "small_mean": 5.0, "small_median": 4.0,
+                "migrations": seed - 1, "makespan": 2000.0 + seed}
+               for seed in (1, 2, 3) for config, u in (("gang", 0.8), ("nersc", 0.97),
+                                                       ("no-prime", 0.84))]
+    page = nersc.markdown(records, 128, 2000.0, True, "python -m benchmarks.nersc --simulate",
+                          "2026-11-25 12:00 UTC, 40 s")
+    assert "`python -m benchmarks.nersc --simulate`" in page and "40 s" in page
+    assert "- 128 PEs, in the simulator; seeds 1, 2, 3, 2000 s of Poisson arrivals" in page
+    assert "| nersc | 0.97 (0.97-0.97) | 20 (10-30) | 9 (9-9) |" in page
+    assert page.rstrip().endswith("| 1 (0-2) | 2002 (2001-2003) |")
+    one = nersc.markdown(records[:3], 2, 60.0, False, "cmd", "now")
+    assert "no matrix row holds more processes" in one and "| gang | 0.800 | 10.000 |" in one
 
 
 def test_nersc_mix_primes_only_the_large_jobs():
@@ -533,6 +613,23 @@ def test_markdown_page_records_host_date_and_every_figure():
     assert "Against the baseline" in overheads.markdown(result, findings, "cmd")
 
 
+def test_markdown_page_of_root_and_a_user_side_by_side():
+    plan = {"rounds": 8, "parts": ["switch", "linearity"]}
+    root = {**BASELINE, "plan": plan, "mpl_linearity": {"smallest_linear_timeslice_ms": 50.0}}
+    user = {**_document({"switch_p50_us[mpl=2]": _rounds(90.0)}), "plan": plan, "user": "ann",
+            "mpl_linearity": {"smallest_linear_timeslice_ms": None}}
+    result = {"host": {"uname": "Linux box", "cpus": 2, "python": "3.11.7"},
+              "date": "2026-11-24T20:00:00+0000", "seconds": 900.0, "root": root,
+              "unprivileged": user}
+    page = overheads.markdown(result, None, "python -m benchmarks.overheads --as-user ann")
+    assert "2026-11-24T20:00:00+0000, 15 min" in page
+    assert "8 rounds of switch, linearity as root, then as many as `ann`" in page
+    rows = [line for line in page.splitlines() if line.startswith("| switch")]
+    assert len(rows) == 1 and rows[0].startswith("| switch_p50_us[mpl=2] | 101.4 [")
+    assert "| 91.26 [" in rows[0] and "shim_pingpong_ratio" not in page
+    assert "root / unprivileged: 50 ms / none" in page
+
+
 def test_figure_margins_come_from_the_file_then_the_option_then_the_drift_table():
     names = ["switch_p50_us[mpl=2]", "root:launch_overhead_s[n=1]", "wakeup_p99_us"]
     assert overheads.figure_margins(names) == {
@@ -570,6 +667,28 @@ def test_a_margins_file_widens_one_figure(tmp_path, monkeypatch, capsys):
     args = ["--quick", "--baseline", str(tmp_path / "baseline.json")]
     assert overheads.main(args) == 1
     assert overheads.main([*args, "--margins", str(tmp_path / "margins.json")]) == 0
+
+
+def test_chaos_page_counts_trials_survivors_and_how_clients_ended():
+    from benchmarks import chaos
+
+    records = [{"killed": "service SIGKILL", "failed": [], "survivors": {"processes": 0},
+                "clients": [{"code": 1, "last_line": "testbed: the service died"},
+                            {"code": 0, "last_line": ""}]},
+               {"killed": "nm0", "failed": ["survivors: {'processes': [1]}"],
+                "survivors": {"processes": 1},
+                "clients": [{"code": 137, "last_line": "Killed"}]}]
+    result = {"host": {"uname": "Linux box", "cpus": 2, "python": "3.11.7"}, "seed": 1,
+              "date": "2026-11-25T12:00:00+0000", "minutes": 0.5, "records": records,
+              **chaos.summarise(records)}
+    page = chaos.markdown(result, "python -m benchmarks.chaos --trials 2")
+    assert "`python -m benchmarks.chaos --trials 2`" in page and "0.5 min" in page
+    assert "**1 of 2 trials passed.**" in page
+    assert "| service SIGKILL | 1 |" in page and "| nm0 | 1 |" in page
+    assert "| processes | 1 |" in page
+    assert "Clients: 3; 1 exited non-zero with a line from `testbed` saying why, 1 had " \
+           "finished their job, 1 ended otherwise." in page
+    assert "- trial 1: survivors: {'processes': [1]}" in page
 
 
 @pytest.mark.realtime

@@ -236,11 +236,30 @@ def test_fig5_experiment_writes_csv_plot_and_table(tmp_path):
     out = _experiment("benchmarks.memory_fig5", tmp_path / "f5", "--counts", "2",
                       "--thetas", "1", "--mem-mb", "8", "--work", "0.3", "--accesses", "2000")
     rows = (tmp_path / "f5" / "fig5.csv").read_text().splitlines()
-    assert rows[0] == "theta,jobs,config,total_s,major_faults,swap_in_pages"
+    assert rows[0] == "theta,jobs,config,total_s,major_faults,swap_in_pages,repeat"
     assert [r.split(",")[2] for r in rows[1:]] == ["unlimited", "C=1", "C=1.5"]
     assert all(float(r.split(",")[3]) > 0 for r in rows[1:])
     assert (tmp_path / "f5" / "fig5.png").stat().st_size > 1000
     assert "node memory" in out
+
+
+def test_fig5_page_gives_medians_and_ratios_to_no_admission():
+    from benchmarks import memory_fig5
+
+    rows = [[1.0, 8, name, total, 100, 50, repeat]
+            for repeat, (slow, fast) in enumerate(((20.0, 10.0), (18.0, 11.0), (22.0, 9.0)))
+            for name, total in (("unlimited", slow), ("C=1", fast), ("C=1.5", fast + 1))]
+    walk = memory_fig5.Walk(64.0, 4, 1.0, 30000, 8)
+    page = memory_fig5.markdown(rows, walk, "python -m benchmarks.memory_fig5 --repeats 3",
+                                "2026-11-25 12:00 UTC, 4 min")
+    assert "`python -m benchmarks.memory_fig5 --repeats 3`" in page
+    assert "- measured: 2026-11-25 12:00 UTC, 4 min" in page and "400 MiB" in page
+    table = [line for line in page.splitlines() if line.startswith("| 1 | 8 |")]
+    assert [line.split(" | ")[2] for line in table] == ["unlimited", "C=1", "C=1.5"]
+    assert table[0].startswith("| 1 | 8 | unlimited | 3 | 20 s [")
+    assert "| 18-22 s | 100 |  |" in table[0]
+    assert table[1].split(" | ")[4].startswith("10 s [")
+    assert table[1].split(" | ")[7].startswith("0.5 [")
 
 
 @pytest.mark.realtime
