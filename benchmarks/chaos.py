@@ -55,14 +55,18 @@ from testbed.emulation.launch_tmp import hydra_files, run_dirs
 from testbed.events import read_events
 
 TESTBED = [sys.executable, "-m", "testbed"]
+# Rank 0 alone reads the clock and tells the others whether to go on: ranks that each read
+# their own would leave the loop after different numbers of barriers, and the last one would
+# wait in a barrier for ever (a job that runs to its end under a fallback coordinator hung so).
 PROGRAM = """\
 import sys, time
 from mpi4py import MPI
+comm = MPI.COMM_WORLD
 end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    MPI.COMM_WORLD.Barrier()
+while comm.bcast(time.monotonic() < end, root=0):
+    comm.Barrier()
     time.sleep(0.001)
-print("done", MPI.COMM_WORLD.Get_rank())
+print("done", comm.Get_rank())
 """
 GRACE = 5.0
 
