@@ -16,7 +16,8 @@ Then it checks what a site would:
   clear message (its last line from ``testbed``, no traceback);
 * nothing of the run survives: no process carrying the run's marker (ranks, launchers, node
   managers, stopped ones included), no shared-memory record, no launch directory, no new
-  ``/tmp/hydra_hwloc_xmlfile_*``;
+  ``/tmp/hydra_hwloc_xmlfile_*`` that no live process holds (another run's launch on the
+  machine holds its own);
 * ``testbed report`` works on the run directory the killed service left;
 * a new service starts on the same socket and stops cleanly.
 
@@ -55,26 +56,51 @@ from testbed.emulation.launch_tmp import hydra_files, run_dirs
 from testbed.events import read_events
 
 TESTBED = [sys.executable, "-m", "testbed"]
+# Rank 0 alone reads the clock and tells the others whether to go on: ranks that each read
+# their own would leave the loop after different numbers of barriers, and the last one would
+# wait in a barrier for ever (a job that runs to its end under a fallback coordinator hung so).
 PROGRAM = """\
 import sys, time
 from mpi4py import MPI
+comm = MPI.COMM_WORLD
 end = time.monotonic() + float(sys.argv[1])
-while time.monotonic() < end:
-    MPI.COMM_WORLD.Barrier()
+while comm.bcast(time.monotonic() < end, root=0):
+    comm.Barrier()
     time.sleep(0.001)
-print("done", MPI.COMM_WORLD.Get_rank())
+print("done", comm.Get_rank())
 """
 GRACE = 5.0
 
 
+def open_files() -> set[str]:
+    """The paths of the regular files some live process has open (those we may read)."""
+    found = set()
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error):
+            found.update(f.path for f in proc.open_files())
+    return found
+
+
+def left_hydra_files(before: set[str]) -> list[str]:
+    """hydra's topology files in /tmp that were not there ``before`` and that no live process
+    has open: a launch's proxy and ranks keep its file open while it runs, so the files of
+    other runs going on on the machine are not counted."""
+    new = hydra_files() - before
+    if not new:
+        return []
+    held = open_files()
+    return sorted(name for name in new if os.path.join("/tmp", name) not in held)
+
+
 def survivors(run_id: str, hydra_before: set[str]) -> dict[str, list[str]]:
     """What is left of run ``run_id``: processes carrying its marker, its shared-memory
-    records, its launch directories, and hydra files that were not there before it."""
+    records, its launch directories, and hydra files that were not there before it and that
+    no live process holds."""
     return {
         "processes": [str(pid) for pid in procs.marked(run_id)],
         "records": [n for n in os.listdir(procs.SHM_PREFIX) if n.startswith(f"testbed-{run_id}")],
         "launch_dirs": [path.name for path in run_dirs(run_id)],
-        "hydra_files": sorted(hydra_files() - hydra_before),
+        "hydra_files": left_hydra_files(hydra_before),
     }
 
 
