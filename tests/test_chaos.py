@@ -4,6 +4,7 @@ its check of hydra's files counts only files nobody holds."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -47,7 +48,8 @@ def test_the_chaos_program_ends_on_every_rank_when_the_ranks_start_apart(tmp_pat
         launcher.wait()
         dirs.close()
     assert launcher.returncode == 0, err
-    assert sorted(out.splitlines()) == ["done 0", "done 1"]
+    # the two ranks' unbuffered prints reach the launcher's stdout piece by piece, interleaved
+    assert out.count("done") == 2 and sorted(re.findall(r"\d", out)) == ["0", "1"]
 
 
 def test_a_new_hydra_file_counts_as_left_only_once_no_process_holds_it():
