@@ -19,6 +19,7 @@ from benchmarks.harness import testbed
 from benchmarks.reproduce.claims import (
     Decision,
     Finding,
+    Region,
     above,
     below,
     every,
@@ -213,6 +214,17 @@ def matches(classes: tuple[str, ...], expected: tuple[str | None, ...]) -> bool:
         want is None or got == want for got, want in zip(classes, expected, strict=True))
 
 
+def _short_wait_against(wait: dict[str, list[float]], one: str, others: list[str],
+                        region: Region) -> tuple[str, Decision]:
+    """What ``one``'s short-job wait is against each of ``others`` (ratio intervals), and the
+    verdict that every ratio lies in ``region`` with the rank test: ``Finding``'s first two."""
+    ratios = {s: stats.ratio_interval(wait[one], wait[s]) for s in others}
+    text = (f"{one} / " + f"; {one} / ".join(f"{s}: {show(ratios[s])}" for s in others)
+            + f" (short-job wait, s: {one} {_median(wait[one])})")
+    return text, every([judge(ratios[s], region, stats.rank_test(wait[one], wait[s]), null=1.0)
+                        for s in others])
+
+
 def _comparison(ctx: Context) -> dict[str, Finding]:
     """§5.4 on a miniature of the mixed workload through ``testbed compare``: every scheduler,
     repeated in interleaved rounds; the claims are read off the runs' figures."""
@@ -245,20 +257,10 @@ def _comparison(ctx: Context) -> dict[str, Finding]:
             judge(ratio, region, stats.rank_test(runtime[a], runtime[b]), null=1.0),
             setup, plots)
     others = [s for s in SCHEDULERS if s != "fcfs"]
-    versus = {s: stats.ratio_interval(wait["fcfs"], wait[s]) for s in others}
     found["thesis-5.4-wait-fcfs"] = Finding(
-        "fcfs / " + "; fcfs / ".join(f"{s}: {show(versus[s])}" for s in others)
-        + f" (short-job wait, s: fcfs {_median(wait['fcfs'])})",
-        every([judge(versus[s], above(FAR_ABOVE), stats.rank_test(wait["fcfs"], wait[s]),
-                     null=1.0) for s in others]),
-        setup, plots)
-    rest = [s for s in others if s != "gang"]
-    lowest = {s: stats.ratio_interval(wait["gang"], wait[s]) for s in rest}
+        *_short_wait_against(wait, "fcfs", others, above(FAR_ABOVE)), setup, plots)
     found["thesis-5.4-wait-gang"] = Finding(
-        "gang / " + "; gang / ".join(f"{s}: {show(lowest[s])}" for s in rest)
-        + f" (short-job wait, s: gang {_median(wait['gang'])})",
-        every([judge(lowest[s], below(1.0), stats.rank_test(wait["gang"], wait[s]),
-                     null=1.0) for s in rest]),
+        *_short_wait_against(wait, "gang", [s for s in others if s != "gang"], below(1.0)),
         setup, plots)
     return found
 
