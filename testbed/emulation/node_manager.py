@@ -74,6 +74,11 @@ class ShimSetup:
     native_collectives: bool
 
 
+# The usage fields of a rank whose process was never found (it had ended, or never started,
+# before discovery saw it): unknown, not zero.
+UNSEEN: dict[str, object] = dict.fromkeys(("cpu_s", "minor_faults", "major_faults",
+                                           "peak_rss_kib"))
+
 Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown | MoveJob
 
 
@@ -522,6 +527,8 @@ class NodeManager:
         return {j.popen.pid for j in self.jobs.values() if j.popen is not None}
 
     def _forget(self, name: str) -> list[object]:
+        """Let the job go (its launcher killed if it still runs); the counters of each of its
+        ranks here, ``UNSEEN`` usage for those never found, with their shim counters."""
         job = self.jobs.pop(name, None)
         if job is None:
             return []
@@ -537,13 +544,14 @@ class NodeManager:
         self.policy.remove(name)
         self.active = {k: v for k, v in self.active.items() if k[0] != name}
         self.record_keys = {i: k for i, k in self.record_keys.items() if k[0] != name}
-        counters = {rank.rank: rank.counters() for rank in job.ranks.values()}
+        counters = {rank: job.ranks[rank].counters() if rank in job.ranks else dict(UNSEEN)
+                    for rank in job.local_pes}
         for key in [k for k in self.records if k[0] == name]:
             record = self.records.pop(key)
             self.stopped_at.pop(key, None)
             self.spins.pop(key, None)
             if self.shim is not None:
-                counters.setdefault(key[1], {})["shim"] = record.counters().as_dict()
+                counters[key[1]]["shim"] = record.counters().as_dict()
             record.remove()
         return [JobCounters(name, counters)] if counters else []
 
