@@ -33,6 +33,7 @@ from testbed import __version__
 from testbed.class_tables import ClassTableError, load_class_table
 from testbed.driver import Driver, OwnerStream, Stalled, new_run_id
 from testbed.emulation import injection, shim
+from testbed.emulation.commands import check_commands, checks_commands_here
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.memory import (
     MemorySetupError,
@@ -311,11 +312,15 @@ def new_run_dir(out: Path | None, label: str) -> Path:
 
 
 def load(path: str | Path, timeslice: float, machine: Machine) -> Workload:
-    """The workload file at ``path`` (``bsp`` lines inherit ``timeslice``), checked to fit
-    ``machine`` and to hold jobs."""
+    """The workload file at ``path`` (``bsp`` lines inherit ``timeslice``) for an emulated run
+    on ``machine``, checked to fit it, to hold jobs and, when its jobs are launched on this
+    host, to name programs that exist here as the launcher will look for them (``PATH``, or
+    relative to the current directory)."""
     try:
         workload = load_workload(str(path), timeslice)
         workload.check_fits(machine.pes)
+        if checks_commands_here(machine):
+            check_commands(workload.path, workload.jobs, os.environ, os.getcwd())
     except WorkloadError as err:
         raise UsageError(str(err)) from None
     if not workload.jobs:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -32,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from testbed.emulation import injection, paging, procs
+from testbed.emulation.commands import command_problem
 from testbed.emulation.launch_tmp import LaunchDirs
 from testbed.emulation.memory import NodeCgroups
 from testbed.emulation.messages import (
@@ -124,15 +124,6 @@ class LocalJob:
     reported: bool = False
     found: dict[int, int] = field(default_factory=dict)
     prioritised: set[int] = field(default_factory=set)
-
-
-def resolve_command(argv0: str, env: dict[str, str], cwd: str | None = None) -> str | None:
-    """The executable ``argv0`` would run as (PATH lookup; a path with a slash is taken
-    relative to ``cwd``), or None if there is none."""
-    if os.sep in argv0:
-        path = os.path.join(cwd or "", argv0)
-        return path if os.access(path, os.X_OK) and os.path.isfile(path) else None
-    return shutil.which(argv0, path=env.get("PATH"))
 
 
 def _last_line(path: str) -> str:
@@ -256,8 +247,9 @@ class NodeManager:
         env = self.launch_dirs.env(msg.job, {**self.env, **dict(msg.env),
                                              procs.MARKER: self.env[procs.MARKER],
                                              "TESTBED_JOB": msg.job})
-        if resolve_command(msg.argv[0], env, msg.cwd) is None:
-            return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
+        problem = command_problem(msg.argv[0], env, msg.cwd or os.getcwd())
+        if problem is not None:
+            return [LaunchFailure(msg.job, problem)]
         preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
         argv = [self.mpiexec, *self._placement(msg.pes), *preload, *msg.argv]
         try:
