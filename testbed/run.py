@@ -533,9 +533,12 @@ def simulate(workload: Workload, options: Options, pes: int, run_dir: Path) -> s
     return status
 
 
-def exec_job(command: list[str], ranks: int, options: Options, out: Path | None = None) -> int:
+def exec_job(command: list[str], ranks: int, options: Options, out: Path | None = None,
+             prefix: str = "testbed") -> int:
     """Run one MPI ``command`` on ``ranks`` ranks as a job (as the T3D's ``mppexec``), copy its
-    output to ours and return its exit code (130 if the run was interrupted)."""
+    output to ours and return its exit code (130 if the run was interrupted).  When that code
+    is not the program's own (it could not be launched, it was killed or timed out), say why
+    on stderr after ``prefix``, as the service's clients do."""
     if not command:
         raise UsageError("exec needs a command after --")
     if ranks < 1:
@@ -554,4 +557,8 @@ def exec_job(command: list[str], ranks: int, options: Options, out: Path | None 
     if status == "interrupted":
         return EXIT_INTERRUPTED
     row = job_rows(read_events(run_dir / "events.jsonl"))[0]
-    return job_exit_code(row.status, row.exit_code)
+    code = job_exit_code(row.status, row.exit_code)
+    if code != row.exit_code or row.status in ("killed", "timeout"):
+        print(f"{prefix}: job {row.id} ended {row.status}: {row.reason or row.status}",
+              file=sys.stderr)
+    return code
