@@ -35,7 +35,8 @@ write the same kinds; events marked *emulation* below come only from real proces
 * *emulation*: ``pids`` (job, pids, after_s), ``memory`` (job and its ranks' summed sample),
   ``node_memory`` (used_kib), ``class`` (job, rank, old, new, stats: an FCS class change),
   ``stats`` (job, ranks: the benchmark's per-rank records), ``counters`` (job, ranks: CPU,
-  faults, peak RSS and shim counters per rank), ``paging`` (job, direction ``out`` or ``in``,
+  faults, peak RSS (None for a rank whose process was never found) and shim counters per
+  rank), ``paging`` (job, direction ``out`` or ``in``,
   seconds, swap_kib_before, swap_kib_after: a preempted job's memory moved to swap or back,
   t3d with ``--node-mem``), ``interrupted`` (signal), ``node_lost`` (node, host, reason: a
   node manager process on another host died or stopped answering; its jobs fail),

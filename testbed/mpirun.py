@@ -42,6 +42,7 @@ def mpirun_main(argv: list[str], name: str) -> int:
     os.environ.update(req.env)
     os.chdir(req.cwd)
     try:
-        return run.exec_job(list(req.argv), req.ranks, run.Options(job_timeout=req.limit))
+        return run.exec_job(list(req.argv), req.ranks, run.Options(job_timeout=req.limit),
+                            prefix=f"testbed {name}")
     except Exception as err:
         return run.exit_with(err, f"testbed {name}")

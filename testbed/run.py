@@ -33,6 +33,7 @@ from testbed import __version__
 from testbed.class_tables import ClassTableError, load_class_table
 from testbed.driver import Driver, OwnerStream, Stalled, new_run_id
 from testbed.emulation import injection, shim
+from testbed.emulation.commands import check_commands, checks_commands_here
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.memory import (
     MemorySetupError,
@@ -311,11 +312,15 @@ def new_run_dir(out: Path | None, label: str) -> Path:
 
 
 def load(path: str | Path, timeslice: float, machine: Machine) -> Workload:
-    """The workload file at ``path`` (``bsp`` lines inherit ``timeslice``), checked to fit
-    ``machine`` and to hold jobs."""
+    """The workload file at ``path`` (``bsp`` lines inherit ``timeslice``) for an emulated run
+    on ``machine``, checked to fit it, to hold jobs and, when its jobs are launched on this
+    host, to name programs that exist here as the launcher will look for them (``PATH``, or
+    relative to the current directory)."""
     try:
         workload = load_workload(str(path), timeslice)
         workload.check_fits(machine.pes)
+        if checks_commands_here(machine):
+            check_commands(workload.path, workload.jobs, os.environ, os.getcwd())
     except WorkloadError as err:
         raise UsageError(str(err)) from None
     if not workload.jobs:
@@ -528,9 +533,12 @@ def simulate(workload: Workload, options: Options, pes: int, run_dir: Path) -> s
     return status
 
 
-def exec_job(command: list[str], ranks: int, options: Options, out: Path | None = None) -> int:
+def exec_job(command: list[str], ranks: int, options: Options, out: Path | None = None,
+             prefix: str = "testbed") -> int:
     """Run one MPI ``command`` on ``ranks`` ranks as a job (as the T3D's ``mppexec``), copy its
-    output to ours and return its exit code (130 if the run was interrupted)."""
+    output to ours and return its exit code (130 if the run was interrupted).  When that code
+    is not the program's own (it could not be launched, it was killed or timed out), say why
+    on stderr after ``prefix``, as the service's clients do."""
     if not command:
         raise UsageError("exec needs a command after --")
     if ranks < 1:
@@ -549,4 +557,8 @@ def exec_job(command: list[str], ranks: int, options: Options, out: Path | None 
     if status == "interrupted":
         return EXIT_INTERRUPTED
     row = job_rows(read_events(run_dir / "events.jsonl"))[0]
-    return job_exit_code(row.status, row.exit_code)
+    code = job_exit_code(row.status, row.exit_code)
+    if code != row.exit_code or row.status in ("killed", "timeout"):
+        print(f"{prefix}: job {row.id} ended {row.status}: {row.reason or row.status}",
+              file=sys.stderr)
+    return code

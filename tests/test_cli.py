@@ -72,6 +72,15 @@ def test_exec_passes_the_exit_code_on(tmp_path):
 
 
 @pytest.mark.realtime
+def test_exec_says_why_a_job_that_could_not_start_failed(tmp_path):
+    done = run_testbed("exec", "-n", "2", "--scheduler", "ics", "--out", "x", "--",
+                       "/no/such/prog", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr == "testbed: job j1 ended failed: no such program '/no/such/prog'\n"
+    assert jobs_csv(tmp_path / "x")["j1"]["status"] == "failed"
+
+
+@pytest.mark.realtime
 def test_report_rederives_results(tmp_path):
     run_testbed("exec", "-n", "1", "--out", "x", "--", sys.executable, str(PROGRAMS / "noop.py"),
             cwd=tmp_path)

@@ -96,3 +96,15 @@ def test_results_files_and_table_use_the_same_names(tmp_path):
     assert table["slowdown mean (all)"] == "1.750"
     assert table["useful utilization"] == f"{5.0 / 12:.3f}"
     assert table["utilization"] == f"{5.5 / 12:.3f}"
+
+
+@pytest.mark.parametrize(("ranks", "cpu_s", "peak"), [
+    ({"0": _usage(1.5, peak_rss_kib=2000), "1": dict.fromkeys(_usage(0.0))}, 1.5, 2000),
+    ({"0": dict.fromkeys(_usage(0.0)), "1": dict.fromkeys(_usage(0.0))}, None, None),
+    ({"0": {"shim": {"pid": 0}}, "1": {"shim": {"pid": 0}}}, None, None),   # older logs
+])
+def test_ranks_never_found_count_as_unknown_not_as_zero(ranks, cpu_s, peak):
+    events = [e if e["event"] != "counters" else {**e, "ranks": ranks} for e in EVENTS]
+    j2 = {r.id: r for r in job_rows(events)}["j2"]
+    assert (j2.cpu_s, j2.peak_rss_kib) == (cpu_s, peak)
+    assert j2.minor_faults == (None if cpu_s is None else 10)

@@ -7,10 +7,12 @@ import signal
 from types import SimpleNamespace
 
 from testbed.emulation import procs
-from testbed.emulation.messages import Heartbeat
-from testbed.emulation.node_manager import LocalJob, NodeManager, Rank
+from testbed.emulation.messages import Heartbeat, JobCounters, LaunchJob, Release
+from testbed.emulation.node_manager import UNSEEN, LocalJob, NodeManager, Rank, ShimSetup
 from testbed.machine import build_machine
 from testbed.policies.node import GangNode, Proc
+from testbed.policies.spin import Spin
+from testbed.shim_record import record_path
 
 
 def _manager(pes_to_cpus: list[int]) -> SimpleNamespace:
@@ -68,3 +70,31 @@ def test_switch_latency_ends_as_the_last_signal_is_issued(monkeypatch):
     assert abs(done.latency - 0.006) < 1e-9
     now[0] = 30.0
     assert abs(nm.handle(Heartbeat(3, 1, frozenset({"b"}), 29.998))[0].latency - 0.002) < 1e-9
+
+
+def test_a_rank_never_found_is_released_with_unknown_usage_beside_its_shim_counters(tmp_path):
+    """Every rank here answers with the same fields: a rank whose process was never found
+    (its program gone, or ended before it was seen) has None usage, not its shim counters
+    alone (which once ended the run with a KeyError on ``peak_rss_kib``)."""
+    machine = build_machine(4, 2)                   # node 1 holds PEs 2 and 3
+    run_id = f"test-unseen-{os.getpid()}"
+    shim = ShimSetup("libshim.so", Spin("fixed", fixed_s=0.001), False)
+    nm = NodeManager(machine.nodes[1], machine, "mpiexec", {procs.MARKER: run_id}, run_id,
+                     lambda: 0.0, GangNode(), shim)
+    try:
+        launch = LaunchJob("j1", 0, (0, 2, 3), ("prog",), False, str(tmp_path / "out"),
+                           str(tmp_path / "err"))
+        assert nm.handle(launch) == []              # node 0 launches; ranks 1 and 2 are here
+        found = Rank(1, 2, 4242, os.open(os.devnull, os.O_RDONLY),
+                     procs.Usage(1.5, 10, 2, 3000), 4096)
+        nm.jobs["j1"].ranks[1] = found
+        [released] = nm.handle(Release("j1"))
+    finally:
+        nm.close()
+    assert isinstance(released, JobCounters) and set(released.ranks) == {1, 2}
+    seen, unseen = released.ranks[1], released.ranks[2]
+    assert set(seen) == set(unseen) == {*UNSEEN, "shim"}
+    assert {k: seen[k] for k in UNSEEN} == {"cpu_s": 1.5, "minor_faults": 10,
+                                            "major_faults": 2, "peak_rss_kib": 4096}
+    assert all(unseen[k] is None for k in UNSEEN)
+    assert not any(os.path.exists(record_path(run_id, "j1", rank)) for rank in (1, 2))

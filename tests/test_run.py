@@ -13,7 +13,7 @@ pytestmark = pytest.mark.realtime
 
 def test_failures_are_recorded_and_the_run_goes_on(tmp_path, workload):
     path = workload(
-        "0 1 no-such-command-xyz\n"
+        "0 1 sh -c 'exit 127'\n"
         f"0 2 {sys.executable} -c 'import sys; sys.exit(3)'\n"
         f"0 2 {sys.executable} {PROGRAMS / 'lose_rank.py'}\n"
         "0 2 limit=0.8 bsp --work 20 --pattern nn\n"
@@ -23,7 +23,7 @@ def test_failures_are_recorded_and_the_run_goes_on(tmp_path, workload):
     assert done.returncode == 0, done.stderr
     rows = jobs_csv(tmp_path / "r")
     assert rows["j1"]["status"] == "failed"
-    assert rows["j1"]["reason"] == "command not found: no-such-command-xyz"
+    assert rows["j1"]["exit_code"] == "127" and rows["j1"]["reason"].startswith("exit code 127")
     assert rows["j2"]["status"] == "failed" and rows["j2"]["exit_code"] == "3"
     assert rows["j3"]["status"] == "failed" and rows["j3"]["reason"]
     assert rows["j4"]["status"] == "timeout" and float(rows["j4"]["runtime"]) < 5
@@ -33,6 +33,33 @@ def test_failures_are_recorded_and_the_run_goes_on(tmp_path, workload):
     assert summary["status"] == "complete" and summary["done"] == 1 and summary["failed"] == 4
     finishes = [e for e in events(tmp_path / "r") if e["event"] == "finish"]
     assert len(finishes) == 5
+
+
+def test_a_program_gone_by_its_launch_fails_its_job_and_the_run_goes_on(tmp_path, workload):
+    """Under a scheduler with the shim (its records exist for ranks never started), a job whose
+    program was removed after the workload was checked, and one whose ranks exit at once with
+    127, end failed with their reasons; the run completes and reports them."""
+    program = tmp_path / "prog"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    path = workload(f"0 1 id=1 rm {program}\n"
+                    f"0 2 after=1 {program}\n"
+                    "0 2 sh -c 'exit 127'\n")
+    done = run_testbed("run", str(path), "--scheduler", "ics", "--pes", "2", "--out", "r",
+                       cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    rows = jobs_csv(tmp_path / "r")
+    assert rows["j1"]["status"] == "done" and not program.exists()
+    assert rows["j2"]["status"] == "failed"
+    assert rows["j2"]["reason"] == f"no such program '{program}'"
+    assert rows["j2"]["cpu_s"] == "" and rows["j2"]["peak_rss_kib"] == ""
+    assert rows["j3"]["status"] == "failed" and rows["j3"]["exit_code"] == "127"
+    log = events(tmp_path / "r")
+    assert log[-1]["event"] == "run_end" and log[-1]["status"] == "complete"
+    [counters] = [e for e in log if e["event"] == "counters" and e["job"] == "j2"]
+    assert all(r["cpu_s"] is None and r["peak_rss_kib"] is None and "shim" in r
+               for r in counters["ranks"].values())
 
 
 def test_job_timeout_option_applies_to_every_job(tmp_path, workload):

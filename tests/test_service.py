@@ -168,6 +168,19 @@ def test_a_malformed_request_gets_an_error_and_the_service_goes_on(service):
 
 
 @pytest.mark.realtime
+def test_a_submitted_workload_naming_a_missing_program_is_refused_whole(service, tmp_path):
+    workload = tmp_path / "w.txt"
+    workload.write_text("0 1 true\n0 1 ./no-such-prog\n")
+    done = service.testbed("submit", str(workload))
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"testbed: {workload.resolve()}:2: field 'command': no such program './no-such-prog' "
+        f"(relative to {os.getcwd()})\n")            # the service's directory, where it launches
+    assert not any(ev["event"] in ("workload", "arrival") for ev in service.events()[2:])
+    assert service.testbed("mpirun", "-n", "1", "true").returncode == 0
+
+
+@pytest.mark.realtime
 def test_a_second_service_on_the_socket_is_refused(service, tmp_path):
     done = subprocess.run([*TESTBED, "serve", "--pes", "2", "--socket", str(service.socket),
                            "--out", str(tmp_path / "second")], capture_output=True, text=True,

@@ -431,7 +431,8 @@ class EmulationExecutor:
 
     def _end(self, term: Termination, status: str | None = None) -> Ended | None:
         """The job's end: swap during its life, the benchmark's records and the ranks'
-        counters (logged), its peak RSS; None if it has ended already (a job is ended once,
+        counters (logged), its peak RSS (None when no rank was ever found); None if it has
+        ended already (a job is ended once,
         though a node found lost while it is being ended ends the jobs it had ranks on)."""
         assert self.log is not None
         if term.job not in self.job_nodes:
@@ -448,7 +449,8 @@ class EmulationExecutor:
             self.log.emit("stats", now, job=term.job, ranks=records)
         self._ran(term.job)
         counters = self._release(term.job, now)
-        peaks = [r["peak_rss_kib"] for r in records or counters.values()]
+        peaks = [r["peak_rss_kib"] for r in records or counters.values()
+                 if r.get("peak_rss_kib") is not None]
         return Ended(term.job, status or term.status, term.exit_code, term.reason,
                      swap_in - start_in, swap_out - start_out, None,
                      max(peaks) / 1024 if peaks else None)

@@ -86,7 +86,8 @@ class Release:
 @dataclass(frozen=True)
 class JobCounters:
     """NM -> MM, in answer to ``Release``: each local rank's last sampled CPU seconds, faults
-    and peak RSS (KiB), and its final shim counters under ``shim`` when it had the shim."""
+    and peak RSS (KiB), all None for a rank whose process was never found, and its final shim
+    counters under ``shim`` when it had the shim."""
 
     job: str
     ranks: dict[int, dict[str, object]]

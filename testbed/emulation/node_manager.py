@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -32,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from testbed.emulation import injection, paging, procs
+from testbed.emulation.commands import command_problem
 from testbed.emulation.launch_tmp import LaunchDirs
 from testbed.emulation.memory import NodeCgroups
 from testbed.emulation.messages import (
@@ -73,6 +73,11 @@ class ShimSetup:
     spin: Spin
     native_collectives: bool
 
+
+# The usage fields of a rank whose process was never found (it had ended, or never started,
+# before discovery saw it): unknown, not zero.
+UNSEEN: dict[str, object] = dict.fromkeys(("cpu_s", "minor_faults", "major_faults",
+                                           "peak_rss_kib"))
 
 Message = Heartbeat | LaunchJob | PidInfo | KillJob | Release | Shutdown | MoveJob
 
@@ -119,15 +124,6 @@ class LocalJob:
     reported: bool = False
     found: dict[int, int] = field(default_factory=dict)
     prioritised: set[int] = field(default_factory=set)
-
-
-def resolve_command(argv0: str, env: dict[str, str], cwd: str | None = None) -> str | None:
-    """The executable ``argv0`` would run as (PATH lookup; a path with a slash is taken
-    relative to ``cwd``), or None if there is none."""
-    if os.sep in argv0:
-        path = os.path.join(cwd or "", argv0)
-        return path if os.access(path, os.X_OK) and os.path.isfile(path) else None
-    return shutil.which(argv0, path=env.get("PATH"))
 
 
 def _last_line(path: str) -> str:
@@ -251,8 +247,9 @@ class NodeManager:
         env = self.launch_dirs.env(msg.job, {**self.env, **dict(msg.env),
                                              procs.MARKER: self.env[procs.MARKER],
                                              "TESTBED_JOB": msg.job})
-        if resolve_command(msg.argv[0], env, msg.cwd) is None:
-            return [LaunchFailure(msg.job, f"command not found: {msg.argv[0]}")]
+        problem = command_problem(msg.argv[0], env, msg.cwd or os.getcwd())
+        if problem is not None:
+            return [LaunchFailure(msg.job, problem)]
         preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
         argv = [self.mpiexec, *self._placement(msg.pes), *preload, *msg.argv]
         try:
@@ -522,6 +519,8 @@ class NodeManager:
         return {j.popen.pid for j in self.jobs.values() if j.popen is not None}
 
     def _forget(self, name: str) -> list[object]:
+        """Let the job go (its launcher killed if it still runs); the counters of each of its
+        ranks here, ``UNSEEN`` usage for those never found, with their shim counters."""
         job = self.jobs.pop(name, None)
         if job is None:
             return []
@@ -537,13 +536,14 @@ class NodeManager:
         self.policy.remove(name)
         self.active = {k: v for k, v in self.active.items() if k[0] != name}
         self.record_keys = {i: k for i, k in self.record_keys.items() if k[0] != name}
-        counters = {rank.rank: rank.counters() for rank in job.ranks.values()}
+        counters = {rank: job.ranks[rank].counters() if rank in job.ranks else dict(UNSEEN)
+                    for rank in job.local_pes}
         for key in [k for k in self.records if k[0] == name]:
             record = self.records.pop(key)
             self.stopped_at.pop(key, None)
             self.spins.pop(key, None)
             if self.shim is not None:
-                counters.setdefault(key[1], {})["shim"] = record.counters().as_dict()
+                counters[key[1]]["shim"] = record.counters().as_dict()
             record.remove()
         return [JobCounters(name, counters)] if counters else []
 

@@ -160,11 +160,15 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
 
 
 def _usage(row: JobRow, ranks: list[dict[str, Any]]) -> None:
-    """CPU seconds and faults summed over ranks; peak RSS of the largest rank."""
-    row.cpu_s = round(sum(r["cpu_s"] for r in ranks), 6)
-    row.minor_faults = sum(r["minor_faults"] for r in ranks)
-    row.major_faults = sum(r["major_faults"] for r in ranks)
-    row.peak_rss_kib = max(r["peak_rss_kib"] for r in ranks)
+    """CPU seconds and faults summed over the ranks whose usage is known; peak RSS of the
+    largest of them; None when none is (ranks never found have no usage)."""
+    known = [r for r in ranks if r.get("cpu_s") is not None]
+    if not known:
+        return
+    row.cpu_s = round(sum(r["cpu_s"] for r in known), 6)
+    row.minor_faults = sum(r["minor_faults"] for r in known)
+    row.major_faults = sum(r["major_faults"] for r in known)
+    row.peak_rss_kib = max(r["peak_rss_kib"] for r in known)
 
 
 def _stats(values: list[float]) -> dict[str, float | None]:

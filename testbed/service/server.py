@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.driver import Driver, Ended
+from testbed.emulation.commands import check_commands, checks_commands_here
 from testbed.emulation.executor import EmulationExecutor
 from testbed.service import protocol
 from testbed.service.mpirun_args import job_environment, parse_mpirun
@@ -341,6 +342,12 @@ class Service:
                 f"{request.path}:{wide.line}: field 'pes': {wide.pes} PEs requested but the "
                 f"machine has {pes}"))
             return
+        if checks_commands_here(self.executor.machine):
+            try:
+                check_commands(request.path, specs, self.executor.env, os.getcwd())
+            except WorkloadError as err:
+                self._send(client, protocol.error(str(err)))
+                return
         named = []
         for spec in specs:
             job = self._new_id()
