@@ -224,3 +224,20 @@ def test_fcs_makes_the_fast_ranks_of_an_imbalanced_job_frustrated(tmp_path, work
     waits = {rank: (c["t_cs"] + c["t_dc"]) / (c["c_cs"] + c["c_dc"]) for rank, c in shim.items()}
     assert waits["0"] > 2 * waits["1"], "the fast rank waits for the slow one, not the reverse"
     assert jobs_csv(tmp_path / "r")["j1"]["status"] == "done"
+
+
+@pytest.mark.parametrize("native_collectives", [False, True])
+def test_collectives_of_ranks_on_one_host_meet_on_arrival_counts(native_collectives):
+    """Barriers, allreduces, allgathers and all-to-alls whose ranks all have records here meet
+    on the arrival counts and then make the blocking call (unless the job's collectives are
+    native): results right on split communicators, with more communicators than slots and
+    with slots used again, and a pending large send still progressed by a rank waiting in a
+    barrier (its peer cannot receive it otherwise)."""
+    with _shimmed_job("meetings.py", spins=[BLOCKS] * 3, native_collectives=native_collectives,
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=180)
+        assert job.returncode == 0 and out.split()[0] == "ok", err
+        made = [r.counters().meetings for r in records]
+    expected = 0 if native_collectives else int(out.split()[1])
+    assert all(m >= expected for m in made) and (expected or made == [0, 0, 0]), (made, out)

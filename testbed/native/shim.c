@@ -38,6 +38,7 @@
 
 #include "shim_record.h"
 #include "doorbell.h"
+#include "arrival.h"
 
 #define CPU_SAMPLE_MASK 1023u
 #define RING_FIRST_S 1e-6
@@ -213,8 +214,10 @@ static void account(int coscheduled, double waited) {
  * node manager may change the class) exceeds the time waited, then block.  Time stopped by the
  * node manager counts neither as spinning nor as waiting.  A collective rings its partners
  * after its first test and, between two ranks, at doubling times while it spins (see
- * doorbell.c). */
-static int spin_block(tb_test test, void *ctx, const struct tb_ringing *ringing) {
+ * doorbell.c).  ``counted``: the wait is one operation's; else its time is added to the waits'
+ * total alone, as part of the operation it serves. */
+static int spin_block_counted(tb_test test, void *ctx, const struct tb_ringing *ringing,
+                              int counted) {
     int coscheduled = rec->coscheduled;
     double s0, t0 = stamp(&s0), waited = 0.0, limit = spin_limit(), ring_at = RING_FIRST_S;
     int done = 0;
@@ -246,8 +249,15 @@ static int spin_block(tb_test test, void *ctx, const struct tb_ringing *ringing)
         if (waited > rec->max_nonblock_s) rec->max_nonblock_s = waited;
     }
     rec->spin_s = limit;
-    account(coscheduled, waited);
+    if (counted)
+        account(coscheduled, waited);
+    else
+        *(coscheduled ? &rec->t_cs : &rec->t_dc) += waited;
     return rc;
+}
+
+static int spin_block(tb_test test, void *ctx, const struct tb_ringing *ringing) {
+    return spin_block_counted(test, ctx, ringing, 1);
 }
 
 /* A process that busy-waits anyway (spin "forever": coscheduled CS processes, and any program
@@ -269,6 +279,12 @@ static int call_end(struct tb_call c, int rc) {
     if (waited > rec->max_nonblock_s) rec->max_nonblock_s = waited;
     rec->spin_s = INFINITY;
     account(c.coscheduled, waited);
+    return rc;
+}
+
+/* Add the time since ``c`` began to the wait counted last: a call made to end that wait. */
+static int add_to_wait(struct tb_call c, int rc) {
+    *(c.coscheduled ? &rec->t_cs : &rec->t_dc) += ready_since(c.t0, c.s0);
     return rc;
 }
 
@@ -471,6 +487,36 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
         return rc_;                                                                         \
     }
 
+/* The wait of an allreduce of one item by which a communicator's ranks agree on its arrival
+ * slot, rung as such a collective (see COLLECTIVE): part of the collective that needed it. */
+static int wait_agreeing(MPI_Request *request, MPI_Comm comm) {
+    struct one c = {request, MPI_STATUS_IGNORE};
+    struct tb_ringing ringing = collective(1, MPI_UINT64_T, comm);
+    int rc = spin_block_counted(test_one, &c, &ringing, 0);
+    tb_ring_partners(comm, 1);
+    return rc;
+}
+
+/* How a wait for arrivals rings: the last rank to arrive rings the others. */
+static const struct tb_ringing arrived = {1, MPI_COMM_NULL, 0};
+
+/* A collective that no rank can leave before every rank has entered it: on a communicator whose
+ * ranks all live on this host, a spin-block wait for all of them to arrive (arrival.c) and then
+ * BLOCKING (empty for a barrier), which finds everyone there; the two count as one wait.
+ * Elsewhere as COLLECTIVE. */
+#define MEETING(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                               \
+    {                                                                                       \
+        if (rec->native_collectives) TIMED(BLOCKING)                                        \
+        struct tb_arrival a_;                                                               \
+        if (tb_arrive(&a_, rec, COMM, wait_agreeing)) {                                     \
+            int rc_ = spin_block(tb_test_arrived, &a_, &arrived);                           \
+            if (rc_ != MPI_SUCCESS) return rc_;                                             \
+            struct tb_call c_ = call_begin();                                               \
+            return add_to_wait(c_, BLOCKING);                                               \
+        }                                                                                   \
+        COLLECTIVE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                            \
+    }
+
 static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     MPI_Status statuses[2];
     struct all c = {2, reqs, statuses};
@@ -558,7 +604,7 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
             count, datatype)                                                                \
     int MPI_Allreduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype      \
         datatype, MPI_Op op, MPI_Comm comm)                                                 \
-        COLLECTIVE(PMPI_Allreduce##S(sendbuf, recvbuf, count, datatype, op, comm),          \
+        MEETING(PMPI_Allreduce##S(sendbuf, recvbuf, count, datatype, op, comm),             \
             PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_), comm,     \
             count, datatype)                                                                \
     int MPI_Gather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void     \
@@ -573,12 +619,12 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
             recvcount, recvtype, root, comm, &r_), comm, -1, MPI_BYTE)                      \
     int MPI_Allgather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void  \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        COLLECTIVE(PMPI_Allgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,      \
+        MEETING(PMPI_Allgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,         \
             recvtype, comm), PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf,      \
             recvcount, recvtype, comm, &r_), comm, recvcount, recvtype)                     \
     int MPI_Alltoall##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void   \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        COLLECTIVE(PMPI_Alltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,       \
+        MEETING(PMPI_Alltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,          \
             recvtype, comm), PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf,       \
             recvcount, recvtype, comm, &r_), comm, recvcount, recvtype)                     \
     int MPI_Gatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
@@ -596,13 +642,13 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     int MPI_Allgatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         MPI_Comm comm)                                                                      \
-        COLLECTIVE(PMPI_Allgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,    \
+        MEETING(PMPI_Allgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,       \
             displs, recvtype, comm), PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype,      \
             recvbuf, recvcounts, displs, recvtype, comm, &r_), comm, -1, MPI_BYTE)          \
     int MPI_Alltoallv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS       \
         sdispls[], MPI_Datatype sendtype, void *recvbuf, const COUNTS recvcounts[], const   \
         DISPLS rdispls[], MPI_Datatype recvtype, MPI_Comm comm)                             \
-        COLLECTIVE(PMPI_Alltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,       \
+        MEETING(PMPI_Alltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,          \
             recvcounts, rdispls, recvtype, comm), PMPI_Ialltoallv##S(sendbuf, sendcounts,   \
             sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, &r_), comm,    \
             -1, MPI_BYTE)
@@ -610,5 +656,11 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
 WRAPPERS(, int, int, int)
 WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 
-int MPI_Barrier(MPI_Comm comm)
+/* A barrier on a communicator whose ranks all live on this host is their meeting alone. */
+int MPI_Barrier(MPI_Comm comm) {
+    if (rec->native_collectives) TIMED(PMPI_Barrier(comm))
+    struct tb_arrival a;
+    if (tb_arrive(&a, rec, comm, wait_agreeing))
+        return spin_block(tb_test_arrived, &a, &arrived);
     COLLECTIVE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)
+}
