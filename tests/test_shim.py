@@ -227,12 +227,12 @@ def test_fcs_makes_the_fast_ranks_of_an_imbalanced_job_frustrated(tmp_path, work
 
 
 @pytest.mark.parametrize("native_collectives", [False, True])
-def test_collectives_of_ranks_on_one_host_meet_on_arrival_counts(native_collectives):
-    """Barriers, allreduces, allgathers and all-to-alls whose ranks all have records here meet
-    on the arrival counts and then make the blocking call (unless the job's collectives are
-    native): results right on split communicators, with more communicators than slots and
-    with slots used again, and a pending large send still progressed by a rank waiting in a
-    barrier (its peer cannot receive it otherwise)."""
+def test_barriers_of_ranks_on_one_host_meet_on_arrival_counts(native_collectives):
+    """Barriers whose ranks all have records here meet on the arrival counts (unless the job's
+    collectives are native), the other collectives around them still right: on split
+    communicators, with more communicators than slots and with slots used again, and a
+    pending large send still progressed by a rank waiting in a barrier (its peer cannot
+    receive it otherwise)."""
     with _shimmed_job("meetings.py", spins=[BLOCKS] * 3, native_collectives=native_collectives,
                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as shimmed:
         records, job = shimmed

@@ -2,7 +2,7 @@
 ranks' block and unblock events.
 
 The library (``testbed/native/shim.c``; ``doorbell.c``: how blocked ranks sleep and are
-woken; ``arrival.c``: how the ranks of a communicator meet before a collective) is compiled
+woken; ``arrival.c``: how the ranks of a communicator meet at a barrier) is compiled
 with the ``mpicc`` of the MPI that mpi4py loads, once per MPI library and version of the
 sources and headers (see ``testbed.emulation.build``).
 ``scripts/demo`` and ``scripts/test`` build it during set-up; any other use builds it on first

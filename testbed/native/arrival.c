@@ -1,25 +1,28 @@
-/* Arrival counts: how the ranks of a communicator on one host meet before a collective.
+/* Arrival counts: how the ranks of a communicator on one host meet at a barrier.
  *
  * MPICH completes a nonblocking collective only through its general schedule engine, which on
- * shared memory costs several times its blocking form (a two-rank MPI_Iallreduce of a few
- * bytes, tested to completion, about 0.9 us against 0.33 us for MPI_Allreduce, with no other
- * job on the machine).  A spin-block wait needs the nonblocking form only to be able to stop
- * waiting; for a collective that no rank can leave before every rank has entered it (barrier,
- * allreduce, allgather, all-to-all), the waiting is all in that entering.  So such a
- * collective, on a communicator whose ranks all have a record on this host, is made in two
- * steps: each rank adds 1 to its arrival count for the communicator and rings the others, waits
- * (spinning, then blocking on its doorbell) until every other rank's count has reached its own,
- * and then makes the blocking call, which finds everyone there.  A barrier needs no second step.
+ * shared memory costs several times its blocking form, and a spin-block wait needs the
+ * nonblocking form to be able to stop waiting.  A barrier needs no MPI at all when its ranks
+ * share a host: each adds 1 to its arrival count for the communicator and rings the others,
+ * then waits (spinning, then blocking on its doorbell) until every other rank's count has
+ * reached its own.  That is cheaper than MPICH's own blocking barrier (docs/overheads.md).
+ *
+ * The other collectives keep the nonblocking form.  Meeting on the counts first and then
+ * making the blocking call (which finds everyone there) was tried and is faster alone on the
+ * machine, but with a second job sharing the CPUs an mpi4py loop of small allreduces or
+ * all-to-alls became ten times slower than with the nonblocking form: inside the blocking call
+ * a rank cannot block, so once its peer is descheduled it spins out its time slice and holds
+ * back the other job's rank on its CPU (docs/overheads.md).
  *
  * The counts live in the ranks' records, one per slot; the ranks of a communicator agree on a
- * slot free on all of them at its first such collective (two allreduces, once, waited for as
- * any collective of the shim), and
- * align their counts on it to the highest, so that counts only ever grow: a rank still waiting
- * on a freed communicator's last collective reads a count at least as high as it waits for.
- * A slot is freed with its communicator.  When no slot is free on every rank (more than
- * TB_ARRIVAL_SLOTS communicators in use at once) the collective keeps the nonblocking form;
- * so does one whose ranks are not all on this host.  Every rank of a communicator takes the
- * same form at the same call: both depend only on what all of them see alike.
+ * slot free on all of them at its first barrier (two allreduces, once, waited for as any
+ * collective of the shim), and align their counts on it to the highest, so that counts only
+ * ever grow: a rank still waiting on a freed communicator's last barrier reads a count at least
+ * as high as it waits for.  A slot is freed with its communicator.  When no slot is free on
+ * every rank (more than TB_ARRIVAL_SLOTS communicators in use at once) the barrier keeps the
+ * nonblocking form; so does one whose ranks are not all on this host.  Every rank of a
+ * communicator takes the same form at the same call: both depend only on what all of them see
+ * alike.
  */
 #include <mpi.h>
 #include <stdint.h>

@@ -1,8 +1,8 @@
-/* Arrival counts: the ranks of a communicator on one host meet before a collective that no
- * rank can leave before all have entered (arrival.c).  Internal to the shim library. */
+/* Arrival counts: the ranks of a communicator on one host meet at a barrier (arrival.c).
+ * Internal to the shim library. */
 #pragma GCC visibility push(hidden)
 
-/* One rank's arrival at a collective: the count its peers' counts must reach. */
+/* One rank's arrival at a barrier: the count its peers' counts must reach. */
 struct tb_arrival {
     MPI_Comm comm;
     const int *world; /* the ranks of comm as world ranks; NULL: MPI_COMM_WORLD */
@@ -14,10 +14,9 @@ struct tb_arrival {
 /* Waits for a nonblocking collective on ``comm`` to complete; an MPI error code. */
 typedef int (*tb_wait)(MPI_Request *request, MPI_Comm comm);
 
-/* Arrive at the next collective on ``comm`` and ring its other ranks (``own``: this rank's
+/* Arrive at the next barrier on ``comm`` and ring its other ranks (``own``: this rank's
  * record); 0 when ``comm`` cannot meet on arrival counts (nothing done, on every rank alike).
- * The first call on ``comm`` agrees on its slot with collectives waited for by ``wait``: a
- * collective call on every rank of it. */
+ * The first call on ``comm`` agrees on its slot with collectives waited for by ``wait``. */
 int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wait wait);
 
 /* A tb_test (doorbell.h) on a struct tb_arrival: done once every rank has arrived; polls MPI's

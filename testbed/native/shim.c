@@ -282,12 +282,6 @@ static int call_end(struct tb_call c, int rc) {
     return rc;
 }
 
-/* Add the time since ``c`` began to the wait counted last: a call made to end that wait. */
-static int add_to_wait(struct tb_call c, int rc) {
-    *(c.coscheduled ? &rec->t_cs : &rec->t_dc) += ready_since(c.t0, c.s0);
-    return rc;
-}
-
 /* Make CALL, counting it whole as one wait. */
 #define TIMED(CALL)                                                                           \
     {                                                                                         \
@@ -500,23 +494,6 @@ static int wait_agreeing(MPI_Request *request, MPI_Comm comm) {
 /* How a wait for arrivals rings: the last rank to arrive rings the others. */
 static const struct tb_ringing arrived = {1, MPI_COMM_NULL, 0};
 
-/* A collective that no rank can leave before every rank has entered it: on a communicator whose
- * ranks all live on this host, a spin-block wait for all of them to arrive (arrival.c) and then
- * BLOCKING (empty for a barrier), which finds everyone there; the two count as one wait.
- * Elsewhere as COLLECTIVE. */
-#define MEETING(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                               \
-    {                                                                                       \
-        if (rec->native_collectives) TIMED(BLOCKING)                                        \
-        struct tb_arrival a_;                                                               \
-        if (tb_arrive(&a_, rec, COMM, wait_agreeing)) {                                     \
-            int rc_ = spin_block(tb_test_arrived, &a_, &arrived);                           \
-            if (rc_ != MPI_SUCCESS) return rc_;                                             \
-            struct tb_call c_ = call_begin();                                               \
-            return add_to_wait(c_, BLOCKING);                                               \
-        }                                                                                   \
-        COLLECTIVE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                            \
-    }
-
 static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     MPI_Status statuses[2];
     struct all c = {2, reqs, statuses};
@@ -604,7 +581,7 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
             count, datatype)                                                                \
     int MPI_Allreduce##S(const void *sendbuf, void *recvbuf, COUNT count, MPI_Datatype      \
         datatype, MPI_Op op, MPI_Comm comm)                                                 \
-        MEETING(PMPI_Allreduce##S(sendbuf, recvbuf, count, datatype, op, comm),             \
+        COLLECTIVE(PMPI_Allreduce##S(sendbuf, recvbuf, count, datatype, op, comm),          \
             PMPI_Iallreduce##S(sendbuf, recvbuf, count, datatype, op, comm, &r_), comm,     \
             count, datatype)                                                                \
     int MPI_Gather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void     \
@@ -619,12 +596,12 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
             recvcount, recvtype, root, comm, &r_), comm, -1, MPI_BYTE)                      \
     int MPI_Allgather##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void  \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        MEETING(PMPI_Allgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,         \
+        COLLECTIVE(PMPI_Allgather##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,      \
             recvtype, comm), PMPI_Iallgather##S(sendbuf, sendcount, sendtype, recvbuf,      \
             recvcount, recvtype, comm, &r_), comm, recvcount, recvtype)                     \
     int MPI_Alltoall##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void   \
         *recvbuf, COUNT recvcount, MPI_Datatype recvtype, MPI_Comm comm)                    \
-        MEETING(PMPI_Alltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,          \
+        COLLECTIVE(PMPI_Alltoall##S(sendbuf, sendcount, sendtype, recvbuf, recvcount,       \
             recvtype, comm), PMPI_Ialltoall##S(sendbuf, sendcount, sendtype, recvbuf,       \
             recvcount, recvtype, comm, &r_), comm, recvcount, recvtype)                     \
     int MPI_Gatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void    \
@@ -642,13 +619,13 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     int MPI_Allgatherv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, void \
         *recvbuf, const COUNTS recvcounts[], const DISPLS displs[], MPI_Datatype recvtype,  \
         MPI_Comm comm)                                                                      \
-        MEETING(PMPI_Allgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,       \
+        COLLECTIVE(PMPI_Allgatherv##S(sendbuf, sendcount, sendtype, recvbuf, recvcounts,    \
             displs, recvtype, comm), PMPI_Iallgatherv##S(sendbuf, sendcount, sendtype,      \
             recvbuf, recvcounts, displs, recvtype, comm, &r_), comm, -1, MPI_BYTE)          \
     int MPI_Alltoallv##S(const void *sendbuf, const COUNTS sendcounts[], const DISPLS       \
         sdispls[], MPI_Datatype sendtype, void *recvbuf, const COUNTS recvcounts[], const   \
         DISPLS rdispls[], MPI_Datatype recvtype, MPI_Comm comm)                             \
-        MEETING(PMPI_Alltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,          \
+        COLLECTIVE(PMPI_Alltoallv##S(sendbuf, sendcounts, sdispls, sendtype, recvbuf,       \
             recvcounts, rdispls, recvtype, comm), PMPI_Ialltoallv##S(sendbuf, sendcounts,   \
             sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype, comm, &r_), comm,    \
             -1, MPI_BYTE)
@@ -656,7 +633,8 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
 WRAPPERS(, int, int, int)
 WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 
-/* A barrier on a communicator whose ranks all live on this host is their meeting alone. */
+/* A barrier on a communicator whose ranks all live on this host is their meeting on arrival
+ * counts (arrival.c); elsewhere as COLLECTIVE. */
 int MPI_Barrier(MPI_Comm comm) {
     if (rec->native_collectives) TIMED(PMPI_Barrier(comm))
     struct tb_arrival a;

@@ -31,7 +31,7 @@ class Spin:
 class Counters:
     """A snapshot of a shim record: counts, seconds (stopped time excluded), blocked state,
     how the sleeps of blocked waits ended (rung by a peer, or at the safety-net timeout), the
-    CPU time used while blocked, and how many collectives met on the ranks' arrival counts."""
+    CPU time used while blocked, and how many barriers met on the ranks' arrival counts."""
 
     pid: int
     attached: bool
