@@ -94,6 +94,7 @@ int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wai
     if (!tb_members_here(comm, &a->world, &a->size, &a->me)) return 0;
     int slot = slot_of(comm, own, wait);
     if (slot < 0) return 0;
+    a->own = own;
     a->comm = comm;
     a->slot = slot;
     a->tests = 0;
@@ -112,11 +113,14 @@ int tb_test_arrived(void *ctx, int *done) {
         uint32_t theirs = __atomic_load_n(&p->arrivals[a->slot], __ATOMIC_ACQUIRE);
         if ((int32_t)(theirs - a->count) < 0) {
             /* MPI must progress this rank's other operations while it waits in a call: a
-             * peer may not arrive before one of them completes. */
+             * peer may not arrive before one of them completes.  Every few tests while
+             * spinning, at every test once blocked. */
             int flag;
-            return a->tests++ % PROGRESS_EVERY ? MPI_SUCCESS
-                   : PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, a->comm, &flag,
-                                 MPI_STATUS_IGNORE);
+            int asleep = __atomic_load_n(&a->own->asleep, __ATOMIC_RELAXED);
+            return a->tests++ % PROGRESS_EVERY && !asleep
+                       ? MPI_SUCCESS
+                       : PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, a->comm, &flag,
+                                     MPI_STATUS_IGNORE);
         }
     }
     *done = 1;

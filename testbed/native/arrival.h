@@ -4,6 +4,7 @@
 
 /* One rank's arrival at a barrier: the count its peers' counts must reach. */
 struct tb_arrival {
+    struct tb_record *own; /* this rank's record */
     MPI_Comm comm;
     const int *world; /* the ranks of comm as world ranks; NULL: MPI_COMM_WORLD */
     int size, me, slot;
@@ -20,7 +21,7 @@ typedef int (*tb_wait)(MPI_Request *request, MPI_Comm comm);
 int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wait wait);
 
 /* A tb_test (doorbell.h) on a struct tb_arrival: done once every rank has arrived; polls MPI's
- * progress every few tests while not. */
+ * progress every few tests while not, and at every test once blocked. */
 int tb_test_arrived(void *ctx, int *done);
 
 #pragma GCC visibility pop
