@@ -61,6 +61,8 @@ def test_shim_cost_page_shows_each_figure_it_was_given():
               "collectives": {"rounds": 3, "iterations": 100,
                               "allreduce_us": {"without": 0.33, "with_spin_block": 0.91,
                                                "ratio": 2.7576},
+                              "iallreduce_us": {"without": 1.2, "with_spin_block": 0.95,
+                                                "ratio": 0.7917},
                               "barrier_us": {"without": 0.5, "with_spin_block": 0.2,
                                              "ratio": 0.4}},
               "wakeup": {"waits": 12, "os_pipe": wake,
@@ -70,6 +72,7 @@ def test_shim_cost_page_shows_each_figure_it_was_given():
     assert "Written by `python -m benchmarks.shim_cost`" in page and "2026-11-25T15:00" in page
     assert "| 1.500 | 1.600 | 1.067 |" in page
     assert "| MPI_Allreduce, 8 bytes | 0.330 | 0.910 | 2.758 |" in page
+    assert "| MPI_Iallreduce + MPI_Wait, 8 bytes | 1.200 | 0.950 | 0.792 |" in page
     assert "| MPI_Barrier | 0.500 | 0.200 | 0.400 |" in page
     assert "| 41.000 | 150.000 | 0.020 | 0.007 | 11 | 1 |" in page
     assert "MPICH busy-polling" not in page
@@ -89,7 +92,7 @@ def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
         shim = wake["shim"]
         assert shim["attached"] and shim["blocks"] >= 1 and shim["wakes_rung"] >= 1
         assert wake["asleep_cpu_share"] == shim["blocked_cpu_s"] / shim["blocked_s"]
-    for call in ("allreduce_us", "barrier_us"):
+    for call in ("allreduce_us", "iallreduce_us", "barrier_us"):
         cost = out["collectives"][call]
         assert cost["without"] > 0 and cost["with_spin_block"] > 0
         assert cost["ratio"] == cost["with_spin_block"] / cost["without"]
