@@ -228,6 +228,8 @@ int tb_all_can_ring_me(MPI_Comm comm) {
     return comm == MPI_COMM_WORLD ? world_here() : m != NULL && !m->inter && m->all_here;
 }
 
+int tb_attached(void) { return world_size > 0; }
+
 int tb_members_here(MPI_Comm comm, const int **world, int *size, int *me) {
     if (world_size == 0) return 0;
     if (comm == MPI_COMM_WORLD) {
@@ -328,6 +330,7 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
     uint32_t news = __atomic_load_n(&own->news, __ATOMIC_RELAXED);
     int relays = RELAYS, woke = 0, rc;
     __atomic_add_fetch(&own->asleep, 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* a store-load barrier on every architecture */
     for (;;) {
         uint32_t bell = __atomic_load_n(&own->doorbell, __ATOMIC_ACQUIRE);
         rc = test(ctx, done);

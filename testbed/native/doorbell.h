@@ -43,6 +43,9 @@ int tb_all_can_ring_me(MPI_Comm comm);
  * peers to ring). */
 int tb_size_of(MPI_Comm comm);
 
+/* Whether this rank is attached to a record of the testbed and has peers to ring. */
+int tb_attached(void);
+
 /* The record of world rank ``world`` on this host (NULL: none here, or this rank's own). */
 struct tb_record *tb_peer(int world);
 

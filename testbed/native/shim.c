@@ -491,8 +491,6 @@ static int wait_agreeing(MPI_Request *request, MPI_Comm comm) {
     return rc;
 }
 
-/* How a wait for arrivals rings: the last rank to arrive rings the others. */
-static const struct tb_ringing arrived = {1, MPI_COMM_NULL, 0};
 
 static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     MPI_Status statuses[2];
@@ -638,7 +636,14 @@ WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 int MPI_Barrier(MPI_Comm comm) {
     if (rec->native_collectives) TIMED(PMPI_Barrier(comm))
     struct tb_arrival a;
-    if (tb_arrive(&a, rec, comm, wait_agreeing))
-        return spin_block(tb_test_arrived, &a, &arrived);
+    int meet, rc = tb_arrive(&a, rec, comm, wait_agreeing, &meet);
+    if (rc != MPI_SUCCESS) return rc;
+    if (meet) {
+        /* The last rank to arrive rings, so a meeting's end is announced; but the long safety
+         * net is kept to two ranks, as for MPI_Ibarrier: with more, a rank's pending sends to
+         * a peer that does not ring would progress only at its wakes. */
+        struct tb_ringing ringing = {a.size == 2, MPI_COMM_NULL, 0};
+        return spin_block(tb_test_arrived, &a, &ringing);
+    }
     COLLECTIVE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)
 }
