@@ -15,8 +15,9 @@
   a read (p50/p99 from the write to the read returning, and the reader's CPU share);
 * ``collectives``: the mean time of a two-rank ``MPI_Allreduce`` of 8 bytes and of an
   ``MPI_Barrier`` (microseconds; each call in a loop of ``--iterations``, nothing else
-  running), without the shim and with it set to spin-block as under ``ics``, alternating in
-  the same invocation.  With the shim the allreduce takes MPICH's nonblocking path
+  running; a C program, ``clients/collective_cost.c``, so that no Python stands between the
+  loop and MPI), without the shim and with it set to spin-block as under ``ics``,
+  alternating in the same invocation.  With the shim the allreduce takes MPICH's nonblocking path
   (``MPI_Iallreduce`` tested to completion), the cost every spin-block wait of a collective
   pays whatever the scheduling, which the same allreduce made as ``MPI_Iallreduce`` and
   ``MPI_Wait`` shows without the shim; the barrier is the ranks' meeting on arrival counts in
@@ -49,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import host, invocation, markdown_table, page_head
+from benchmarks.real_clients import CLIENTS, build_c_client
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import library_path
 from testbed.policies.spin import Spin
@@ -74,29 +76,6 @@ def pingpong(iterations: int) -> dict[str, float]:
     for _ in range(iterations):
         _exchange(comm, buf, peer)
     return {"round_trip_us": (time.perf_counter() - t0) / iterations * 1e6}
-
-
-def collectives(iterations: int) -> dict[str, float]:
-    """Rank-side: mean time of an 8-byte ``Allreduce``, of the same as ``Iallreduce`` and
-    ``Wait``, and of a ``Barrier``, microseconds."""
-    import numpy as np
-    from mpi4py import MPI
-
-    comm = MPI.COMM_WORLD
-    value, total = np.ones(1, dtype="d"), np.empty(1, dtype="d")
-    calls = {"allreduce_us": lambda: comm.Allreduce(value, total, op=MPI.SUM),
-             "iallreduce_us": lambda: comm.Iallreduce(value, total, op=MPI.SUM).Wait(),
-             "barrier_us": comm.Barrier}
-    result = {}
-    for name, call in calls.items():
-        for _ in range(iterations // 10):
-            call()
-        comm.Barrier()
-        t0 = time.perf_counter()
-        for _ in range(iterations):
-            call()
-        result[name] = (time.perf_counter() - t0) / iterations * 1e6
-    return result
 
 
 def _exchange(comm, buf, peer) -> None:  # noqa: ANN001
@@ -199,6 +178,27 @@ def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10",
     return result
 
 
+def _collectives(iterations: int, env: dict[str, str], spin: Spin | None = None
+                 ) -> dict[str, float]:
+    """Run ``clients/collective_cost.c`` (built on first use with the MPI's ``mpicc``) on two
+    ranks, on records with ``spin`` if given: its figures, us a call."""
+    mpi = detect_mpi()
+    program = build_c_client(CLIENTS / "collective_cost.c")
+
+    def mpiexec(extra: dict[str, str]) -> dict[str, float]:
+        out = subprocess.run([mpi.mpiexec, "-n", str(RANKS),
+                              *[a for k, v in {**env, **extra}.items() for a in ("-genv", k, v)],
+                              str(program), "-i", str(iterations)], check=True,
+                             capture_output=True, text=True).stdout
+        return {name: float(value) for name, value in (line.split() for line in
+                                                        out.strip().splitlines())}
+
+    if spin is None:
+        return mpiexec({})
+    with records(spin) as (extra, _):
+        return mpiexec(extra)
+
+
 def measure(rounds: int, iterations: int, waits: int,
             long_waits: bool = True) -> dict[str, object]:
     """Ping-pong with and without the shim, the wake-up test and the operating system's floor
@@ -232,9 +232,9 @@ def collective_cost(rounds: int, iterations: int, preload: dict[str, str]) -> di
     the ratio with to without."""
     runs: dict[str, list[dict[str, float]]] = {"without": [], "with_spin_block": []}
     for _ in range(rounds):
-        runs["without"].append(_run("collectives", iterations, {}))
-        runs["with_spin_block"].append(_run("collectives", iterations, preload,
-                                            spin=BLOCK_AFTER_100US))
+        runs["without"].append(_collectives(iterations, {}))
+        runs["with_spin_block"].append(_collectives(iterations, preload,
+                                                    spin=BLOCK_AFTER_100US))
     result: dict[str, Any] = {"rounds": rounds, "iterations": iterations}
     for call in ("allreduce_us", "iallreduce_us", "barrier_us"):
         medians = {case: statistics.median(r[call] for r in found)
@@ -270,7 +270,8 @@ def markdown(result: dict[str, Any], command: str, measured: str) -> str:
              f"## Ping-pong of 8 bytes (round trip, us; {ping['iterations']} a round)", "",
              *markdown_table(["without the shim", "with it (busy-polling)", "ratio"],
                              [[ping["without_us"], ping["with_us"], ping["ratio"]]]), "",
-             f"## Collectives (us a call; {coll['iterations']} a round)", "",
+             f"## Collectives (us a call; {coll['iterations']} a round, "
+             "`clients/collective_cost.c`)", "",
              "With the shim spin-blocking as under `ics`, an allreduce takes MPICH's nonblocking "
              "path (the second row makes that path without the shim, waited for by MPICH's "
              "`MPI_Wait`, or by the shim's spin-block with it) and a barrier is the ranks' "
@@ -312,9 +313,7 @@ def main(argv: list[str] | None = None) -> int:
 
         count = int(args.rank[1])
         low, high = (float(x) for x in args.rank[2].split(":"))
-        modes = {"pingpong": lambda: pingpong(count), "collectives": lambda: collectives(count),
-                 "wakeup": lambda: wakeup(count, low, high)}
-        result = modes[args.rank[0]]()
+        result = pingpong(count) if args.rank[0] == "pingpong" else wakeup(count, low, high)
         if MPI.COMM_WORLD.Get_rank() == 0:
             print(json.dumps(result), flush=True)
         return 0
