@@ -12,13 +12,26 @@
   returning (p50/p99), against MPICH's busy-polling;
 * ``os_pipe``: the operating system's own wake-up, the floor under the shim's: a forked child
   sleeps as rank 1 does and writes its send time to a pipe on which this process is blocked in
-  a read (p50/p99 from the write to the read returning, and the reader's CPU share).
+  a read (p50/p99 from the write to the read returning, and the reader's CPU share);
+* ``collectives``: the mean time of a two-rank ``MPI_Allreduce`` of 8 bytes and of an
+  ``MPI_Barrier`` (microseconds; each call in a loop of ``--iterations``, nothing else
+  running; a C program, ``clients/collective_cost.c``, so that no Python stands between the
+  loop and MPI), without the shim and with it set to spin-block as under ``ics``,
+  alternating in the same invocation.  With the shim the allreduce takes MPICH's nonblocking path
+  (``MPI_Iallreduce`` tested to completion), the cost every spin-block wait of a collective
+  pays whatever the scheduling, which the same allreduce made as ``MPI_Iallreduce`` and
+  ``MPI_Wait`` shows without the shim; the barrier is the ranks' meeting on arrival counts in
+  their records (``testbed/native/arrival.c``).
 
 With the shim the ranks run on shim records made for them as a node manager makes them (spin
 set there, no node manager socket), so that they find and ring each other's doorbells as in
 the testbed.
 
-Usage: ``python -m benchmarks.shim_cost [--rounds 5] [--iterations 20000] [--waits 300]``
+Prints the figures as one JSON object; ``--markdown PAGE`` also writes them as a Markdown page
+with the host, the date and the command that wrote it.
+
+Usage: ``python -m benchmarks.shim_cost [--rounds 5] [--iterations 20000] [--waits 300]
+[--markdown PAGE]``
 """
 
 from __future__ import annotations
@@ -33,9 +46,11 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import host
+from benchmarks.harness import host, invocation, markdown_table, page_head
+from benchmarks.real_clients import CLIENTS, build_c_client
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import library_path
 from testbed.policies.spin import Spin
@@ -163,6 +178,27 @@ def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10",
     return result
 
 
+def _collectives(iterations: int, env: dict[str, str], spin: Spin | None = None
+                 ) -> dict[str, float]:
+    """Run ``clients/collective_cost.c`` (built on first use with the MPI's ``mpicc``) on two
+    ranks, on records with ``spin`` if given: its figures, us a call."""
+    mpi = detect_mpi()
+    program = build_c_client(CLIENTS / "collective_cost.c")
+
+    def mpiexec(extra: dict[str, str]) -> dict[str, float]:
+        out = subprocess.run([mpi.mpiexec, "-n", str(RANKS),
+                              *[a for k, v in {**env, **extra}.items() for a in ("-genv", k, v)],
+                              str(program), "-i", str(iterations)], check=True,
+                             capture_output=True, text=True).stdout
+        return {name: float(value) for name, value in (line.split() for line in
+                                                        out.strip().splitlines())}
+
+    if spin is None:
+        return mpiexec({})
+    with records(spin) as (extra, _):
+        return mpiexec(extra)
+
+
 def measure(rounds: int, iterations: int, waits: int,
             long_waits: bool = True) -> dict[str, object]:
     """Ping-pong with and without the shim, the wake-up test and the operating system's floor
@@ -186,7 +222,25 @@ def measure(rounds: int, iterations: int, waits: int,
                                                           "20:50", spin=BLOCK_AFTER_100US))
     wakeup["os_pipe"] = pipe_wakeup(waits, 2, 10)
     wakeup["waits"] = waits
-    return {"pingpong": pingpong, "wakeup": wakeup}
+    return {"pingpong": pingpong, "wakeup": wakeup,
+            "collectives": collective_cost(rounds, iterations, preload)}
+
+
+def collective_cost(rounds: int, iterations: int, preload: dict[str, str]) -> dict[str, Any]:
+    """Allreduce and barrier times without the shim and with it spin-blocking (``ics``'s
+    way), alternating for ``rounds``: per call and case the median over the rounds (us) and
+    the ratio with to without."""
+    runs: dict[str, list[dict[str, float]]] = {"without": [], "with_spin_block": []}
+    for _ in range(rounds):
+        runs["without"].append(_collectives(iterations, {}))
+        runs["with_spin_block"].append(_collectives(iterations, preload,
+                                                    spin=BLOCK_AFTER_100US))
+    result: dict[str, Any] = {"rounds": rounds, "iterations": iterations}
+    for call in ("allreduce_us", "iallreduce_us", "barrier_us"):
+        medians = {case: statistics.median(r[call] for r in found)
+                   for case, found in runs.items()}
+        result[call] = {**medians, "ratio": medians["with_spin_block"] / medians["without"]}
+    return result
 
 
 def _blocked(result: dict[str, Any]) -> dict[str, Any]:
@@ -197,12 +251,60 @@ def _blocked(result: dict[str, Any]) -> dict[str, Any]:
     return {**result, "asleep_cpu_share": share}
 
 
+COLLECTIVE_CALLS = {"MPI_Allreduce, 8 bytes": "allreduce_us",
+                    "MPI_Iallreduce + MPI_Wait, 8 bytes": "iallreduce_us",
+                    "MPI_Barrier": "barrier_us"}
+WAKEUP_CASES = {"mpich_busy_poll": "MPICH busy-polling (no shim)",
+                "shim_spin_block_100us": "shim, blocking after 100 us (2-10 ms waits)",
+                "shim_long_waits_20_50ms": "shim, blocking after 100 us (20-50 ms waits)",
+                "os_pipe": "the OS: a process blocked in a pipe read (2-10 ms)"}
+
+
+def markdown(result: dict[str, Any], command: str, measured: str) -> str:
+    """The figures of ``result`` (as ``main`` prints them) as a Markdown page."""
+    ping, coll, wake = result["pingpong"], result["collectives"], result["wakeup"]
+    lines = [*page_head("The shim's cost", "benchmarks.shim_cost", command, result["host"],
+                        measured), "",
+             f"Two ranks on one host; with and without the shim alternating, {ping['rounds']} "
+             "rounds; each figure the median over the rounds.", "",
+             f"## Ping-pong of 8 bytes (round trip, us; {ping['iterations']} a round)", "",
+             *markdown_table(["without the shim", "with it (busy-polling)", "ratio"],
+                             [[ping["without_us"], ping["with_us"], ping["ratio"]]]), "",
+             f"## Collectives (us a call; {coll['iterations']} a round, "
+             "`clients/collective_cost.c`)", "",
+             "With the shim spin-blocking as under `ics`, an allreduce takes MPICH's nonblocking "
+             "path (the second row makes that path without the shim, waited for by MPICH's "
+             "`MPI_Wait`, or by the shim's spin-block with it) and a barrier is the ranks' "
+             "meeting on arrival counts.", "",
+             *markdown_table(["call", "without the shim", "with it (spin-block)", "ratio"],
+                             [[name, coll[key]["without"], coll[key]["with_spin_block"],
+                               coll[key]["ratio"]]
+                              for name, key in COLLECTIVE_CALLS.items()]), "",
+             f"## A rank waiting for a late peer ({wake['waits']} waits)", "",
+             "Wake-up: from the peer's send to the receive returning.  CPU share: the waiting "
+             "rank's CPU time over its wait; asleep: over its time blocked (from its record).",
+             ""]
+    rows = []
+    for key, label in WAKEUP_CASES.items():
+        if key in wake:
+            case = wake[key]
+            shim = case.get("shim", {})
+            rows.append([label, case["wakeup_us"]["p50"], case["wakeup_us"]["p99"],
+                         case["cpu_share"], case.get("asleep_cpu_share", "-"),
+                         shim.get("wakes_rung", "-"), shim.get("wakes_timed", "-")])
+    lines += markdown_table(["case", "p50 us", "p99 us", "CPU share", "asleep CPU share",
+                             "wakes rung", "wakes timed"], rows)
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Measure and print the figures as JSON (one object)."""
+    """Measure and print the figures as JSON (one object); with ``--markdown`` also write
+    them as a page."""
     p = argparse.ArgumentParser(description="shim cost and spin-block behaviour")
     p.add_argument("--rounds", type=int, default=5, help="alternations of with/without")
     p.add_argument("--iterations", type=int, default=20000, help="round trips per ping-pong")
     p.add_argument("--waits", type=int, default=300, help="waits in the wake-up test")
+    p.add_argument("--markdown", metavar="PAGE", help="also write the figures as a Markdown page")
     p.add_argument("--rank", nargs=3, metavar=("MODE", "COUNT", "SLEEP"),
                    help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -218,6 +320,10 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "shim_cost", "host": host(),
               **measure(args.rounds, args.iterations, args.waits)}
     print(json.dumps(result, indent=2))
+    if args.markdown:
+        measured = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        Path(args.markdown).write_text(markdown(result, invocation("benchmarks.shim_cost", argv),
+                                                measured))
     return 0
 
 

@@ -53,6 +53,31 @@ def test_shim_cost_puts_its_ranks_on_records_it_removes_afterwards():
     assert not any(Path(path).exists() for path in paths)
 
 
+def test_shim_cost_page_shows_each_figure_it_was_given():
+    wake = {"wakeup_us": {"p50": 41.0, "p99": 150.0}, "cpu_share": 0.02}
+    result = {"host": {"uname": "Linux vm", "cpus": 2, "python": "3.11"},
+              "pingpong": {"without_us": 1.5, "with_us": 1.6, "ratio": 1.0667, "rounds": 3,
+                           "iterations": 100},
+              "collectives": {"rounds": 3, "iterations": 100,
+                              "allreduce_us": {"without": 0.33, "with_spin_block": 0.91,
+                                               "ratio": 2.7576},
+                              "iallreduce_us": {"without": 1.2, "with_spin_block": 0.95,
+                                                "ratio": 0.7917},
+                              "barrier_us": {"without": 0.5, "with_spin_block": 0.2,
+                                             "ratio": 0.4}},
+              "wakeup": {"waits": 12, "os_pipe": wake,
+                         "shim_spin_block_100us": {**wake, "asleep_cpu_share": 0.007,
+                                                   "shim": {"wakes_rung": 11, "wakes_timed": 1}}}}
+    page = shim_cost.markdown(result, "python -m benchmarks.shim_cost", "2026-11-25T15:00")
+    assert "Written by `python -m benchmarks.shim_cost`" in page and "2026-11-25T15:00" in page
+    assert "| 1.500 | 1.600 | 1.067 |" in page
+    assert "| MPI_Allreduce, 8 bytes | 0.330 | 0.910 | 2.758 |" in page
+    assert "| MPI_Iallreduce + MPI_Wait, 8 bytes | 1.200 | 0.950 | 0.792 |" in page
+    assert "| MPI_Barrier | 0.500 | 0.200 | 0.400 |" in page
+    assert "| 41.000 | 150.000 | 0.020 | 0.007 | 11 | 1 |" in page
+    assert "MPICH busy-polling" not in page
+
+
 @pytest.mark.realtime
 def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
     out = _bench("benchmarks.shim_cost", "--rounds", "1", "--iterations", "300", "--waits", "12")
@@ -67,6 +92,10 @@ def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
         shim = wake["shim"]
         assert shim["attached"] and shim["blocks"] >= 1 and shim["wakes_rung"] >= 1
         assert wake["asleep_cpu_share"] == shim["blocked_cpu_s"] / shim["blocked_s"]
+    for call in ("allreduce_us", "iallreduce_us", "barrier_us"):
+        cost = out["collectives"][call]
+        assert cost["without"] > 0 and cost["with_spin_block"] > 0
+        assert cost["ratio"] == cost["with_spin_block"] / cost["without"]
 
 
 def _experiment(module: str, tmp_path, *args: str) -> str:

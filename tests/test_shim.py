@@ -224,3 +224,26 @@ def test_fcs_makes_the_fast_ranks_of_an_imbalanced_job_frustrated(tmp_path, work
     waits = {rank: (c["t_cs"] + c["t_dc"]) / (c["c_cs"] + c["c_dc"]) for rank, c in shim.items()}
     assert waits["0"] > 2 * waits["1"], "the fast rank waits for the slow one, not the reverse"
     assert jobs_csv(tmp_path / "r")["j1"]["status"] == "done"
+
+
+@pytest.mark.parametrize("native_collectives", [False, True])
+def test_barriers_of_ranks_on_one_host_meet_on_arrival_counts(tmp_path, native_collectives):
+    """Barriers whose ranks all have records here meet on the arrival counts (unless the job's
+    collectives are native), each holding every rank back until all have entered it, the
+    other collectives around them still right: on split communicators, with more
+    communicators than slots (exactly those beyond the slots keep the nonblocking form), with
+    communicators freed while a late peer is still in their barrier and slots used again,
+    and a pending large send still progressed by a rank waiting in a barrier (its peer cannot
+    receive it otherwise)."""
+    with _shimmed_job("meetings.py", str(tmp_path), spins=[BLOCKS] * 3,
+                      native_collectives=native_collectives, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=180)
+        assert job.returncode == 0 and out.startswith("ok"), (out, err)
+        made = [r.counters().meetings for r in records]
+    expected = [int(n) for n in out.split()[1:]]
+    assert made == ([0, 0, 0] if native_collectives else expected), (made, expected)
+    # By hand: world 2 barriers, the pair half 1, 62 of the 70 duplicates (slots 0 and 1 are
+    # the world's and the half's), the 20 taken in turn; the third rank has no half.
+    assert expected == [85, 84, 85]

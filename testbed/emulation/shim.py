@@ -1,9 +1,10 @@
 """The spin-block shim: building the preload library, and the node manager's socket for the
 ranks' block and unblock events.
 
-The library (``testbed/native/shim.c``, and ``doorbell.c``: how blocked ranks sleep and are
-woken) is compiled with the ``mpicc`` of the MPI that mpi4py loads, once per MPI library and
-version of the sources and headers (see ``testbed.emulation.build``).
+The library (``testbed/native/shim.c``; ``doorbell.c``: how blocked ranks sleep and are
+woken; ``arrival.c``: how the ranks of a communicator meet at a barrier) is compiled
+with the ``mpicc`` of the MPI that mpi4py loads, once per MPI library and version of the
+sources and headers (see ``testbed.emulation.build``).
 ``scripts/demo`` and ``scripts/test`` build it during set-up; any other use builds it on first
 need.  The records the shim and the node manager share are ``testbed.shim_record``.
 """
@@ -19,8 +20,8 @@ from testbed.emulation import build
 from testbed.emulation.mpi_info import MpiInfo
 from testbed.shim_record import EVENT, HEADER
 
-SOURCES = [build.NATIVE / "shim.c", build.NATIVE / "doorbell.c"]
-HEADERS = [HEADER, build.NATIVE / "doorbell.h"]
+SOURCES = [build.NATIVE / name for name in ("shim.c", "doorbell.c", "arrival.c")]
+HEADERS = [HEADER, build.NATIVE / "doorbell.h", build.NATIVE / "arrival.h"]
 
 
 class ShimBuildError(RuntimeError):

@@ -98,7 +98,7 @@ void tb_doorbell_init(struct tb_record *record, const char *run, const char *job
 }
 
 /* The record of world rank ``world`` if it has one on this host (never this rank's own). */
-static struct tb_record *peer(int world) {
+struct tb_record *tb_peer(int world) {
     if (world < 0 || world >= world_size || world == own->rank) return NULL;
     if (!__atomic_load_n(&peer_tried[world], __ATOMIC_ACQUIRE)) {
         char path[256];
@@ -161,7 +161,7 @@ static struct members *build_members(MPI_Comm comm) {
                 MPI_SUCCESS) {
                 *m = (struct members){.all_here = 1, .inter = inter, .rank = rank, .size = n};
                 for (int i = 0; i < n && m->all_here; i++)
-                    if (m->world[i] != own->rank && peer(m->world[i]) == NULL) m->all_here = 0;
+                    if (m->world[i] != own->rank && tb_peer(m->world[i]) == NULL) m->all_here = 0;
             } else {
                 free(m);
                 m = NULL;
@@ -209,7 +209,7 @@ static int world_here(void) {
     if (world_all_here < 0) {
         int yes = 1;
         for (int r = 0; r < world_size && yes; r++)
-            if (r != own->rank && peer(r) == NULL) yes = 0;
+            if (r != own->rank && tb_peer(r) == NULL) yes = 0;
         world_all_here = yes;
     }
     return world_all_here;
@@ -217,7 +217,7 @@ static int world_here(void) {
 
 int tb_can_ring_me(MPI_Comm comm, int source) {
     if (world_size == 0 || source == MPI_PROC_NULL) return 0;
-    if (source != MPI_ANY_SOURCE) return peer(world_of(comm, source)) != NULL;
+    if (source != MPI_ANY_SOURCE) return tb_peer(world_of(comm, source)) != NULL;
     if (comm == MPI_COMM_WORLD) return world_here();
     struct members *m = members_of(comm);
     return m != NULL && !m->inter && m->all_here;
@@ -226,6 +226,24 @@ int tb_can_ring_me(MPI_Comm comm, int source) {
 int tb_all_can_ring_me(MPI_Comm comm) {
     struct members *m = members_of(comm);
     return comm == MPI_COMM_WORLD ? world_here() : m != NULL && !m->inter && m->all_here;
+}
+
+int tb_attached(void) { return world_size > 0; }
+
+int tb_members_here(MPI_Comm comm, const int **world, int *size, int *me) {
+    if (world_size == 0) return 0;
+    if (comm == MPI_COMM_WORLD) {
+        *world = NULL;
+        *size = world_size;
+        *me = own->rank;
+        return world_size > 1 && world_here();
+    }
+    struct members *m = members_of(comm);
+    if (m == NULL || m->inter || !m->all_here || m->size < 2) return 0;
+    *world = m->world;
+    *size = m->size;
+    *me = m->rank;
+    return 1;
 }
 
 int tb_size_of(MPI_Comm comm) {
@@ -250,21 +268,29 @@ static void ring_one(struct tb_record *p, int news) {
 void tb_ring(MPI_Comm comm, int rank) {
     if (world_size == 0 || rank < 0) return;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    ring_one(peer(world_of(comm, rank)), 1);
+    ring_one(tb_peer(world_of(comm, rank)), 1);
 }
 
 int tb_asleep(MPI_Comm comm, int rank) {
-    struct tb_record *p = world_size == 0 || rank < 0 ? NULL : peer(world_of(comm, rank));
+    struct tb_record *p = world_size == 0 || rank < 0 ? NULL : tb_peer(world_of(comm, rank));
     return p != NULL && __atomic_load_n(&p->asleep, __ATOMIC_SEQ_CST);
 }
 
 static void ring_world(int news) {
     if (world_size == 0) return;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    for (int r = 0; r < world_size; r++) ring_one(peer(r), news);
+    for (int r = 0; r < world_size; r++) ring_one(tb_peer(r), news);
 }
 
 void tb_ring_world(void) { ring_world(1); }
+
+void tb_ring_members(MPI_Comm comm) {
+    const int *world;
+    int size, me;
+    if (!tb_members_here(comm, &world, &size, &me)) return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (int i = 0; i < size; i++) ring_one(tb_peer(world != NULL ? world[i] : i), 1);
+}
 
 void tb_ring_partners(MPI_Comm comm, int news) {
     if (world_size == 0) return;
@@ -276,14 +302,14 @@ void tb_ring_partners(MPI_Comm comm, int news) {
     int size = m != NULL ? m->size : world_size, me = m != NULL ? m->rank : own->rank;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (size <= RING_ALL_MAX) {
-        for (int i = 0; i < size; i++) ring_one(peer(m != NULL ? m->world[i] : i), news);
+        for (int i = 0; i < size; i++) ring_one(tb_peer(m != NULL ? m->world[i] : i), news);
         return;
     }
     for (int d = 1; d < size; d *= 2) {
         int partners[3] = {(me + d) % size, (me - d + size) % size, me ^ d};
         for (int k = 0; k < 3; k++)
             if (partners[k] < size)
-                ring_one(peer(m != NULL ? m->world[partners[k]] : partners[k]), news);
+                ring_one(tb_peer(m != NULL ? m->world[partners[k]] : partners[k]), news);
     }
 }
 
@@ -304,6 +330,7 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
     uint32_t news = __atomic_load_n(&own->news, __ATOMIC_RELAXED);
     int relays = RELAYS, woke = 0, rc;
     __atomic_add_fetch(&own->asleep, 1, __ATOMIC_SEQ_CST);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST); /* a store-load barrier on every architecture */
     for (;;) {
         uint32_t bell = __atomic_load_n(&own->doorbell, __ATOMIC_ACQUIRE);
         rc = test(ctx, done);

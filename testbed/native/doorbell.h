@@ -43,6 +43,20 @@ int tb_all_can_ring_me(MPI_Comm comm);
  * peers to ring). */
 int tb_size_of(MPI_Comm comm);
 
+/* Whether this rank is attached to a record of the testbed and has peers to ring. */
+int tb_attached(void);
+
+/* The record of world rank ``world`` on this host (NULL: none here, or this rank's own). */
+struct tb_record *tb_peer(int world);
+
+/* Whether ``comm`` is an intracommunicator of two or more ranks that all have a record on this
+ * host; then its ranks as world ranks (*world: NULL for MPI_COMM_WORLD, whose ranks are their
+ * own), its size and this rank's rank in it.  The same answer on every rank of ``comm``. */
+int tb_members_here(MPI_Comm comm, const int **world, int *size, int *me);
+
+/* Ring every other rank of ``comm`` (as tb_members_here gives them) that is asleep. */
+void tb_ring_members(MPI_Comm comm);
+
 /* The blocked part of a wait: sleep on this rank's doorbell, test at every wake, until test()
  * reports completion (see doorbell.c); test()'s error code. */
 int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *done);

@@ -38,6 +38,7 @@
 
 #include "shim_record.h"
 #include "doorbell.h"
+#include "arrival.h"
 
 #define CPU_SAMPLE_MASK 1023u
 #define RING_FIRST_S 1e-6
@@ -213,8 +214,10 @@ static void account(int coscheduled, double waited) {
  * node manager may change the class) exceeds the time waited, then block.  Time stopped by the
  * node manager counts neither as spinning nor as waiting.  A collective rings its partners
  * after its first test and, between two ranks, at doubling times while it spins (see
- * doorbell.c). */
-static int spin_block(tb_test test, void *ctx, const struct tb_ringing *ringing) {
+ * doorbell.c).  ``counted``: the wait is one operation's; else its time is added to the waits'
+ * total alone, as part of the operation it serves. */
+static int spin_block_counted(tb_test test, void *ctx, const struct tb_ringing *ringing,
+                              int counted) {
     int coscheduled = rec->coscheduled;
     double s0, t0 = stamp(&s0), waited = 0.0, limit = spin_limit(), ring_at = RING_FIRST_S;
     int done = 0;
@@ -246,8 +249,15 @@ static int spin_block(tb_test test, void *ctx, const struct tb_ringing *ringing)
         if (waited > rec->max_nonblock_s) rec->max_nonblock_s = waited;
     }
     rec->spin_s = limit;
-    account(coscheduled, waited);
+    if (counted)
+        account(coscheduled, waited);
+    else
+        *(coscheduled ? &rec->t_cs : &rec->t_dc) += waited;
     return rc;
+}
+
+static int spin_block(tb_test test, void *ctx, const struct tb_ringing *ringing) {
+    return spin_block_counted(test, ctx, ringing, 1);
 }
 
 /* A process that busy-waits anyway (spin "forever": coscheduled CS processes, and any program
@@ -471,6 +481,17 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
         return rc_;                                                                         \
     }
 
+/* The wait of an allreduce of one item by which a communicator's ranks agree on its arrival
+ * slot, rung as such a collective (see COLLECTIVE): part of the collective that needed it. */
+static int wait_agreeing(MPI_Request *request, MPI_Comm comm) {
+    struct one c = {request, MPI_STATUS_IGNORE};
+    struct tb_ringing ringing = collective(1, MPI_UINT64_T, comm);
+    int rc = spin_block_counted(test_one, &c, &ringing, 0);
+    tb_ring_partners(comm, 1);
+    return rc;
+}
+
+
 static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     MPI_Status statuses[2];
     struct all c = {2, reqs, statuses};
@@ -610,5 +631,19 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
 WRAPPERS(, int, int, int)
 WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 
-int MPI_Barrier(MPI_Comm comm)
+/* A barrier on a communicator whose ranks all live on this host is their meeting on arrival
+ * counts (arrival.c); elsewhere as COLLECTIVE. */
+int MPI_Barrier(MPI_Comm comm) {
+    if (rec->native_collectives) TIMED(PMPI_Barrier(comm))
+    struct tb_arrival a;
+    int meet, rc = tb_arrive(&a, rec, comm, wait_agreeing, &meet);
+    if (rc != MPI_SUCCESS) return rc;
+    if (meet) {
+        /* The last rank to arrive rings, so a meeting's end is announced; but the long safety
+         * net is kept to two ranks, as for MPI_Ibarrier: with more, a rank's pending sends to
+         * a peer that does not ring would progress only at its wakes. */
+        struct tb_ringing ringing = {a.size == 2, MPI_COMM_NULL, 0};
+        return spin_block(tb_test_arrived, &a, &ringing);
+    }
     COLLECTIVE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)
+}

@@ -11,9 +11,13 @@
  * collective) rings it, if it is asleep: adds 1 and wakes it.  Peers map each other's records
  * by world rank (the same path with their rank); a rank on another host has no record here and
  * cannot ring, so a blocked rank also wakes at a timeout, its safety net.
+ *
+ * The ranks of a communicator that all live on this host make a barrier by meeting on the
+ * arrival counts at the end of their records, blocking as in any wait (arrival.c).
  */
 #define TB_MAGIC 1413632840
-#define TB_VERSION 4
+#define TB_VERSION 5
+#define TB_ARRIVAL_SLOTS 64
 #define TB_SPIN_FOREVER 0
 #define TB_SPIN_FIXED 1
 #define TB_SPIN_ADAPTIVE 2
@@ -53,12 +57,16 @@ struct tb_record {
     uint64_t wakes_rung;      /* sleeps of a blocked wait ended by the doorbell */
     uint64_t wakes_timed;     /* sleeps of a blocked wait ended by the safety-net timeout */
     double blocked_cpu_s;     /* CPU time used while blocked */
-    uint64_t pad2;
+    uint64_t meetings;        /* barriers made as a meeting on arrival counts */
     /* the doorbell, on a cache line of its own (offset 320): peers read it at every send */
     uint32_t doorbell;        /* futex word: peers add 1 when they ring */
     uint32_t asleep;          /* threads of the rank in a blocked wait: peers ring only then */
     uint32_t news;            /* rings that announced a new operation (not a step within one) */
     uint32_t pad3[13];
+    /* arrival counts, one per communicator slot agreed among its ranks (arrival.c), from
+       offset 384: a rank adds 1 when it enters a barrier; its peers wait until theirs have
+       been reached */
+    uint32_t arrivals[TB_ARRIVAL_SLOTS];
 };
 
 struct tb_event {

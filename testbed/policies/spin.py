@@ -30,8 +30,8 @@ class Spin:
 @dataclass(frozen=True)
 class Counters:
     """A snapshot of a shim record: counts, seconds (stopped time excluded), blocked state,
-    and how the sleeps of blocked waits ended (rung by a peer, or at the safety-net timeout)
-    and the CPU time used while blocked."""
+    how the sleeps of blocked waits ended (rung by a peer, or at the safety-net timeout), the
+    CPU time used while blocked, and how many barriers met on the ranks' arrival counts."""
 
     pid: int
     attached: bool
@@ -50,6 +50,7 @@ class Counters:
     wakes_rung: int = 0
     wakes_timed: int = 0
     blocked_cpu_s: float = 0.0
+    meetings: int = 0
 
     def as_dict(self) -> dict[str, float | int | bool]:
         """JSON-ready fields."""

@@ -1,0 +1,160 @@
+/* Arrival counts: how the ranks of a communicator on one host meet at a barrier.
+ *
+ * MPICH completes a nonblocking collective only through its general schedule engine, which on
+ * shared memory costs several times its blocking form, and a spin-block wait needs the
+ * nonblocking form to be able to stop waiting.  A barrier needs no MPI at all when its ranks
+ * share a host: each adds 1 to its arrival count for the communicator and rings the others,
+ * then waits (spinning, then blocking on its doorbell) until every other rank's count has
+ * reached its own.  That is cheaper than MPICH's own blocking barrier (docs/overheads.md).
+ *
+ * The other collectives keep the nonblocking form.  Meeting on the counts first and then
+ * making the blocking call (which finds everyone there) was tried and is faster alone on the
+ * machine, but with a second job sharing the CPUs an mpi4py loop of small allreduces or
+ * all-to-alls became ten times slower than with the nonblocking form: inside the blocking call
+ * a rank cannot block, so once its peer is descheduled it spins out its time slice and holds
+ * back the other job's rank on its CPU (docs/overheads.md).
+ *
+ * The counts live in the ranks' records, one per slot.  At the first barrier on an
+ * intracommunicator its ranks agree, by allreduces waited for as any collective of the shim,
+ * whether all of them can meet (every rank has the others' records) and on a slot free on all
+ * of them, and align their counts on it to the highest, so that counts only ever grow: a rank
+ * still waiting on a freed communicator's last barrier reads a count at least as high as it
+ * waits for.  A slot is freed with its communicator.  Threads agreeing on slots for two
+ * communicators at once may pick the same slot; a rank that finds its pick taken says so in
+ * the second allreduce and all of them agree again.  When some rank cannot meet, or no slot is
+ * free on every rank (more than TB_ARRIVAL_SLOTS communicators in use at once), the barrier
+ * keeps the nonblocking form.  Every rank of a communicator takes the same form at the same
+ * call, because they decide it together once.
+ *
+ * The last rank to arrive, the one that finds every other count reached, rings the others
+ * (two arriving at once may both ring; seq_cst ordering keeps at least one ringing).  While it
+ * waits a rank polls MPI's progress, on a duplicate of MPI_COMM_SELF of its own so that no
+ * communicator of the program sees a probe.
+ */
+#include <mpi.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "shim_record.h"
+#include "doorbell.h"
+#include "arrival.h"
+
+#define PROGRESS_EVERY 8
+
+static uint64_t slots_used;
+static int slot_key = MPI_KEYVAL_INVALID;
+static MPI_Comm progress_comm = MPI_COMM_NULL;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static int free_slot(MPI_Comm comm, int key, void *value, void *extra) {
+    (void)comm, (void)key, (void)extra;
+    int slot = (int)(intptr_t)value - 1;
+    if (slot >= 0) __atomic_and_fetch(&slots_used, ~(UINT64_C(1) << slot), __ATOMIC_SEQ_CST);
+    return MPI_SUCCESS;
+}
+
+static void set_up(void) {
+    if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_slot, &slot_key, NULL) !=
+        MPI_SUCCESS)
+        slot_key = MPI_KEYVAL_INVALID;
+    if (PMPI_Comm_dup(MPI_COMM_SELF, &progress_comm) != MPI_SUCCESS)
+        progress_comm = MPI_COMM_NULL;
+}
+
+/* An allreduce of ``n`` items on ``comm``, waited for by ``wait``. */
+static int allreduce(const void *in, void *out, int n, MPI_Datatype type, MPI_Op op,
+                     MPI_Comm comm, tb_wait wait) {
+    MPI_Request r;
+    int rc = PMPI_Iallreduce(in, out, n, type, op, comm, &r);
+    return rc != MPI_SUCCESS ? rc : wait(&r, comm);
+}
+
+/* Agree with the other ranks of ``comm`` whether they can all meet (``here``: this one can)
+ * and on a slot free on all of them; take it and align this rank's count on it with theirs.
+ * *slot: the slot, or -1 when they cannot meet. */
+static int agree_slot(MPI_Comm comm, int here, struct tb_record *own, tb_wait wait,
+                      int *slot) {
+    for (;;) {
+        uint64_t mine[2] = {__atomic_load_n(&slots_used, __ATOMIC_SEQ_CST), !here}, all[2];
+        int rc = allreduce(mine, all, 2, MPI_UINT64_T, MPI_BOR, comm, wait);
+        if (rc != MPI_SUCCESS) return rc;
+        *slot = -1;
+        for (int s = 0; s < TB_ARRIVAL_SLOTS && *slot < 0 && !all[1]; s++)
+            if (!(all[0] & (UINT64_C(1) << s))) *slot = s;
+        if (*slot < 0) return MPI_SUCCESS;
+        uint64_t bit = UINT64_C(1) << *slot;
+        uint32_t taken = (__atomic_fetch_or(&slots_used, bit, __ATOMIC_SEQ_CST) & bit) != 0;
+        uint32_t state[2] = {taken, __atomic_load_n(&own->arrivals[*slot], __ATOMIC_SEQ_CST)};
+        uint32_t agreed[2];
+        rc = allreduce(state, agreed, 2, MPI_UINT32_T, MPI_MAX, comm, wait);
+        if (rc == MPI_SUCCESS && !agreed[0]) {
+            __atomic_store_n(&own->arrivals[*slot], agreed[1], __ATOMIC_SEQ_CST);
+            return MPI_SUCCESS;
+        }
+        if (!taken) __atomic_and_fetch(&slots_used, ~bit, __ATOMIC_SEQ_CST);
+        if (rc != MPI_SUCCESS) return rc;
+    }
+}
+
+/* The arrival slot of ``comm`` in *slot (-1: its barriers keep the nonblocking form), agreed
+ * at the first call on it and kept on it as an attribute. */
+static int slot_of(MPI_Comm comm, int here, struct tb_record *own, tb_wait wait, int *slot) {
+    pthread_once(&once, set_up);
+    void *value;
+    int found = 0;
+    if (slot_key == MPI_KEYVAL_INVALID) return MPI_ERR_INTERN;
+    int rc = PMPI_Comm_get_attr(comm, slot_key, &value, &found);
+    if (rc != MPI_SUCCESS || found) {
+        *slot = found ? (int)(intptr_t)value - 1 : -1;
+        return rc;
+    }
+    rc = agree_slot(comm, here, own, wait, slot);
+    if (rc != MPI_SUCCESS) return rc;
+    /* MPI_COMM_WORLD's attributes are deleted at MPI_Finalize, which frees its slot too. */
+    rc = PMPI_Comm_set_attr(comm, slot_key, (void *)(intptr_t)(*slot + 1));
+    if (rc != MPI_SUCCESS && *slot >= 0) free_slot(comm, slot_key, (void *)(intptr_t)(*slot + 1),
+                                                   NULL);
+    return rc;
+}
+
+/* Whether every other rank of the meeting has reached count ``count``. */
+static int all_reached(const struct tb_arrival *a, uint32_t count) {
+    for (int i = 0; i < a->size; i++) {
+        if (i == a->me) continue;
+        struct tb_record *p = tb_peer(a->world != NULL ? a->world[i] : i);
+        if ((int32_t)(__atomic_load_n(&p->arrivals[a->slot], __ATOMIC_SEQ_CST) - count) < 0)
+            return 0;
+    }
+    return 1;
+}
+
+int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wait wait,
+              int *meet) {
+    int inter = 1, slot = -1;
+    *meet = 0;
+    if (!tb_attached() || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+        return MPI_SUCCESS;
+    int here = tb_members_here(comm, &a->world, &a->size, &a->me);
+    int rc = slot_of(comm, here, own, wait, &slot);
+    if (rc != MPI_SUCCESS || slot < 0) return rc;
+    *a = (struct tb_arrival){own, comm, a->world, a->size, a->me, slot, 0, 0};
+    __atomic_add_fetch(&own->meetings, 1, __ATOMIC_RELAXED);
+    a->count = __atomic_add_fetch(&own->arrivals[slot], 1, __ATOMIC_SEQ_CST);
+    if (all_reached(a, a->count)) tb_ring_members(comm);
+    *meet = 1;
+    return MPI_SUCCESS;
+}
+
+int tb_test_arrived(void *ctx, int *done) {
+    struct tb_arrival *a = ctx;
+    *done = all_reached(a, a->count);
+    if (*done || progress_comm == MPI_COMM_NULL) return MPI_SUCCESS;
+    /* MPI must progress this rank's other operations while it waits in a call: a peer may not
+     * arrive before one of them completes.  Every few tests while spinning, at every test
+     * once blocked. */
+    int flag;
+    if (a->tests++ % PROGRESS_EVERY && !__atomic_load_n(&a->own->asleep, __ATOMIC_RELAXED))
+        return MPI_SUCCESS;
+    return PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress_comm, &flag, MPI_STATUS_IGNORE);
+}
