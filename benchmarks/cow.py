@@ -1,7 +1,7 @@
 """COW §3 in the simulator: AFCFS and LGFS on 16 workstations with owners (Karatza 2001).
 
 ``python -m benchmarks.cow [--set 1 2] [--quick] [--json] [--out DIR] [--markdown PAGE]
-[--readings] [READING OPTIONS]``
+[--readings] [--workers N] [--reuse] [READING OPTIONS]``
 
 * set 1: 1/λ = 1, 1/μ = 1/μ' = 1, 1/λ' in 1, 0.8, 0.6, 0.4;
 * set 2: 1/λ in 1, 0.8, 0.6, with (1/λ', 1/μ') in (1, 1), (2, 2), (4, 4), (8, 8).
@@ -42,20 +42,37 @@ the aborted runs' and the owners' share of 16 x the span).  ``--markdown PAGE`` 
 tables, the paper's claims checked against them, and with ``--readings`` each other reading of
 one choice (2 replications of 3,000 gangs on set 1 and three cells of set 2), as a Markdown
 page.  ``run_set`` gives the records in-process.
+
+The replications are independent (each has its own seeds and run directory), so they are
+spread over ``--workers`` processes (default: one per CPU; 1 runs them one after another in
+this process), the sets' in one pool and the readings' in another; the records are the same
+whatever the number, byte for byte, and in the same order.  A replication asked for twice
+(the cell set 2 shares with set 1, the readings' default reading on the sets' first seeds)
+is simulated once.  A progress line per replication goes to stderr.  With ``--reuse`` a set
+whose ``cow-setN.json`` under ``--out`` was run with the same replications, gangs and reading
+is read from it and not simulated again, and the page says so.  Some readings make the queues
+(and the simulated time) grow without bound, and their replications dominate the cost of
+``--readings``: docs/schedulers.md says how long it took.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import functools
 import json
 import math
+import os
 import random
 import shutil
+import signal
 import statistics
+import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -201,46 +218,143 @@ def interval(values: list[float]) -> float:
     return t * statistics.stdev(values) / math.sqrt(n)
 
 
-def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
-              reading: Reading,
-              known: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
-    """One record per cell and policy (the module docstring lists the fields); a cell whose
-    records are in ``known`` (run with the same sizes and reading) is not run again."""
+@dataclass(frozen=True)
+class Run:
+    """One replication to simulate: ``policy`` on ``cell`` (1/λ, 1/λ', 1/μ'), ``jobs`` gangs
+    drawn from ``seed``, under ``reading``.  Two equal runs give the same figures."""
+
+    policy: str
+    cell: tuple[float, float, float]
+    jobs: int
+    seed: int
+    reading: Reading
+
+    def label(self) -> str:
+        """The run in a few words, for progress lines."""
+        changed = [f"{k}={v}" for k, v in dataclasses.asdict(self.reading).items()
+                   if v != getattr(Reading(), k)]
+        return (f"{self.policy} {'/'.join(f'{c:g}' for c in self.cell)} seed {self.seed} "
+                f"{self.jobs} gangs {' '.join(changed) or 'default'}")
+
+
+Done = tuple[Run, Replication, float]
+Spread = Callable[[Callable[[Run], Done], list[Run]], Iterable[Done]]
+
+
+def timed(run: Run, tmp: Path) -> Done:
+    """Simulate ``run`` (its directory under ``tmp``): the run, its figures and the seconds it
+    took."""
+    start = time.perf_counter()
+    found = replication(run.policy, run.cell, run.jobs, run.seed, tmp, run.reading)
+    return run, found, time.perf_counter() - start
+
+
+def _worker_signals() -> None:
+    """In a pool worker: die at once on SIGTERM or SIGINT; the parent, which removes the
+    temporary directory, handles them."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@contextlib.contextmanager
+def spreading(workers: int) -> Iterator[Spread]:
+    """How to run a list of runs: one after another in this process when ``workers`` is 1,
+    else over a pool of ``workers`` processes, the results as they finish.  On leaving, runs
+    not started are cancelled."""
+    if workers <= 1:
+        yield map
+        return
+    pool = ProcessPoolExecutor(workers, initializer=_worker_signals)
+    try:
+        yield lambda work, runs: (f.result() for f in
+                                  as_completed([pool.submit(work, run) for run in runs]))
+    finally:
+        pool.shutdown(cancel_futures=True)
+
+
+def simulate(runs: Iterable[Run], workers: int = 1,
+             progress: Callable[[str], None] | None = None,
+             spread: Spread | None = None) -> dict[Run, Replication]:
+    """The figures of each distinct run in ``runs``, simulated in ``workers`` processes (or by
+    ``spread``, a function like ``map`` that may give the results in any order).  Each run
+    has its own seeds and directory, so the figures do not depend on how they are spread;
+    ``progress``, if given, gets a line as each run ends."""
+    todo = list(dict.fromkeys(runs))
+    results: dict[Run, Replication] = {}
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp, \
+            spreading(workers) as pool:
+        for run, found, seconds in (spread or pool)(functools.partial(timed, tmp=Path(tmp)),
+                                                    todo):
+            results[run] = found
+            if progress is not None:
+                progress(f"{len(results)}/{len(todo)} {run.label()}: {seconds:.1f} s "
+                         f"({time.monotonic() - start:.0f} s so far)")
+    return results
+
+
+def _known(known: Sequence[dict[str, Any]], cell: tuple[float, float, float]
+           ) -> list[dict[str, Any]]:
+    """The records of ``cell`` in ``known``."""
+    return [r for r in known
+            if (r["inv_lambda"], r["inv_lambda_owner"], r["inv_mu_owner"]) == cell]
+
+
+def plan(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
+         reading: Reading, known: Sequence[dict[str, Any]] = ()) -> list[Run]:
+    """The runs the records of ``cell_list`` need (by cell, policy and seed), none for a cell
+    whose records are in ``known``."""
+    return [Run(policy, cell, jobs, seed, reading) for cell in cell_list
+            if not _known(known, cell) for policy in POLICIES
+            for seed in range(1, replications + 1)]
+
+
+def assemble(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
+             reading: Reading, results: dict[Run, Replication],
+             known: Sequence[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+    """One record per cell and policy, in that order (the module docstring lists the fields),
+    from the figures of ``plan``'s runs in ``results``, or from ``known``."""
     records = []
-    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp:
-        for cell in cell_list:
-            done = [r for r in known
-                    if (r["inv_lambda"], r["inv_lambda_owner"], r["inv_mu_owner"]) == cell]
-            if done:
-                records += done
-                continue
-            for policy in POLICIES:
-                results = [replication(policy, cell, jobs, seed, Path(tmp), reading)
-                           for seed in range(1, replications + 1)]
-                rts, us = [r.rt for r in results], [r.u for r in results]
-                records.append({"policy": policy, "inv_lambda": cell[0],
-                                "inv_lambda_owner": cell[1], "inv_mu_owner": cell[2],
-                                "rt": round(statistics.fmean(rts), 3),
-                                "rt_ci": round(interval(rts), 3),
-                                "u": round(statistics.fmean(us), 4),
-                                "u_ci": round(interval(us), 4),
-                                "restarts": round(statistics.fmean(r.restarts for r in results),
-                                                  3),
-                                "u_repeated": round(statistics.fmean(r.u_repeated
-                                                                     for r in results), 4),
-                                "u_owners": round(statistics.fmean(r.u_owners for r in results),
-                                                  4),
-                                "growth": round(statistics.median(r.growth for r in results), 3),
-                                **dataclasses.asdict(reading)})
+    for cell in cell_list:
+        done = _known(known, cell)
+        if done:
+            records += done
+            continue
+        for policy in POLICIES:
+            found = [results[Run(policy, cell, jobs, seed, reading)]
+                     for seed in range(1, replications + 1)]
+            rts, us = [r.rt for r in found], [r.u for r in found]
+            records.append({"policy": policy, "inv_lambda": cell[0],
+                            "inv_lambda_owner": cell[1], "inv_mu_owner": cell[2],
+                            "rt": round(statistics.fmean(rts), 3),
+                            "rt_ci": round(interval(rts), 3),
+                            "u": round(statistics.fmean(us), 4),
+                            "u_ci": round(interval(us), 4),
+                            "restarts": round(statistics.fmean(r.restarts for r in found), 3),
+                            "u_repeated": round(statistics.fmean(r.u_repeated for r in found),
+                                                4),
+                            "u_owners": round(statistics.fmean(r.u_owners for r in found), 4),
+                            "growth": round(statistics.median(r.growth for r in found), 3),
+                            **dataclasses.asdict(reading)})
     return records
 
 
-def run_set(which: int, replications: int = 5, jobs: int = 3000,
+def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
+              reading: Reading, known: Sequence[dict[str, Any]] = (),
+              workers: int = 1) -> list[dict[str, Any]]:
+    """One record per cell and policy (the module docstring lists the fields), the
+    replications simulated in ``workers`` processes; a cell whose records are in ``known``
+    (run with the same sizes and reading) is not run again."""
+    results = simulate(plan(cell_list, replications, jobs, reading, known), workers)
+    return assemble(cell_list, replications, jobs, reading, results, known)
+
+
+def run_set(which: int, replications: int = 5, jobs: int = 3000, workers: int = 1,
             **choices: Any) -> list[dict[str, Any]]:
     """Simulate experiment set ``which`` (1 or 2) under both policies: ``replications`` of
-    ``jobs`` gangs per cell, the choices (``Reading``'s fields) as given, else the defaults.
-    One record per cell and policy, as ``--json`` prints them."""
-    return run_cells(cells(which), replications, jobs, Reading(**choices))
+    ``jobs`` gangs per cell in ``workers`` processes, the choices (``Reading``'s fields) as
+    given, else the defaults.  One record per cell and policy, as ``--json`` prints them."""
+    return run_cells(cells(which), replications, jobs, Reading(**choices), workers=workers)
 
 
 def ratios(records: list[dict[str, Any]]) -> dict[tuple[float, float], float]:
@@ -323,15 +437,22 @@ def readings(default: Reading) -> list[tuple[str, Reading]]:
     return found
 
 
-def compare_readings(default: Reading) -> list[list[Any]]:
+def compare_readings(default: Reading, workers: int = 1,
+                     done: dict[Run, Replication] | None = None,
+                     progress: Callable[[str], None] | None = None) -> list[list[Any]]:
     """RT and growth of AFCFS and LGFS under ``default`` and each reading changing one choice,
-    on ``PROBE`` with ``PROBE_SIZES`` (replications, gangs): table rows."""
+    on ``PROBE`` with ``PROBE_SIZES`` (replications, gangs): table rows.  The runs are
+    simulated in ``workers`` processes, all in one pool, except those whose figures are in
+    ``done`` (the sets' runs: the default reading's here are some of them)."""
+    batch = [("default", default), *readings(default)]
+    wanted = [run for _, reading in batch for run in plan(PROBE, *PROBE_SIZES, reading)]
+    done = done or {}
+    results = {**done, **simulate((r for r in wanted if r not in done), workers, progress)}
     found = []
-    for label, reading in [("default", default), *readings(default)]:
-        records = run_cells(PROBE, *PROBE_SIZES, reading)
+    for label, reading in batch:
+        records = assemble(PROBE, *PROBE_SIZES, reading, results)
         for cell in PROBE:
-            mine = {r["policy"]: r for r in records
-                    if (r["inv_lambda"], r["inv_lambda_owner"], r["inv_mu_owner"]) == cell}
+            mine = {r["policy"]: r for r in _known(records, cell)}
             found.append([label, *cell, mine["afcfs"]["rt"], mine["afcfs"]["growth"],
                           mine["lgfs"]["rt"], mine["lgfs"]["growth"]])
     return found
@@ -341,17 +462,43 @@ READINGS_HEADER = ["reading", "1/λ", "1/λ'", "1/μ'", "AFCFS RT", "growth", "L
                    "growth"]
 
 
-def markdown(sets: dict[int, dict[str, Any]], compared: list[list[Any]] | None,
+def _minutes(seconds: float) -> str:
+    """``seconds`` as minutes, for a page."""
+    return f"{seconds / 60:.1f} min"
+
+
+def provenance(sets: dict[int, dict[str, Any]]) -> list[str]:
+    """The page's lines saying how each set's records were got: simulated by this run (how
+    long it took, in how many processes), or read from an earlier run's JSON."""
+    lines = []
+    fresh = [which for which, result in sorted(sets.items()) if not result.get("reused")]
+    if fresh:
+        result = sets[fresh[0]]
+        lines.append(f"- set{'s' if len(fresh) > 1 else ''} "
+                     + " and ".join(str(w) for w in fresh) + ": simulated in "
+                     f"{_minutes(result['seconds'])} by {result['workers']} worker "
+                     f"process{'es' if result['workers'] > 1 else ''}")
+    for which, result in sorted(sets.items()):
+        if result.get("reused"):
+            lines.append(f"- set {which}: the records of `{result['reused']}`, written "
+                         f"{result['date']} by an earlier run with the same replications, "
+                         "gangs and reading; not simulated again")
+    return lines
+
+
+def markdown(sets: dict[int, dict[str, Any]], compared: dict[str, Any] | None,
              command: str) -> str:
     """The Markdown page of a run: how it was made, each set's table, the claims checked and,
-    if measured, the other readings."""
+    if measured, the other readings (``compared``: their ``rows``, the ``date`` they ended,
+    the ``seconds`` they took and the ``workers`` they ran in)."""
     meta = next(iter(sets.values()))
     lines = page_head("COW: AFCFS and LGFS on workstations with owners, simulated",
                       "benchmarks.cow", command, meta["host"], meta["date"])
     reading = meta["reading"]
     lines += [f"- {meta['replications']} replications of {meta['jobs']} gangs per cell, "
               "the first 10 % of completions dropped; ± is the 95 % t interval",
-              "- reading: " + ", ".join(f"{k}={v}" for k, v in reading.items()), "",
+              "- reading: " + ", ".join(f"{k}={v}" for k, v in reading.items()),
+              *provenance(sets), "",
               "RT: mean response time; U: utilization as `utilization` says; repeated, owners: "
               "the aborted gang runs' and the owners' shares of the PE time; restarts: "
               "interruptions per gang; growth: mean number of gangs in the system over the "
@@ -369,11 +516,15 @@ def markdown(sets: dict[int, dict[str, Any]], compared: list[list[Any]] | None,
     if compared is not None:
         lines += ["## Other readings", "",
                   "Each changes one choice of the reading above; "
-                  f"{PROBE_SIZES[0]} replications of {PROBE_SIZES[1]} gangs per cell.",
+                  f"{PROBE_SIZES[0]} replications of {PROBE_SIZES[1]} gangs per cell "
+                  "(the default reading's are the sets' first ones where the sets were "
+                  f"simulated by the same run). Ended {compared['date']}, after "
+                  f"{_minutes(compared['seconds'])} in {compared['workers']} worker "
+                  f"process{'es' if compared['workers'] > 1 else ''}.",
                   "", "| " + " | ".join(READINGS_HEADER) + " |",
                   "|" + "---|" * len(READINGS_HEADER)]
         lines += ["| " + " | ".join(f"{c:g}" if isinstance(c, float) else str(c) for c in row)
-                  + " |" for row in compared]
+                  + " |" for row in compared["rows"]]
         lines.append("")
     return "\n".join(lines)
 
@@ -409,6 +560,22 @@ def plot(records: list[dict[str, Any]], which: int, path: Path) -> None:
     plt.close(fig)
 
 
+def reused(path: Path, replications: int, jobs: int, reading: Reading) -> dict[str, Any] | None:
+    """The set an earlier run wrote to ``path`` (``cow-setN.json``), marked ``reused``, if it
+    was run with the same ``replications``, ``jobs`` and ``reading``; else None."""
+    if not path.exists():
+        return None
+    result = json.loads(path.read_text())
+    same = ((result.get("replications"), result.get("jobs"), result.get("reading"))
+            == (replications, jobs, dataclasses.asdict(reading)))
+    return {**result, "reused": path.name} if same else None
+
+
+def _say(line: str) -> None:
+    """A progress line on stderr."""
+    print(line, file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run every cell of the sets asked for under both policies; print, plot and save."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.cow", description=__doc__,
@@ -432,6 +599,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="what U counts")
     p.add_argument("--readings", action="store_true",
                    help="also measure each reading changing one choice (for --markdown)")
+    p.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                   help="processes the replications are spread over (default: the CPUs; "
+                        "1: one after another in this process)")
+    p.add_argument("--reuse", action="store_true",
+                   help="take a set's records from --out's cow-setN.json instead of "
+                        "simulating it, if it was run with the same replications, gangs and "
+                        "reading")
     p.add_argument("--json", action="store_true")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
@@ -442,14 +616,27 @@ def main(argv: list[str] | None = None) -> int:
                       args.utilization)
     out = args.out or default_out("cow")
     out.mkdir(parents=True, exist_ok=True)
+    wanted = sorted(set(args.set))
     sets: dict[int, dict[str, Any]] = {}
-    for which in sorted(set(args.set)):
-        known = [r for result in sets.values() for r in result["records"]]
-        records = run_cells(cells(which), reps, jobs, reading, known)
-        result = sets[which] = {"host": host(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                "replications": reps, "jobs": jobs, "redo": reading.redo,
-                                "reading": dataclasses.asdict(reading), "records": records}
-        (out / f"cow-set{which}.json").write_text(json.dumps(result, indent=2) + "\n")
+    for which in wanted if args.reuse else ():
+        if (earlier := reused(out / f"cow-set{which}.json", reps, jobs, reading)) is not None:
+            sets[which] = earlier
+    known = [r for result in sets.values() for r in result["records"]]
+    start = time.monotonic()
+    results = simulate([run for which in wanted if which not in sets
+                        for run in plan(cells(which), reps, jobs, reading, known)],
+                       args.workers, _say)
+    seconds = time.monotonic() - start
+    for which in wanted:
+        if which not in sets:
+            sets[which] = {"host": host(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                           "replications": reps, "jobs": jobs, "redo": reading.redo,
+                           "reading": dataclasses.asdict(reading),
+                           "seconds": round(seconds, 1), "workers": args.workers,
+                           "records": assemble(cells(which), reps, jobs, reading, results,
+                                               known)}
+            (out / f"cow-set{which}.json").write_text(json.dumps(sets[which], indent=2) + "\n")
+        records = sets[which]["records"]
         plot(records, which, out / f"cow-set{which}.png")
         if args.json:
             for record in records:
@@ -457,9 +644,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(f"set {which}")
             print(table(HEADER, rows(records)))
-    compared = compare_readings(reading) if args.readings else None
-    if compared is not None and not args.json:
-        print(table(READINGS_HEADER, compared))
+    compared = None
+    if args.readings:
+        start = time.monotonic()
+        found = compare_readings(reading, args.workers, results, _say)
+        compared = {"rows": found, "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "seconds": time.monotonic() - start, "workers": args.workers}
+        if not args.json:
+            print(table(READINGS_HEADER, found))
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
         args.markdown.write_text(markdown(sets, compared, invocation("benchmarks.cow", argv)))
@@ -468,5 +660,11 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _exit(signum: int, _frame: Any) -> None:
+    """End the program as an exception does, so that its temporary directories go."""
+    raise SystemExit(128 + signum)
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit)
     raise SystemExit(main())

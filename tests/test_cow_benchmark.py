@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+import pickle
 import random
 
 import pytest
@@ -94,3 +97,74 @@ def test_set_2_claims_follow_the_curves_over_the_owners_stay():
     assert lines[3] == "- set 2: RT rises as owners stay longer (and come more rarely): 2 of 4 " \
                        "curves (1/λ and policy)"
     assert lines[4] == "- set 2: mean RT over owners and policies by 1/λ: 1: 45, 0.6: 450"
+
+
+def _tiny_cells():
+    return [(1.0, 1.0, 1.0), (0.8, 2.0, 2.0)]
+
+
+def test_runs_spread_in_any_order_give_the_same_records():
+    reading = cow.Reading(restart="tail")
+    serial = cow.run_cells(_tiny_cells(), 2, 40, reading)
+    runs = cow.plan(_tiny_cells(), 2, 40, reading)
+    assert [(r.cell, r.policy, r.seed) for r in runs] == [
+        (cell, p, seed) for cell in _tiny_cells() for p in ("afcfs", "lgfs") for seed in (1, 2)]
+    lines: list[str] = []
+    backwards = cow.simulate(runs + runs[:3], progress=lines.append,     # repeats run once
+                             spread=lambda work, todo: map(work, reversed(todo)))
+    assert len(backwards) == len(runs) and len(lines) == len(runs)
+    assert lines[0].startswith(f"1/{len(runs)} lgfs 0.8/2/2 seed 2 40 gangs restart=tail: ")
+    assert cow.assemble(_tiny_cells(), 2, 40, reading, backwards) == serial
+
+
+def test_what_a_worker_process_gets_and_returns_pickles(tmp_path):
+    run = cow.Run("lgfs", (1.0, 0.8, 1.0), 30, 3, cow.Reading(hold=True))
+    work = functools.partial(cow.timed, tmp=tmp_path)
+    done = work(run)
+    assert pickle.loads(pickle.dumps(work)).keywords == {"tmp": tmp_path}
+    assert pickle.loads(pickle.dumps(done))[:2] == done[:2] and done[0] == run
+    assert done[1] == cow.replication("lgfs", (1.0, 0.8, 1.0), 30, 3, tmp_path,
+                                      cow.Reading(hold=True))
+
+
+def test_known_cells_are_not_planned_and_keep_their_records():
+    known = [{"policy": p, "inv_lambda": 1.0, "inv_lambda_owner": 1.0, "inv_mu_owner": 1.0,
+              "rt": rt} for p, rt in (("afcfs", 3.0), ("lgfs", 2.0))]
+    runs = cow.plan(_tiny_cells(), 2, 40, cow.Reading(), known)
+    assert {r.cell for r in runs} == {(0.8, 2.0, 2.0)}
+    records = cow.assemble(_tiny_cells(), 2, 40, cow.Reading(), cow.simulate(runs), known)
+    assert records[:2] == known and [r["policy"] for r in records[2:]] == ["afcfs", "lgfs"]
+
+
+def test_a_set_is_reused_only_when_run_with_the_same_sizes_and_reading(tmp_path):
+    path = tmp_path / "cow-set1.json"
+    assert cow.reused(path, 5, 3000, cow.Reading()) is None
+    path.write_text(json.dumps({"date": "then", "replications": 5, "jobs": 3000,
+                                "reading": dataclasses.asdict(cow.Reading()), "records": []}))
+    assert cow.reused(path, 5, 3000, cow.Reading())["reused"] == "cow-set1.json"
+    assert cow.reused(path, 5, 1000, cow.Reading()) is None
+    assert cow.reused(path, 4, 3000, cow.Reading()) is None
+    assert cow.reused(path, 5, 3000, cow.Reading(utilization="all")) is None
+
+
+def test_the_page_says_which_sets_were_simulated_and_which_reused():
+    records = [_record("afcfs", 1.0, 10, 0.5), _record("lgfs", 1.0, 5, 0.6)]
+    meta = {"host": {"uname": "Linux x", "cpus": 2, "python": "3.11"}, "replications": 5,
+            "jobs": 3000, "reading": dataclasses.asdict(cow.Reading()), "records": records}
+    sets = {1: {**meta, "date": "then", "reused": "cow-set1.json"},
+            2: {**meta, "date": "now", "seconds": 150.0, "workers": 2}}
+    compared = {"rows": [["default", 1.0, 1.0, 1.0, 10.0, 1.0, 5.0, 1.0]], "date": "later",
+                "seconds": 1800.0, "workers": 2}
+    page = cow.markdown(sets, compared, "python -m benchmarks.cow --readings")
+    assert "- set 2: simulated in 2.5 min by 2 worker processes" in page
+    assert ("- set 1: the records of `cow-set1.json`, written then by an earlier run with the "
+            "same replications, gangs and reading; not simulated again") in page
+    assert "Ended later, after 30.0 min in 2 worker processes." in page
+    assert "| default | 1 | 1 | 1 | 10 | 1 | 5 | 1 |" in page
+
+
+@pytest.mark.realtime
+def test_worker_processes_give_the_records_of_one_process():
+    reading = cow.Reading(owner_pick="idle")
+    assert cow.run_cells(_tiny_cells(), 2, 60, reading, workers=2) == \
+        cow.run_cells(_tiny_cells(), 2, 60, reading)
