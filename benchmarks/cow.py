@@ -38,7 +38,8 @@ Writes ``cow-setN.json`` and ``cow-setN.png`` under ``--out`` and prints a table
 ``--json`` one record per cell: ``{"policy", "inv_lambda", "inv_lambda_owner",
 "inv_mu_owner", "rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth",
 "tasks", "redo", "restart", "hold", "owner_pick", "utilization"}`` (``u_repeated`` and ``u_owners``:
-the aborted runs' and the owners' share of 16 x the span).  ``--markdown PAGE`` also writes the
+the aborted runs' and the owners' share of 16 x the span); a set's JSON also has ``seconds``,
+the time the run's sets took to simulate, and ``workers``.  ``--markdown PAGE`` also writes the
 tables, the paper's claims checked against them, and with ``--readings`` each other reading of
 one choice (2 replications of 3,000 gangs on set 1 and three cells of set 2), as a Markdown
 page.  ``run_set`` gives the records in-process.
@@ -50,9 +51,10 @@ whatever the number, byte for byte, and in the same order.  A replication asked 
 (the cell set 2 shares with set 1, the readings' default reading on the sets' first seeds)
 is simulated once.  A progress line per replication goes to stderr.  With ``--reuse`` a set
 whose ``cow-setN.json`` under ``--out`` was run with the same replications, gangs and reading
-is read from it and not simulated again, and the page says so.  Some readings make the queues
-(and the simulated time) grow without bound, and their replications dominate the cost of
-``--readings``: docs/schedulers.md says how long it took.
+is read from it and not simulated again, and the page says so.  Under some readings the
+queues (and the simulated time) grow without bound: ``redo=same`` gives 16-task gangs no
+finite mean demand, and one such replication can run for hours and write gigabytes of events
+(docs/schedulers.md, "Reading COW's model", says how far ``--readings`` got).
 """
 
 from __future__ import annotations
@@ -473,17 +475,24 @@ def provenance(sets: dict[int, dict[str, Any]]) -> list[str]:
     lines = []
     fresh = [which for which, result in sorted(sets.items()) if not result.get("reused")]
     if fresh:
-        result = sets[fresh[0]]
         lines.append(f"- set{'s' if len(fresh) > 1 else ''} "
                      + " and ".join(str(w) for w in fresh) + ": simulated in "
-                     f"{_minutes(result['seconds'])} by {result['workers']} worker "
-                     f"process{'es' if result['workers'] > 1 else ''}")
+                     + _effort(sets[fresh[0]]))
     for which, result in sorted(sets.items()):
         if result.get("reused"):
             lines.append(f"- set {which}: the records of `{result['reused']}`, written "
                          f"{result['date']} by an earlier run with the same replications, "
-                         "gangs and reading; not simulated again")
+                         "gangs and reading"
+                         + (f" (that run's sets simulated in {_effort(result)})"
+                            if "seconds" in result else "")
+                         + "; not simulated again")
     return lines
+
+
+def _effort(result: dict[str, Any]) -> str:
+    """How long a simulation took and in how many processes, for a page."""
+    return (f"{_minutes(result['seconds'])} by {result['workers']} worker "
+            f"process{'es' if result['workers'] > 1 else ''}")
 
 
 def markdown(sets: dict[int, dict[str, Any]], compared: dict[str, Any] | None,
@@ -518,9 +527,8 @@ def markdown(sets: dict[int, dict[str, Any]], compared: dict[str, Any] | None,
                   "Each changes one choice of the reading above; "
                   f"{PROBE_SIZES[0]} replications of {PROBE_SIZES[1]} gangs per cell "
                   "(the default reading's are the sets' first ones where the sets were "
-                  f"simulated by the same run). Ended {compared['date']}, after "
-                  f"{_minutes(compared['seconds'])} in {compared['workers']} worker "
-                  f"process{'es' if compared['workers'] > 1 else ''}.",
+                  f"simulated by the same run). Ended {compared['date']}, simulated in "
+                  f"{_effort(compared)}.",
                   "", "| " + " | ".join(READINGS_HEADER) + " |",
                   "|" + "---|" * len(READINGS_HEADER)]
         lines += ["| " + " | ".join(f"{c:g}" if isinstance(c, float) else str(c) for c in row)

@@ -151,15 +151,18 @@ def test_the_page_says_which_sets_were_simulated_and_which_reused():
     records = [_record("afcfs", 1.0, 10, 0.5), _record("lgfs", 1.0, 5, 0.6)]
     meta = {"host": {"uname": "Linux x", "cpus": 2, "python": "3.11"}, "replications": 5,
             "jobs": 3000, "reading": dataclasses.asdict(cow.Reading()), "records": records}
-    sets = {1: {**meta, "date": "then", "reused": "cow-set1.json"},
+    sets = {1: {**meta, "date": "then", "reused": "cow-set1.json", "seconds": 30.0,
+                "workers": 1},
             2: {**meta, "date": "now", "seconds": 150.0, "workers": 2}}
     compared = {"rows": [["default", 1.0, 1.0, 1.0, 10.0, 1.0, 5.0, 1.0]], "date": "later",
                 "seconds": 1800.0, "workers": 2}
     page = cow.markdown(sets, compared, "python -m benchmarks.cow --readings")
     assert "- set 2: simulated in 2.5 min by 2 worker processes" in page
     assert ("- set 1: the records of `cow-set1.json`, written then by an earlier run with the "
-            "same replications, gangs and reading; not simulated again") in page
-    assert "Ended later, after 30.0 min in 2 worker processes." in page
+            "same replications, gangs and reading (that run's sets simulated in 0.5 min by 1 "
+            "worker process); "
+            "not simulated again") in page
+    assert "Ended later, simulated in 30.0 min by 2 worker processes." in page
     assert "| default | 1 | 1 | 1 | 10 | 1 | 5 | 1 |" in page
 
 
