@@ -55,7 +55,7 @@ write the same kinds; events marked *emulation* below come only from real proces
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -267,20 +267,24 @@ class EventLog:
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    """Read an event log up to its last whole event: reading stops at the first line that is
-    not one (a torn last line, when the writer was killed mid-write, or a damaged one), since
-    what follows damage cannot be trusted to follow on from what came before."""
-    events = []
+    """Read an event log up to its last whole event (``iter_events``) into a list."""
+    return list(iter_events(path))
+
+
+def iter_events(path: Path) -> Iterator[dict[str, Any]]:
+    """The events of an event log one at a time, up to its last whole event: reading stops at
+    the first line that is not one (a torn last line, when the writer was killed mid-write, or
+    a damaged one), since what follows damage cannot be trusted to follow on from what came
+    before.  Holds one line at a time, whatever the log's size."""
     with open(path, errors="replace") as f:
         for line in f:
             try:
                 event = json.loads(line)
             except json.JSONDecodeError:
-                break
+                return
             if not isinstance(event, dict) or "t" not in event or "event" not in event:
-                break
-            events.append(event)
-    return events
+                return
+            yield event
 
 
 def run_config(events: list[dict[str, Any]]) -> dict[str, Any]:

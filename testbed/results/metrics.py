@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,14 +102,17 @@ def compression(events: list[dict[str, Any]]) -> float:
     return float(workload["meta"].get("compress", 1.0)) if workload else 1.0
 
 
-def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
-    """One row per job of the workload, in workload order, from the event log."""
+def job_rows(events: Iterable[dict[str, Any]]) -> list[JobRow]:
+    """One row per job of the workload, in workload order, from the event log (read once, in
+    order: ``events`` may be a stream such as ``testbed.events.iter_events``)."""
     rows: dict[str, JobRow] = {}
     lost_cpu: dict[str, float] = {}
-    compress = compression(events)
+    compress: float | None = None
     for ev in events:
         kind = ev["event"]
         if kind == "workload":
+            if compress is None:
+                compress = float(ev["meta"].get("compress", 1.0))
             for job in ev["jobs"]:
                 rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"],
                                           limit=job.get("limit"), source_id=job.get("source_id"),
@@ -155,7 +159,7 @@ def job_rows(events: list[dict[str, Any]]) -> list[JobRow]:
     for row in rows.values():
         if row.cpu_s is not None and row.id in lost_cpu:
             row.cpu_s = round(row.cpu_s + lost_cpu[row.id], 6)
-        row.finalize(compress)
+        row.finalize(1.0 if compress is None else compress)
     return list(rows.values())
 
 
