@@ -97,20 +97,27 @@ static int agree_slot(MPI_Comm comm, int here, struct tb_record *own, tb_wait wa
     }
 }
 
-/* The arrival slot of ``comm`` in *slot (-1: its barriers keep the nonblocking form), agreed
- * at the first call on it and kept on it as an attribute. */
-static int slot_of(MPI_Comm comm, int here, struct tb_record *own, tb_wait wait, int *slot) {
+/* The arrival slot of ``comm`` in *slot (-1: its barriers keep the nonblocking form), decided
+ * at the first call on it (an intercommunicator never meets) and kept on it as an attribute. */
+static int slot_of(MPI_Comm comm, struct tb_record *own, tb_wait wait, int *slot) {
     pthread_once(&once, set_up);
     void *value;
-    int found = 0;
+    int found = 0, inter = 1;
     if (slot_key == MPI_KEYVAL_INVALID) return MPI_ERR_INTERN;
     int rc = PMPI_Comm_get_attr(comm, slot_key, &value, &found);
     if (rc != MPI_SUCCESS || found) {
         *slot = found ? (int)(intptr_t)value - 1 : -1;
         return rc;
     }
-    rc = agree_slot(comm, here, own, wait, slot);
+    rc = PMPI_Comm_test_inter(comm, &inter);
     if (rc != MPI_SUCCESS) return rc;
+    *slot = -1;
+    if (!inter) {
+        const int *world;
+        int size, me;
+        rc = agree_slot(comm, tb_members_here(comm, &world, &size, &me), own, wait, slot);
+        if (rc != MPI_SUCCESS) return rc;
+    }
     /* MPI_COMM_WORLD's attributes are deleted at MPI_Finalize, which frees its slot too. */
     rc = PMPI_Comm_set_attr(comm, slot_key, (void *)(intptr_t)(*slot + 1));
     if (rc != MPI_SUCCESS && *slot >= 0) free_slot(comm, slot_key, (void *)(intptr_t)(*slot + 1),
@@ -131,17 +138,17 @@ static int all_reached(const struct tb_arrival *a, uint32_t count) {
 
 int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wait wait,
               int *meet) {
-    int inter = 1, slot = -1;
+    int slot = -1;
     *meet = 0;
-    if (!tb_attached() || PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
-        return MPI_SUCCESS;
-    int here = tb_members_here(comm, &a->world, &a->size, &a->me);
-    int rc = slot_of(comm, here, own, wait, &slot);
-    if (rc != MPI_SUCCESS || slot < 0) return rc;
+    if (!tb_attached()) return MPI_SUCCESS;
+    int rc = slot_of(comm, own, wait, &slot);
+    /* A slot was agreed only if every rank had the others' records, which stay mapped. */
+    if (rc != MPI_SUCCESS || slot < 0 || !tb_members_here(comm, &a->world, &a->size, &a->me))
+        return rc;
     *a = (struct tb_arrival){own, comm, a->world, a->size, a->me, slot, 0, 0};
     __atomic_add_fetch(&own->meetings, 1, __ATOMIC_RELAXED);
     a->count = __atomic_add_fetch(&own->arrivals[slot], 1, __ATOMIC_SEQ_CST);
-    if (all_reached(a, a->count)) tb_ring_members(comm);
+    if (all_reached(a, a->count)) tb_ring_ranks(a->world, a->size);
     *meet = 1;
     return MPI_SUCCESS;
 }

@@ -276,35 +276,29 @@ int tb_asleep(MPI_Comm comm, int rank) {
     return p != NULL && __atomic_load_n(&p->asleep, __ATOMIC_SEQ_CST);
 }
 
-static void ring_world(int news) {
-    if (world_size == 0) return;
+/* Ring each of ``size`` world ranks (``world``, or 0..size-1 when NULL) that is asleep. */
+static void ring_ranks(const int *world, int size, int news) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    for (int r = 0; r < world_size; r++) ring_one(tb_peer(r), news);
+    for (int i = 0; i < size; i++) ring_one(tb_peer(world != NULL ? world[i] : i), news);
 }
 
-void tb_ring_world(void) { ring_world(1); }
+void tb_ring_world(void) { ring_ranks(NULL, world_size, 1); }
 
-void tb_ring_members(MPI_Comm comm) {
-    const int *world;
-    int size, me;
-    if (!tb_members_here(comm, &world, &size, &me)) return;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    for (int i = 0; i < size; i++) ring_one(tb_peer(world != NULL ? world[i] : i), 1);
-}
+void tb_ring_ranks(const int *world, int size) { ring_ranks(world, size, 1); }
 
 void tb_ring_partners(MPI_Comm comm, int news) {
     if (world_size == 0) return;
     struct members *m = members_of(comm);
     if (comm != MPI_COMM_WORLD && (m == NULL || m->inter)) {
-        ring_world(news); /* an intercommunicator's collectives involve both groups */
+        ring_ranks(NULL, world_size, news); /* an intercommunicator's collectives: both groups */
         return;
     }
     int size = m != NULL ? m->size : world_size, me = m != NULL ? m->rank : own->rank;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (size <= RING_ALL_MAX) {
-        for (int i = 0; i < size; i++) ring_one(tb_peer(m != NULL ? m->world[i] : i), news);
+        ring_ranks(m != NULL ? m->world : NULL, size, news);
         return;
     }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
     for (int d = 1; d < size; d *= 2) {
         int partners[3] = {(me + d) % size, (me - d + size) % size, me ^ d};
         for (int k = 0; k < 3; k++)

@@ -54,8 +54,9 @@ struct tb_record *tb_peer(int world);
  * own), its size and this rank's rank in it.  The same answer on every rank of ``comm``. */
 int tb_members_here(MPI_Comm comm, const int **world, int *size, int *me);
 
-/* Ring every other rank of ``comm`` (as tb_members_here gives them) that is asleep. */
-void tb_ring_members(MPI_Comm comm);
+/* Ring each of ``size`` world ranks (``world``, or 0..size-1 when NULL) that is asleep, as
+ * tb_members_here gives a communicator's ranks (this rank's own is skipped). */
+void tb_ring_ranks(const int *world, int size);
 
 /* The blocked part of a wait: sleep on this rank's doorbell, test at every wake, until test()
  * reports completion (see doorbell.c); test()'s error code. */
