@@ -50,7 +50,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.harness import host, invocation, markdown_table, page_head
+from benchmarks.harness import host, invocation, markdown_table, now_iso, page_head
 from testbed.emulation import procs
 from testbed.emulation.launch_tmp import hydra_files, run_dirs
 from testbed.events import read_events
@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr, flush=True)
     summary = summarise(records)
     result = {"benchmark": "chaos", "host": host(), "seed": args.seed,
-              "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              "date": now_iso(),
               "minutes": round((time.monotonic() - started) / 60, 1), **summary,
               "records": records}
     print(f"chaos: {summary['passed']}/{summary['trials']} trials passed; survivors "

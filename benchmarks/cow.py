@@ -91,7 +91,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, invocation, page_head, table
+from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
 from testbed.driver import OWNER_PICKS, Driver, Ended, Interrupted, OwnerStream
 from testbed.events import EventLog, iter_events
 from testbed.policies import PolicyConfig
@@ -783,7 +783,7 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.monotonic() - start
     for which in wanted:
         if which not in sets:
-            sets[which] = {"host": host(), "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            sets[which] = {"host": host(), "date": now_iso(),
                            "replications": reps, "jobs": jobs, "redo": reading.redo,
                            "reading": dataclasses.asdict(reading),
                            "seconds": round(seconds, 1), "workers": args.workers,
@@ -804,7 +804,7 @@ def main(argv: list[str] | None = None) -> int:
         sizes = (PROBE_SIZES[0], args.readings_jobs)
         found = compare_readings(reading, args.workers, results, _say, sizes)
         compared = {"rows": found, "replications": sizes[0], "jobs": sizes[1],
-                    "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    "date": now_iso(),
                     "seconds": time.monotonic() - start, "workers": args.workers}
         if not args.json:
             print(table(READINGS_HEADER, found))

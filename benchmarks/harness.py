@@ -74,6 +74,12 @@ def events(run_dir: Path) -> list[dict[str, Any]]:
     return read_events(run_dir / "events.jsonl")
 
 
+def now_iso() -> str:
+    """The local time now, as the pages and JSON of the benchmarks record it (ISO 8601, with
+    the UTC offset)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
 def host() -> dict[str, Any]:
     """The host the figures were measured on."""
     return {"cpus": len(os.sched_getaffinity(0)), "python": sys.version.split()[0],

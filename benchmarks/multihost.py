@@ -55,7 +55,6 @@ import shutil
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -66,6 +65,7 @@ from benchmarks.harness import (
     invocation,
     jobs,
     median,
+    now_iso,
     page_head,
     run_workload,
     table,
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     counts = [int(n) for n in args.nms.split(",")]
     if 1 not in counts or args.width < 2:
         p.error("--nms must include 1 (the model's act) and --width must be at least 2")
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    started = now_iso()
     runs = measure(counts, args.width, args.seconds, args.repeats)
     targets = [int(n) for n in args.project.split(",")]
     projected = project(runs, targets, args.project_width)
@@ -330,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown is not None:
         args.markdown.write_text(markdown(
             runs, projected, alternatives, invocation("benchmarks.multihost", argv),
-            f"{started} to {time.strftime('%Y-%m-%dT%H:%M:%S%z')}", args.seconds))
+            f"{started} to {now_iso()}", args.seconds))
     if args.json:
         for record in [*runs, *projected]:
             print(json.dumps({k: v for k, v in record.items() if k not in ("beats", "direct")}))

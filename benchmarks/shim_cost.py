@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import host, invocation, markdown_table, page_head
+from benchmarks.harness import host, invocation, markdown_table, median, now_iso, page_head
 from benchmarks.real_clients import CLIENTS, build_c_client
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import library_path
@@ -237,7 +237,7 @@ def collective_cost(rounds: int, iterations: int, preload: dict[str, str]) -> di
                                                     spin=BLOCK_AFTER_100US))
     result: dict[str, Any] = {"rounds": rounds, "iterations": iterations}
     for call in ("allreduce_us", "iallreduce_us", "barrier_us"):
-        medians = {case: statistics.median(r[call] for r in found)
+        medians = {case: median([r[call] for r in found])
                    for case, found in runs.items()}
         result[call] = {**medians, "ratio": medians["with_spin_block"] / medians["without"]}
     return result
@@ -321,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
               **measure(args.rounds, args.iterations, args.waits)}
     print(json.dumps(result, indent=2))
     if args.markdown:
-        measured = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        measured = now_iso()
         Path(args.markdown).write_text(markdown(result, invocation("benchmarks.shim_cost", argv),
                                                 measured))
     return 0

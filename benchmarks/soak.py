@@ -47,6 +47,7 @@ import numpy as np
 import psutil
 
 from benchmarks.chaos import TESTBED, survivors
+from benchmarks.harness import now_iso
 from testbed.emulation.launch_tmp import hydra_files
 from testbed.events import read_events
 from testbed.service import client, protocol
@@ -312,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     result = soak(1 / 3 if args.quick else args.minutes, args.clients, args.seed)
     result["missed"] = verdicts(result)
     uname = os.uname()
-    result = {"benchmark": "soak", "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    result = {"benchmark": "soak", "date": now_iso(),
               "host": {"hostname": uname.nodename, "cpus": len(os.sched_getaffinity(0)),
                        "kernel": uname.release},
               "command": " ".join(["python -m benchmarks.soak", *(argv if argv is not None

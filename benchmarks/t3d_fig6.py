@@ -60,7 +60,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, invocation, page_head, table
+from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
 from testbed.driver import Driver
 from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
@@ -516,12 +516,12 @@ def main(argv: list[str] | None = None) -> int:
             except ValueError as err:
                 p.error(str(err))
         began = time.perf_counter()
-        started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        started = now_iso()
         records = run_points(loads, batches, args.batch_size, schemes, args.mpl)
         seconds = time.perf_counter() - began
         doc = {"host": host(), "pes": PES, "batch": args.batch_size, "batches": batches,
                "mpl": args.mpl, "records": records, "claims": claims(records),
-               "measured": f"{started} to {time.strftime('%Y-%m-%dT%H:%M:%S%z')}",
+               "measured": f"{started} to {now_iso()}",
                "seconds": round(seconds, 1), "row_bytes": row_bytes(), "command": command}
         out = args.out or default_out("t3d-fig6")
     write_outputs(doc, out, args.markdown, command)

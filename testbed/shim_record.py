@@ -17,6 +17,7 @@ from pathlib import Path
 
 import cffi
 
+from testbed import stopped_clock
 from testbed.policies.spin import Counters, Spin
 from testbed.stopped_clock import RECORD_PREFIX
 from testbed.stopped_clock import record_path as record_path
@@ -30,6 +31,10 @@ EVENT = struct.Struct("=IIQ")
 assert EVENT.size == ffi.sizeof("struct tb_event")
 assert ffi.offsetof("struct tb_record", "doorbell") % 64 == 0   # a cache line of its own
 lib = ffi.dlopen(None)
+# stopped_clock reads a rank's record without cffi, from its own copy of the layout.
+LAYOUT = (lib.TB_MAGIC, lib.TB_VERSION, RECORD_SIZE, ffi.offsetof("struct tb_record", "stopped_s"))
+assert LAYOUT == (stopped_clock.TB_MAGIC, stopped_clock.TB_VERSION, stopped_clock.RECORD_SIZE,
+                  stopped_clock.STOPPED_OFFSET)
 SPIN_MODES = {"forever": lib.TB_SPIN_FOREVER, "fixed": lib.TB_SPIN_FIXED,
               "adaptive": lib.TB_SPIN_ADAPTIVE}
 

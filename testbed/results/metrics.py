@@ -99,7 +99,12 @@ class JobRow:
 def compression(events: list[dict[str, Any]]) -> float:
     """The time-compression factor of the run's workload (1 when not stated)."""
     workload = next((ev for ev in events if ev["event"] == "workload"), None)
-    return float(workload["meta"].get("compress", 1.0)) if workload else 1.0
+    return workload_compression(workload) if workload else 1.0
+
+
+def workload_compression(workload: dict[str, Any]) -> float:
+    """The time-compression factor a ``workload`` event states (1 when it states none)."""
+    return float(workload["meta"].get("compress", 1.0))
 
 
 def job_rows(events: Iterable[dict[str, Any]]) -> list[JobRow]:
@@ -112,7 +117,7 @@ def job_rows(events: Iterable[dict[str, Any]]) -> list[JobRow]:
         kind = ev["event"]
         if kind == "workload":
             if compress is None:
-                compress = float(ev["meta"].get("compress", 1.0))
+                compress = workload_compression(ev)
             for job in ev["jobs"]:
                 rows[job["job"]] = JobRow(job["job"], job["pes"], job["arrival"], work=job["work"],
                                           limit=job.get("limit"), source_id=job.get("source_id"),
