@@ -10,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from conftest import PROGRAMS, events, jobs_csv, run_testbed
@@ -22,6 +23,7 @@ from testbed.shim_record import Record, ffi, record_path
 
 pytestmark = pytest.mark.realtime
 BLOCKS = Spin("fixed", fixed_s=0.001)
+CLIENTS = Path(__file__).parents[1] / "benchmarks" / "clients"
 PATTERNS = {"rma_lock_all", "rma_put_get", "rma_fence_and_pscw", "rendezvous_send",
             "nonblocking_collective_across_barrier", "generalized_request", "comm_idup",
             "intercommunicator_collectives", "probes", "persistent", "partitioned",
@@ -262,7 +264,7 @@ def test_progress_dependent_patterns_finish_under_the_shim(tmp_path, scheduler):
     intercommunicator and unwrapped collectives, probes) finish with the right results, and the
     ranks' records say which calls they made and that none is left in one."""
     done = run_testbed("exec", "-n", "2", "--scheduler", scheduler, "--out", "r", "--",
-                       sys.executable, str(PROGRAMS / "progress_patterns.py"), "10",
+                       sys.executable, str(CLIENTS / "progress_patterns.py"), "10",
                        cwd=tmp_path, timeout=120)
     assert done.returncode == 0 and done.stdout.startswith("ok"), (done.stdout, done.stderr)
     assert set(json.loads(done.stdout.splitlines()[1])) == set(PATTERNS)
@@ -272,9 +274,9 @@ def test_passive_target_rma_with_the_peer_in_a_meeting_progresses(tmp_path):
     """Issue 35's program, with every wait blocking at once: a rank waiting in a barrier
     meeting grants the lock its peer asks for (MPI's progress runs while it waits), many times
     over, without waiting for the safety net each time."""
-    with _shimmed_job("progress_patterns.py", "200", "rma_lock_all", spins=[BLOCKS] * 2,
-                      env={"TESTBED_SAFETY_NET_US": "2000000"}, stdout=subprocess.PIPE,
-                      stderr=subprocess.PIPE, text=True) as shimmed:
+    with _shimmed_job(str(CLIENTS / "progress_patterns.py"), "200", "rma_lock_all",
+                      spins=[BLOCKS] * 2, env={"TESTBED_SAFETY_NET_US": "2000000"},
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as shimmed:
         records, job = shimmed
         out, err = job.communicate(timeout=120)
         assert job.returncode == 0 and out.startswith("ok"), (out, err)
