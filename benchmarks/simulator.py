@@ -12,7 +12,8 @@ with EASY on a 550 MHz Pentium III.
 
 Without ``--repeats`` each policy runs once, in this process.  With ``--repeats N`` every run
 is a fresh process (this file with ``--json``, one policy), N of them a policy, and the table
-gives the median jobs/s with its 95 % bootstrap interval (``testbed.experiments.stats``).
+gives the median jobs/s with its 95 % interval (``testbed.experiments.stats``; with fewer than
+6 runs the interval is their range and states its own, lower confidence).
 ``--against CHECKOUT`` also runs this benchmark over that checkout's ``testbed`` the same way
 (the same workload and measurement, the other code), its runs taking turns with this
 checkout's (a drift of the machine lands on both alike), and gives the ratio of medians with
@@ -42,7 +43,7 @@ from typing import Any
 from benchmarks.harness import host, invocation, page_head, table
 from testbed.driver import Driver
 from testbed.events import EventLog
-from testbed.experiments.stats import Interval, median_interval, ratio_interval
+from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
 from testbed.policies import PolicyConfig, make_policy
 from testbed.results.report import write_results
 from testbed.simulation.executor import SimulationExecutor
@@ -193,7 +194,8 @@ def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
 def _interval(interval: Interval | None) -> dict[str, float | None] | None:
     if interval is None:
         return None
-    return {"value": interval.value, "low": interval.low, "high": interval.high}
+    return {"value": interval.value, "low": interval.low, "high": interval.high,
+            "confidence": interval.confidence if interval.low is not None else None}
 
 
 def summarize(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
@@ -219,7 +221,8 @@ def _rate(found: dict[str, float | None] | None, digits: int = 0) -> str:
     text = f"{found['value']:,.{digits}f}"
     if found["low"] is None or found["high"] is None:
         return text
-    return f"{text} [{found['low']:,.{digits}f}, {found['high']:,.{digits}f}]"
+    return (f"{text} [{found['low']:,.{digits}f}, {found['high']:,.{digits}f}]"
+            + below_nominal(found.get("confidence")))
 
 
 def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
@@ -264,7 +267,9 @@ def markdown(document: dict[str, Any], command: str) -> str:
               "wall seconds of the simulation, writing `events.jsonl` included.  \"results s\" "
               "is the time `jobs.csv` and `summary.json` then take to derive from the log.  "
               f"{document['repeats']} runs a row, the rows' runs taking turns; medians with "
-              "95 % bootstrap intervals (`testbed.experiments.stats`)."]
+              "95 % order-statistics intervals and Hodges-Lehmann ratios with the rank test's "
+              "(`testbed.experiments.stats`; fewer than 6 runs give their range, whose lower "
+              "confidence is shown beside it)."]
     if "no_log" in checkouts:
         lines.append("\"without log\" runs the same simulations with an event log that formats "
                      "and writes nothing (`--no-log`, a diagnostic: its runs have no results); "

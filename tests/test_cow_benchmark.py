@@ -120,10 +120,14 @@ def test_run_set_gives_the_records_benchmarks_read():
         assert r["restart"] == "first" and r["hold"] is False and r["rt"] > 0
 
 
-def _record(policy: str, owner: float, rt: float, u: float, growth: float = 1.0):
+def _record(policy: str, owner: float, rt: float, u: float, growth: float = 1.0,
+            rts: list[float] | None = None):
+    """A record of three replications whose RTs spread by the seed (1 below the mean, at it,
+    1 above) unless ``rts`` gives them."""
     return {"policy": policy, "inv_lambda": 1.0, "inv_lambda_owner": owner, "inv_mu_owner": 1.0,
             "rt": rt, "rt_ci": 1.0, "u": u, "u_ci": 0.01, "u_repeated": 0.1, "u_owners": 0.05,
-            "restarts": 0.5, "growth": growth}
+            "restarts": 0.5, "growth": growth, "rts": rts or [rt - 1, rt, rt + 1],
+            "us": [u] * 3}
 
 
 def _stopped(policy: str, owner: float):
@@ -140,7 +144,8 @@ def test_a_cell_that_did_not_settle_is_shown_so_and_left_out_of_the_claims():
     assert shown[3][4:] == ["did not settle (stopped at 60000 and 59000 s, 12 and 3 gangs "
                             "left)", *["–"] * 8]
     lines = cow.claims({1: records})
-    assert lines[0] == "- LGFS's RT below AFCFS's: 1 of 1 cells (1 with disjoint intervals)"
+    assert lines[0] == ("- LGFS's RT below AFCFS's: 1 of 1 cells (1 where the 95 % interval of "
+                        "the replications' paired difference lies below 0)")
     assert lines[2] == "- settled (growth below 1.3 for both policies): 1 of 2 cells"
     assert lines[3] == ("- set 1: RT rises as owners come more often: not judged, a cell did "
                         "not settle (AFCFS 10, 20; LGFS 5, did not settle)")
@@ -173,9 +178,11 @@ def test_the_readings_table_says_which_readings_did_not_settle():
 
 def test_claims_are_counted_over_the_cells():
     records = [_record("afcfs", 1.0, 10, 0.5), _record("lgfs", 1.0, 5, 0.6),
-               _record("afcfs", 0.8, 20, 0.5), _record("lgfs", 0.8, 19.5, 0.4, growth=2.0)]
+               _record("afcfs", 0.8, 20, 0.5),
+               _record("lgfs", 0.8, 19.5, 0.4, growth=2.0, rts=[19, 20.5, 19])]
     lines = cow.claims({1: records})
-    assert lines[0] == "- LGFS's RT below AFCFS's: 2 of 2 cells (1 with disjoint intervals)"
+    assert lines[0] == ("- LGFS's RT below AFCFS's: 2 of 2 cells (1 where the 95 % interval of "
+                        "the replications' paired difference lies below 0)")
     assert lines[1] == "- U higher with LGFS: 1 of 2 cells"
     assert lines[2] == "- settled (growth below 1.3 for both policies): 1 of 2 cells"
     assert lines[3].startswith("- set 1: RT rises as owners come more often: yes")

@@ -5,14 +5,18 @@ simulator, and emulated A/A runs that must come out "no difference")."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import subprocess
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import TESTBED, run_testbed
+from scipy import stats as scipy_stats
+from scipy.stats import PermutationMethod
 
 from testbed.experiments import comparison, stats
 from testbed.experiments.plan import Cell, Plan, PlanError, load_plan, parse_generator
@@ -20,23 +24,86 @@ from testbed.experiments.plan import Cell, Plan, PlanError, load_plan, parse_gen
 SHIFTED = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0]
 
 
-def test_median_interval_needs_two_values_and_covers_the_median():
+def test_median_interval_is_between_order_statistics_and_states_its_confidence():
     assert stats.median_interval([3.0]) == stats.Interval(3.0, None, None)
-    assert stats.median_interval([2.0, 2.0, 2.0]) == stats.Interval(2.0, 2.0, 2.0)
-    got = stats.median_interval([1, 2, 3, 4, 5, 6, 7, 8, 9])
-    assert got.value == 5 and got.low < 5 < got.high and got.low >= 1 and got.high <= 9
-    assert stats.median_interval([1, 2, 3]) == stats.median_interval([1, 2, 3])  # seeded
+    assert stats.median_interval([2.0, 2.0, 2.0]) == stats.Interval(2.0, 2.0, 2.0, 0.75)
+    three = stats.median_interval([5, 1, 3])
+    assert (three.low, three.high, three.confidence) == (1, 5, 0.75) and three.short
+    assert stats.median_interval(range(1, 6)).confidence == pytest.approx(1 - 2 / 32)
+    six = stats.median_interval(range(1, 7))
+    assert (six.low, six.high, six.confidence, six.short) == (1, 6, 0.95, False)
+    twelve = stats.median_interval(range(1, 13))  # the 3rd smallest to the 3rd largest
+    assert (twelve.low, twelve.high, twelve.value) == (3, 10, 6.5)
+    assert stats.median_interval([4, 1, None, float("nan"), 2]).value == 2
+    with pytest.raises(ValueError):
+        stats.median_interval([None])
+
+
+def test_the_rank_tests_are_exact_with_ties_and_never_below_the_smallest_reachable_p():
+    both_constant = stats.rank_test([5, 5, 5], [0, 0, 0])
+    assert both_constant.p == pytest.approx(0.1) and both_constant.min_p == pytest.approx(0.1)
+    assert stats.rank_test([10, 10, 10], [12, 13, 14]).p == pytest.approx(0.1)
+    assert stats.rank_test([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]).p == pytest.approx(2 / 252)
+    assert stats.rank_test([3, 3], [3, 3, 3]).p == 1.0
+    assert stats.rank_test([1], [2, 3]) is None
+    assert stats.rank_test([5, 6, 7], [1, 2, 3], "greater").p == pytest.approx(1 / 20)
+    five = stats.signed_rank_test([2, 3, 4, 5, 6], [1, 1, 1, 1, 1])
+    assert five.p == pytest.approx(1 / 16) and five.min_p == pytest.approx(1 / 16)
+    assert stats.signed_rank_test([1, 2], [1, 2]).p == 1.0
+
+
+def test_the_rank_tests_give_scipys_exact_permutation_p_values():
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        a, b = (rng.integers(1, 5, n).astype(float) for n in rng.integers(2, 7, 2))
+        if len(set(np.concatenate([a, b]))) > 1:
+            exact = scipy_stats.mannwhitneyu(a, b, method=PermutationMethod(n_resamples=np.inf))
+            assert stats.rank_test(a, b).p == pytest.approx(exact.pvalue)
+        pairs = rng.integers(1, 5, (2, int(rng.integers(2, 8)))).astype(float)
+        d = np.log(pairs[0]) - np.log(pairs[1])
+        if np.any(d != 0):
+            exact = scipy_stats.wilcoxon(d, method=PermutationMethod(n_resamples=np.inf))
+            assert stats.signed_rank_test(*pairs).p == pytest.approx(exact.pvalue)
+
+
+def test_ratio_interval_is_hodges_lehmann_on_logs_and_states_its_confidence():
+    base = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0]
+    ratio = stats.ratio_interval([v * 1.2 for v in base], base)
+    assert ratio.value == pytest.approx(1.2) and ratio.low < 1.2 < ratio.high
+    assert ratio.confidence == 0.95 and ratio.low > 1
+    few = stats.ratio_interval([1.2, 1.3, 1.4], [1.0, 1.1, 1.2])
+    assert few.confidence == pytest.approx(0.9) and few.low == pytest.approx(1.0)
+    assert few.high == pytest.approx(1.4)
+    assert stats.ratio_interval([1.0, 2.0], [0.0, 0.0]) is None
+    zero = stats.ratio_interval([0.0, 2.0], [1.0, 1.0])
+    assert zero.low is None and zero.value == 1.0
+    assert stats.difference_interval([0.0, 2.0], [1.0, 1.0]).value == 0.0
+
+
+def test_paired_intervals_drop_a_pair_whole_when_a_value_is_missing():
+    a = [1.1, math.nan, 2.2, 3.3, None, 4.4, 5.5, 6.6, 7.7]
+    b = [1.0, 9.0, 2.0, 3.0, 4.0, math.inf, 5.0, 6.0, 7.0]
+    kept = ([1.1, 2.2, 3.3, 5.5, 6.6, 7.7], [1.0, 2.0, 3.0, 5.0, 6.0, 7.0])
+    assert stats.ratio_interval(a, b, paired=True) == stats.ratio_interval(*kept, paired=True)
+    assert stats.ratio_interval(a, b, paired=True).value == pytest.approx(1.1)
+    assert stats.signed_rank_test(a, b) == stats.signed_rank_test(*kept)
+    with pytest.raises(ValueError):
+        stats.ratio_interval([1.0, 2.0], [1.0], paired=True)
 
 
 def test_holm_adjusts_in_order_and_skips_missing():
     assert stats.holm([0.01, 0.04, None, 0.03]) == [0.03, 0.06, None, 0.06]
     assert stats.holm([0.5]) == [0.5]
+    assert stats.callable_in([2 / 252] * 6) == [True] * 6
+    assert stats.callable_in([2 / 252] * 7 + [None]) == [False] * 8
 
 
-def test_the_smallest_p_a_rank_test_can_give():
+def test_the_smallest_p_a_rank_test_can_give_and_the_runs_a_family_needs():
     assert stats.smallest_p(3, 3) == pytest.approx(0.1)
     assert stats.smallest_p(5, 5) == pytest.approx(2 / 252)
     assert stats.smallest_p(6, 6, paired=True) == pytest.approx(2 / 64)
+    assert stats.least_runs(1) == 4 and stats.least_runs(9) == 6 and stats.least_runs(27) == 7
+    assert stats.least_runs(1, paired=True) == 6
 
 
 def test_a_difference_is_called_only_with_test_and_interval_agreeing():
@@ -46,6 +113,7 @@ def test_a_difference_is_called_only_with_test_and_interval_agreeing():
     assert not stats.called(0.01, wide)
     assert not stats.called(0.2, narrow)
     assert not stats.called(None, narrow)
+    assert stats.called(0.01, stats.Interval(0.3, 0.1, 0.5), null=0.0)
 
 
 def test_bimodal_finds_two_clusters_and_not_one_spread():
@@ -57,11 +125,12 @@ def test_bimodal_finds_two_clusters_and_not_one_spread():
     assert stats.bimodal([1, 1, 9]) is None  # too few to tell
 
 
-def _groups(a: list[float], b: list[float]) -> list[comparison.Group]:
+def _groups(a: list[float], b: list[float], metric: str = "makespan"
+            ) -> list[comparison.Group]:
     groups = [comparison.Group("gang", "gang"), comparison.Group("fcs", "fcs")]
     for group, values in zip(groups, (a, b), strict=True):
         for seed, value in enumerate(values):
-            group.add({"makespan": value}, disturbed=False, key=seed)
+            group.add({metric: value}, disturbed=False, key=seed)
     return groups
 
 
@@ -72,7 +141,18 @@ def test_an_aa_comparison_calls_nothing_and_a_shift_is_called():
                                  "gang")
     fcs = next(r for r in moved if r.label == "fcs")
     assert fcs.significant and fcs.ratio == pytest.approx(1.2) and fcs.ratio_low > 1
-    assert fcs.p_holm < 0.05 and fcs.n == 8
+    assert fcs.p_holm < 0.05 and fcs.n == 8 and fcs.callable
+    assert fcs.min_p == pytest.approx(2 / 12870) and fcs.test == "Mann-Whitney U (exact)"
+    assert set(fcs.as_dict()) >= {"callable", "min_p", "p", "ci_confidence", "family"}
+
+
+def test_constant_runs_three_a_side_are_not_called():
+    for a, b in (([0.0] * 3, [5.0] * 3), ([10.0] * 3, [12.0, 13.0, 14.0])):
+        fcs = next(r for r in comparison.summarize(_groups(a, b, "major_faults"),
+                                                   ["major_faults"], "gang")
+                   if r.label == "fcs")
+        assert not fcs.significant and fcs.callable is False
+        assert fcs.p == pytest.approx(0.1) and fcs.min_p == pytest.approx(0.1)
 
 
 def test_paired_runs_see_a_small_shift_that_unpaired_runs_cannot():
@@ -84,16 +164,48 @@ def test_paired_runs_see_a_small_shift_that_unpaired_runs_cannot():
                   if r.label == "fcs")
     assert not unpaired.significant
     assert paired.significant and paired.ratio_low == pytest.approx(1.03)
+    assert paired.ratio_high - paired.ratio_low < unpaired.ratio_high - unpaired.ratio_low
+
+
+def _table_groups(runs: int, metrics: list[str]) -> list[comparison.Group]:
+    groups = [comparison.Group("gang", "gang"), comparison.Group("fcfs", "fcfs")]
+    for i in range(runs):
+        groups[0].add({m: 1.0 + i / 100 for m in metrics} | {"switch_latency_p99_us": 100.0 + i},
+                      disturbed=False)
+        groups[1].add({m: 2.0 + i / 100 for m in metrics} | {"switch_latency_p99_us": None},
+                      disturbed=False)
+    return groups
+
+
+def test_the_family_is_the_whole_table_by_default_or_each_figure():
+    metrics = [f"m{i}" for i in range(9)]
+    table = comparison.summarize(_table_groups(5, metrics), metrics, "gang")
+    assert not any(r.significant or r.callable for r in table if r.label == "fcfs")
+    assert all(r.family == "all" for r in table)
+    text = comparison.format_table(table, "gang")
+    assert text.splitlines()[0].startswith("family: all 9 comparisons with gang")
+    assert "no difference can be called" in text and "6 runs a side would do" in text
+    per = comparison.summarize(_table_groups(5, metrics), metrics, "gang", family="metric")
+    assert all(r.significant and r.callable for r in per if r.label == "fcfs")
+    assert "per figure" in comparison.format_table(per, "gang").splitlines()[0]
+    with pytest.raises(ValueError):
+        comparison.summarize(_table_groups(5, metrics), metrics, "gang", family="run")
 
 
 def test_the_table_marks_calls_and_says_when_nothing_can_be_called():
     records = comparison.summarize(_groups(SHIFTED, [v * 1.5 for v in SHIFTED]), ["makespan"],
                                    "gang")
     table = comparison.format_table(records, "gang")
-    assert "*" in table.splitlines()[3] and "Mann-Whitney" in table
-    few = comparison.summarize(_groups([1, 1.1, 1.2], [2, 2.1, 2.2]), ["makespan"], "gang")
+    assert "*" in table.splitlines()[4] and "Mann-Whitney" in table
+    assert "cannot" not in table and "†" not in table
+    # three runs a side, and fcfs has no switch latency: the note stays
+    few = comparison.summarize(_table_groups(3, ["makespan"]),
+                               ["makespan", "switch_latency_p99_us"], "gang")
     assert not any(r.significant for r in few)
-    assert "cannot reach p < 0.05" in comparison.format_table(few, "gang")
+    text = comparison.format_table(few, "gang")
+    assert "no difference can be called" in text and "4 runs a side would do" in text
+    assert "† = too few runs for a 95 % interval" in text and "3 runs give" in text
+    assert "75 %" in text and "a ratio's interval of 90 %" in text
 
 
 def test_unconverged_names_wide_intervals():

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from benchmarks import cow as cow_bench
 from benchmarks import t3d_fig6
 from benchmarks.reproduce import __main__ as cli
 from benchmarks.reproduce import claims, cow, report, t3d, t3e, thesis
@@ -173,33 +174,49 @@ def test_t3d_rows_read_t3d_fig6_verdicts_holds_partly_fails():
                              verdict == (DISAGREES if DISAGREES in mine else CANNOT_TELL))
 
 
+SEEDS = (0.6, 1.0, 1.5, 0.8, 1.2)      # how each replication's draws scale every cell's RT
+
+
 def _cow_records(cells: list[tuple[float, float, float]], rt: dict[str, list[float]],
-                 u: dict[str, list[float]], ci: float) -> list[dict]:
-    return [{"policy": p, "inv_lambda": lam, "inv_lambda_owner": own, "inv_mu_owner": mu,
-             "rt": rt[p][i], "rt_ci": ci, "u": u[p][i], "u_ci": 0.01}
-            for p in ("afcfs", "lgfs") for i, (lam, own, mu) in enumerate(cells)]
+                 u: dict[str, list[float]]) -> list[dict]:
+    """Records of five replications a cell whose RTs follow the seed (as replications that
+    share their seeds do), around the given means; U the same in every replication."""
+    out = []
+    for p in ("afcfs", "lgfs"):
+        for i, (lam, own, mu) in enumerate(cells):
+            rts = [rt[p][i] * scale * (1 + 0.002 * k) for k, scale in enumerate(SEEDS)]
+            us = [u[p][i] + 0.001 * k for k in range(len(SEEDS))]
+            out.append({"policy": p, "inv_lambda": lam, "inv_lambda_owner": own,
+                        "inv_mu_owner": mu, "rt": sum(rts) / 5, "rt_ci": cow_bench.interval(rts),
+                        "u": sum(us) / 5, "u_ci": cow_bench.interval(us), "rts": rts, "us": us})
+    return out
 
 
-def test_cow_claims_on_given_replication_intervals():
+def test_cow_claims_are_judged_on_paired_replications():
     set1 = _cow_records([(1.0, x, 1.0) for x in (1.0, 0.8, 0.6, 0.4)],
                         {"afcfs": [20, 80, 170, 500], "lgfs": [15, 70, 160, 470]},
-                        {"afcfs": [0.5, 0.45, 0.37, 0.23], "lgfs": [0.52, 0.47, 0.36, 0.24]}, 2.0)
+                        {"afcfs": [0.5, 0.45, 0.37, 0.23], "lgfs": [0.52, 0.47, 0.36, 0.24]})
     cells2 = [(lam, k, k) for lam in (1.0, 0.8, 0.6) for k in (1.0, 2.0, 4.0, 8.0)]
     afcfs = [20, 22, 25, 28, 95, 75, 78, 88, 240, 225, 227, 235]
-    lgfs = [17, 15, 17, 20, 84, 52, 43, 47, 207, 224, 186, 188]
+    lgfs = [17, 15, 17, 20, 84, 52, 43, 47, 207, 225, 186, 188]
     set2 = _cow_records(cells2, {"afcfs": afcfs, "lgfs": lgfs},
-                        {"afcfs": [0.5] * 12, "lgfs": [0.55] * 11 + [0.4]}, 2.0)
+                        {"afcfs": [0.5] * 12, "lgfs": [0.55] * 11 + [0.4]})
     found = cow.judge_records(set1, set2, "given")
     verdicts = {k: f.decision.verdict for k, f in found.items()}
     assert verdicts["cow-rt-set1"] == AGREES
-    assert verdicts["cow-rt-set2"] == AGREES          # 11 of 12 cells; (0.6, 2) overlaps
+    assert verdicts["cow-rt-set2"] == AGREES          # 11 of 12 cells; (0.6, 2) is a tie
     assert found["cow-rt-set2"].decision.why == "of 12 cells: 11 agrees, 1 cannot tell"
     assert verdicts["cow-u"] == AGREES
     assert verdicts["cow-shape-owners"] == AGREES
     assert verdicts["cow-shape-load"] == AGREES
-    wide = cow.judge_records(_cow_records([(1.0, 1.0, 1.0)], {"afcfs": [20], "lgfs": [15]},
-                                          {"afcfs": [0.5], "lgfs": [0.5]}, 50.0), [], "given")
-    assert wide["cow-rt-set1"].decision.verdict == CANNOT_TELL
+    # The replications' spread hides LGFS's lead from intervals side by side, not from pairs.
+    lead = [r for r in set1 if r["inv_lambda_owner"] == 0.8]
+    assert lead[1]["rt"] + lead[1]["rt_ci"] > lead[0]["rt"] - lead[0]["rt_ci"]
+    diff = claims.paired_difference(lead[1]["rts"], lead[0]["rts"])
+    assert diff.high < 0 and 2 * diff.half_width < lead[0]["rt_ci"]
+    one = cow.judge_records(_cow_records([(1.0, 1.0, 1.0)], {"afcfs": [20], "lgfs": [20]},
+                                         {"afcfs": [0.5], "lgfs": [0.5]}), [], "given")
+    assert one["cow-rt-set1"].decision.verdict == CANNOT_TELL
 
 
 def test_t3e_claims_are_paired_by_seed():

@@ -9,16 +9,19 @@ the interval alone:
 * **disagrees** when the whole interval lies where the claim's opposite puts it;
 * **cannot tell** otherwise (the interval straddles a boundary, or there is none).
 
-When the figure compares two samples (a ratio of medians), ``null`` is the value that means
-"no difference" (1 for a ratio) and ``p`` the rank test's p-value: a verdict that asserts a
+When the figure compares two samples (a ratio), ``null`` is the value that means "no
+difference" (1 for a ratio) and ``p`` the rank test's p-value: a verdict that asserts a
 difference (its side of the boundary excludes ``null``) also needs ``p`` below 0.05, as
 ``testbed.experiments.stats.called`` asks of every difference the project calls.  A figure
-without a rank test is judged on its interval alone: a single sample's median, or the
-difference of two means with independent intervals (batch means, replication t-intervals;
-``difference``).
+without a rank test is judged on its interval alone: a single sample's median, the paired
+difference of replications that share their seeds (``paired_difference``), or the difference
+of two means with independent intervals (batch means; ``difference``).
 
 Claims over many cells combine their cells' verdicts: ``every`` (the claim holds in every
-cell) and ``most`` (in more than half of them).
+cell) and ``most`` (in more than half of them).  A claim's cells are one family: their
+p-values are Holm-corrected together (``judge_cells``), and intervals judged alone are taken
+at the Bonferroni confidence 1 - 0.05 / cells (``cell_confidence``), so that one cell of many
+does not decide a claim by chance.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from scipy.stats import binomtest
+from scipy.stats import t as student
 
-from testbed.experiments.stats import ALPHA, CONFIDENCE, Interval
+from testbed.experiments.stats import ALPHA, CONFIDENCE, Interval, Test, holm
 
 AGREES = "agrees"
 DISAGREES = "disagrees"
@@ -118,6 +122,46 @@ def judge(interval: Interval | None, region: Region, p: float | None = None,
                                          f"(p = {p:.2g})")
         why += f" (p = {p:.2g})"
     return Decision(verdict, why)
+
+
+def p_of(test: Test | None) -> float | None:
+    """A rank test's p-value (None without a test)."""
+    return None if test is None else test.p
+
+
+Cell = tuple[Interval | None, Region, Test | None]
+"""A cell of a claim: our figure's interval, where the claim puts it, and the rank test."""
+
+
+def judge_cells(cells: Sequence[Cell], null: float | None = None) -> list[Decision]:
+    """Each cell (interval, region, rank test) of one claim judged as ``judge`` does, the
+    tests' p-values Holm-corrected over the claim's cells."""
+    adjusted = holm([p_of(test) for _, _, test in cells])
+    return [judge(interval, region, p, null)
+            for (interval, region, _), p in zip(cells, adjusted, strict=True)]
+
+
+def cell_confidence(cells: int) -> float:
+    """The confidence each of ``cells`` intervals judged alone is taken at (Bonferroni), so
+    that all of them cover together at least 95 % of the time."""
+    return 1 - (1 - CONFIDENCE) / max(1, cells)
+
+
+def paired_difference(subject: Sequence[float], reference: Sequence[float],
+                      confidence: float = CONFIDENCE) -> Interval | None:
+    """The mean of subject[i] - reference[i] over pairs (replications that share their seeds)
+    with its Student t interval at ``confidence``; None without a pair, no interval with one
+    pair."""
+    diffs = [a - b for a, b in zip(subject, reference, strict=True)]
+    if not diffs:
+        return None
+    mean = sum(diffs) / len(diffs)
+    if len(diffs) < 2:
+        return Interval(mean, None, None)
+    spread = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (len(diffs) - 1))
+    half = float(student.ppf((1 + confidence) / 2, len(diffs) - 1)) * spread / \
+        math.sqrt(len(diffs))
+    return Interval(mean, mean - half, mean + half, confidence)
 
 
 def difference(subject: Interval | None, reference: Interval | None) -> Interval | None:

@@ -18,11 +18,14 @@ import shutil
 from benchmarks import memory_fig5, memory_fig7
 from benchmarks.harness import bsp_footprint_mb
 from benchmarks.reproduce.claims import (
+    Cell,
     Finding,
     above,
     below,
     every,
     judge,
+    judge_cells,
+    p_of,
     show,
     specs,
     within,
@@ -109,8 +112,8 @@ def _fig5(ctx: Context) -> dict[str, Finding]:
     found = {"memory-f5-admission": Finding(
         f"{many} jobs, C=1 / unlimited: {show(sooner)} (unlimited "
         f"{show(stats.median_interval(total[(many, 'unlimited')]))} s)",
-        judge(sooner, below(1.0), stats.rank_test(total[(many, "C=1")],
-                                                  total[(many, "unlimited")]), null=1.0),
+        judge(sooner, below(1.0), p_of(stats.rank_test(total[(many, "C=1")],
+                                                       total[(many, "unlimited")])), null=1.0),
         setup, plots)}
     for key, name, region in (("memory-f5-linear", "C=1", LINEAR),
                               ("memory-f5-superlinear", "unlimited", SUPERLINEAR)):
@@ -118,7 +121,8 @@ def _fig5(ctx: Context) -> dict[str, Finding]:
         growth = stats.ratio_interval(total[(many, name)], doubled)
         found[key] = Finding(
             f"{name}: time({many}) / (2 time({few})): {show(growth)}",
-            judge(growth, region, stats.rank_test(total[(many, name)], doubled), null=1.0),
+            judge(growth, region, p_of(stats.rank_test(total[(many, name)], doubled)),
+                  null=1.0),
             setup, plots)
     return found
 
@@ -151,17 +155,18 @@ def _fig7(ctx: Context) -> dict[str, Finding]:
     setup = (f"{repeats} runs of the THESIS mix ({jobs} jobs, work up to {work_max} s compressed "
              f"100x) at loads {loads}, 2 nodes of 1 PE holding 2 jobs' ranks each, {mem_mb} MiB "
              f"walks (θ = 1, {accesses} accesses), gang MPL 8")
-    response, slowdown = [], []
+    response: list[Cell] = []
+    slowdown: list[Cell] = []
     shown_r, shown_s = [], []
     for load in sorted({x for x, _ in values}):
         limited, paging = values[(load, "C=1")], values[(load, "unlimited")]
-        for index, decisions, shown, region in ((0, response, shown_r, below(1.0)),
-                                                (1, slowdown, shown_s, above(1.0))):
+        for index, cells, shown, region in ((0, response, shown_r, below(1.0)),
+                                            (1, slowdown, shown_s, above(1.0))):
             a, b = [v[index] for v in limited], [v[index] for v in paging]
             ratio = stats.ratio_interval(a, b)
-            decisions.append(judge(ratio, region, stats.rank_test(a, b), null=1.0))
+            cells.append((ratio, region, stats.rank_test(a, b)))
             shown.append(f"load {load:g}: {show(ratio)}")
     return {"memory-f7-response": Finding("response C=1 / unlimited: " + "; ".join(shown_r),
-                                          every(response), setup, plots),
+                                          every(judge_cells(response, 1.0)), setup, plots),
             "memory-f7-slowdown": Finding("slowdown C=1 / unlimited: " + "; ".join(shown_s),
-                                          every(slowdown), setup, plots)}
+                                          every(judge_cells(slowdown, 1.0)), setup, plots)}

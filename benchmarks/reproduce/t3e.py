@@ -2,8 +2,8 @@
 ``benchmarks.nersc --simulate``.
 
 Each seed is one mix run under the three configurations (plain gang, NERSC's, the same without
-prime jobs), so the configurations pair up by seed: ratios take the paired bootstrap and the
-Wilcoxon signed-rank test.
+prime jobs), so the configurations pair up by seed: ratios are Hodges-Lehmann on the pairs
+with the interval of the Wilcoxon signed-rank test, which judges them.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from benchmarks import nersc
-from benchmarks.reproduce.claims import Finding, above, below, judge, show, specs
+from benchmarks.reproduce.claims import Finding, above, below, judge, p_of, show, specs
 from benchmarks.reproduce.context import Context
 from testbed.experiments import stats
 
@@ -76,10 +76,10 @@ def judge_records(records: list[dict[str, Any]], setup: str,
             judge(level, above(HIGH_UTILIZATION)), setup, plots),
         "t3e-utilization-gain": Finding(
             f"utilization nersc / plain gang (our stand-in for before): {show(gain)}",
-            judge(gain, above(1.0), stats.signed_rank_test(mine, gang), null=1.0),
+            judge(gain, above(1.0), p_of(stats.signed_rank_test(mine, gang)), null=1.0),
             setup, plots),
         "t3e-large-turnaround": Finding(
             f"large-job turnaround nersc / no-prime: {show(faster)}",
-            judge(faster, below(1.0), stats.signed_rank_test(large, plain), null=1.0),
+            judge(faster, below(1.0), p_of(stats.signed_rank_test(large, plain)), null=1.0),
             setup, plots),
     }

@@ -17,13 +17,17 @@ import os
 from benchmarks import fcs_classification, granularity, overheads
 from benchmarks.harness import testbed
 from benchmarks.reproduce.claims import (
+    Cell,
     Decision,
     Finding,
     Region,
     above,
     below,
+    cell_confidence,
     every,
     judge,
+    judge_cells,
+    p_of,
     proportion,
     show,
     specs,
@@ -125,19 +129,20 @@ def _overheads(ctx: Context) -> dict[str, Finding]:
         ratio = stats.ratio_interval(many, one)
         found["thesis-t5.1"] = Finding(
             f"N={pes} / N=1: {show(ratio)} (N=1 {show(stats.median_interval(one))} s)",
-            judge(ratio, FLAT, stats.rank_test(many, one), null=1.0),
+            judge(ratio, FLAT, p_of(stats.rank_test(many, one)), null=1.0),
             f"{rounds} rounds of 3 empty jobs per N under fcfs; flat: ratio {FLAT.describe()}")
     decisions, shown = [], []
-    for k in mpls:
-        if k == 1:
-            continue
-        interval = stats.median_interval(samples[f"mpl_linearity[200ms][k={k}]"])
+    several = [k for k in mpls if k > 1]
+    for k in several:
+        interval = stats.median_interval(samples[f"mpl_linearity[200ms][k={k}]"],
+                                         cell_confidence(len(several)))
         decisions.append(judge(interval, LINEAR))
         shown.append(f"k={k}: {show(interval)}")
     found["thesis-f5.1"] = Finding(
         "runtime(k) / (k runtime(1)): " + "; ".join(shown), every(decisions),
         f"{rounds} rounds; k copies of a {pes}-rank fine-grained all-to-all job of {work:g} s "
-        f"under gang, T = 0.2 s; linear: ratio {LINEAR.describe()} for every k")
+        f"under gang, T = 0.2 s; linear: ratio {LINEAR.describe()} for every k (median "
+        f"intervals at {cell_confidence(len(several)):.1%} each: the k are one family)")
     return found
 
 
@@ -153,32 +158,31 @@ def _granularity(ctx: Context) -> dict[str, Finding]:
         return [r[case][key] for r in runs]
 
     setup = (f"{repeats} runs of the 5 cases, one 2-rank all-to-all job of {work:g} s each, "
-             "one after another under fcfs; the cases pair up by run (paired bootstrap, "
-             "Wilcoxon signed-rank)")
+             "one after another under fcfs; the cases pair up by run (Hodges-Lehmann ratio "
+             "on the pairs, Wilcoxon signed-rank, Holm over a claim's cells)")
 
-    def greater(a: int, b: int, key: str) -> tuple[Decision, str]:
-        ratio = stats.ratio_interval(sample(a, key), sample(b, key), paired=True)
-        return (judge(ratio, above(1.0), stats.signed_rank_test(sample(a, key), sample(b, key)),
-                      null=1.0), show(ratio))
+    def greater(a: int, b: int, key: str) -> Cell:
+        subject, reference = sample(a, key), sample(b, key)
+        return (stats.ratio_interval(subject, reference, paired=True), above(1.0),
+                stats.signed_rank_test(subject, reference))
 
     coarse, fine, low, high = 0, 2, 3, 4
-    grain_rt, grain_rt_shown = greater(fine, coarse, "runtime")
-    grain_w, grain_w_shown = greater(fine, coarse, "comm_wait")
-    low_w, low_w_shown = greater(low, fine, "comm_wait")
-    high_w, high_w_shown = greater(high, fine, "comm_wait")
-    low_rt, low_rt_shown = greater(low, fine, "runtime")
-    high_rt, high_rt_shown = greater(high, low, "runtime")
+    grain_rt = greater(fine, coarse, "runtime")
+    grain_w = greater(fine, coarse, "comm_wait")
+    low_w, high_w = greater(low, fine, "comm_wait"), greater(high, fine, "comm_wait")
+    low_rt, high_rt = greater(low, fine, "runtime"), greater(high, low, "runtime")
     return {
         "thesis-t5.3-grain-runtime": Finding(
-            f"runtime G 0.1 / G 2.5: {grain_rt_shown}", grain_rt, setup),
+            f"runtime G 0.1 / G 2.5: {show(grain_rt[0])}", judge_cells([grain_rt], 1.0)[0],
+            setup),
         "thesis-t5.3-grain-wait": Finding(
-            f"wait G 0.1 / G 2.5: {grain_w_shown}", grain_w, setup),
+            f"wait G 0.1 / G 2.5: {show(grain_w[0])}", judge_cells([grain_w], 1.0)[0], setup),
         "thesis-t5.3-variance-wait": Finding(
-            f"wait V 0.1 / V 0: {low_w_shown}; V 0.75 / V 0: {high_w_shown}",
-            every([low_w, high_w]), setup),
+            f"wait V 0.1 / V 0: {show(low_w[0])}; V 0.75 / V 0: {show(high_w[0])}",
+            every(judge_cells([low_w, high_w], 1.0)), setup),
         "thesis-t5.3-variance-runtime": Finding(
-            f"runtime V 0.1 / V 0: {low_rt_shown}; V 0.75 / V 0.1: {high_rt_shown}",
-            every([low_rt, high_rt]), setup),
+            f"runtime V 0.1 / V 0: {show(low_rt[0])}; V 0.75 / V 0.1: {show(high_rt[0])}",
+            every(judge_cells([low_rt, high_rt], 1.0)), setup),
     }
 
 
@@ -217,12 +221,13 @@ def matches(classes: tuple[str, ...], expected: tuple[str | None, ...]) -> bool:
 def _short_wait_against(wait: dict[str, list[float]], one: str, others: list[str],
                         region: Region) -> tuple[str, Decision]:
     """What ``one``'s short-job wait is against each of ``others`` (ratio intervals), and the
-    verdict that every ratio lies in ``region`` with the rank test: ``Finding``'s first two."""
+    verdict that every ratio lies in ``region`` with the rank test, Holm-corrected over the
+    others: ``Finding``'s first two."""
     ratios = {s: stats.ratio_interval(wait[one], wait[s]) for s in others}
     text = (f"{one} / " + f"; {one} / ".join(f"{s}: {show(ratios[s])}" for s in others)
             + f" (short-job wait, s: {one} {_median(wait[one])})")
-    return text, every([judge(ratios[s], region, stats.rank_test(wait[one], wait[s]), null=1.0)
-                        for s in others])
+    return text, every(judge_cells([(ratios[s], region, stats.rank_test(wait[one], wait[s]))
+                                    for s in others], null=1.0))
 
 
 def _comparison(ctx: Context) -> dict[str, Finding]:
@@ -245,7 +250,8 @@ def _comparison(ctx: Context) -> dict[str, Finding]:
     plots = tuple(p for p in (ctx.plot(out / "plots" / f"{m}.png", f"thesis-5.4-{m}.png")
                               for m in ("runtime_mean_long", "wait_mean_short")) if p)
     setup = (f"`testbed compare {workload} --mpl {MPL}`, {repeats} interleaved repeats per "
-             "scheduler on 2 PEs; median ratios with 95 % bootstrap intervals, Mann-Whitney U")
+             "scheduler on 2 PEs; Hodges-Lehmann ratios with 95 % intervals (the rank test "
+             "inverted), Mann-Whitney U (exact), Holm over a claim's cells")
     found = {}
     for key, a, b, region in (("thesis-5.4-runtime-local-gang", "local", "gang", above(1.0)),
                               ("thesis-5.4-runtime-gang-ics", "gang", "ics", above(1.0)),
@@ -254,7 +260,7 @@ def _comparison(ctx: Context) -> dict[str, Finding]:
         found[key] = Finding(
             f"{a} / {b}: {show(ratio)} (long-job runtime, s: {a} {_median(runtime[a])}, "
             f"{b} {_median(runtime[b])})",
-            judge(ratio, region, stats.rank_test(runtime[a], runtime[b]), null=1.0),
+            judge(ratio, region, p_of(stats.rank_test(runtime[a], runtime[b])), null=1.0),
             setup, plots)
     others = [s for s in SCHEDULERS if s != "fcfs"]
     found["thesis-5.4-wait-fcfs"] = Finding(

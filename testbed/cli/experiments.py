@@ -16,10 +16,13 @@ from testbed import run
 from testbed.cli.options import options_of, owner_options, scheduler_options
 from testbed.cli.runs import setup_run, setup_simulate
 from testbed.cli.workloads import write_text
+from testbed.experiments.comparison import FAMILIES, FAMILY
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
 from testbed.experiments.figures import check_names
 from testbed.experiments.plan import (
+    MAX_REPEATS,
     ORDERS,
+    PAIR_BY,
     Cell,
     Plan,
     PlanError,
@@ -70,7 +73,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     cells = [Cell(spec, seed, s, (), lb) for s, lb in zip(schedulers, names, strict=True)]
     plan = Plan(cells, executor=args.executor, repeats=args.repeats, order=args.order,
                 seed=args.order_seed, reference=reference, metrics=metrics,
-                until_ci=args.until_ci, budget=args.budget)
+                until_ci=args.until_ci, budget=args.budget, max_repeats=args.max_repeats,
+                family=args.family, pair_by=args.pair_by)
     try:
         plan.check("testbed compare")
     except PlanError as err:
@@ -104,8 +108,9 @@ def _workload_spec(text: str) -> tuple[WorkloadSpec, int | None]:
 
 def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
               compare: bool = False) -> int:
-    """Run ``plan`` into ``out``, then print its tables (or ``--json`` records) and where the
-    results are; the exit code (130 when interrupted)."""
+    """Run ``plan`` into ``out``, then print its tables (or ``--json`` records: then they are
+    all that goes to standard output) and where the results are (on standard error); the
+    exit code (130 when interrupted)."""
     runner = Runner(plan, out, run_one, code_version(), pes)
     left: list[str] = []
     interrupted = False
@@ -118,14 +123,14 @@ def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
               file=sys.stderr)
     results = collect(out)
     if not results:
-        print(f"run directory: {out}")
+        print(f"run directory: {out}", file=sys.stderr)
         return EXIT_INTERRUPTED if interrupted else EXIT_FAILED
-    tables = write_experiment_report(out, plan.metrics, plan.reference)
+    tables = write_experiment_report(out, plan.metrics, plan.reference, plan.family)
     single = max(sum(1 for r in results if r.info["label"] == lb)
                  for lb in {r.info["label"] for r in results}) == 1
     if as_json:
         parts = experiment_summaries(results, plan.metrics, plan.reference,
-                                     [c.label for c in plan.cells])
+                                     [c.label for c in plan.cells], plan.family, plan.pair_by)
         print("[\n" + ",\n".join(json.dumps(r.as_dict()) for _, _, records in parts
                                   for r in records) + "\n]")
     elif single and compare:
@@ -135,9 +140,12 @@ def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
     else:
         print(tables)
     if left:
-        print("did not converge within the budget: " + ", ".join(left), file=sys.stderr)
+        why = (f"the budget ({plan.budget:g} s of runs)" if runner.stopped_by == "budget"
+               else f"{plan.repeat_cap} repeats (--max-repeats)")
+        print(f"did not converge within {why}: " + ", ".join(left), file=sys.stderr)
     print(f"run directory: {out}" + ("" if single and compare else
-                                      " (results.csv, summary.csv, plots/)"))
+                                      " (results.csv, summary.csv, plots/)"),
+          file=sys.stderr if as_json else sys.stdout)
     return EXIT_INTERRUPTED if interrupted else 0
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
@@ -208,7 +216,7 @@ def cmd_experiment_report(args: argparse.Namespace) -> int:
     if not args.dir.is_dir():
         raise UsageError(f"{args.dir}: no such directory")
     try:
-        tables = write_experiment_report(args.dir)
+        tables = write_experiment_report(args.dir, family=args.family)
     except ValueError as err:
         raise UsageError(str(err)) from None
     print(tables)
@@ -232,9 +240,19 @@ def setup_compare(p: argparse.ArgumentParser) -> None:
                    help="comma-separated figures to compare (default: %(default)s)")
     p.add_argument("--until-ci", type=float, default=None, metavar="F",
                    help="add rounds until every interval's half-width is within F of its "
-                        "median (or the budget is spent)")
+                        "median (or the budget is spent, or --max-repeats reached)")
     p.add_argument("--budget", type=float, default=None, metavar="S",
-                   help="seconds the whole comparison may take with --until-ci")
+                   help="seconds of runs the whole comparison may take with --until-ci "
+                        "(every round counts, and those of an interrupted run it resumes)")
+    p.add_argument("--max-repeats", type=int, default=None, metavar="N",
+                   help=f"with --until-ci, add rounds up to N repeats (default "
+                        f"{MAX_REPEATS}, or --repeats when more)")
+    p.add_argument("--family", choices=FAMILIES, default=FAMILY,
+                   help="the comparisons Holm-corrected together: all of the table "
+                        "(default) or those on each figure")
+    p.add_argument("--pair-by", choices=PAIR_BY, default="seed",
+                   help="runs analysed as pairs: by workload seed when it changes with the "
+                        "repeat (default; the simulator's), or by round")
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per scheduler and metric instead of the table")
     p.add_argument("--executor", choices=("emulation", "simulation"), default="emulation",
@@ -257,5 +275,7 @@ def setup_experiment_run(p: argparse.ArgumentParser) -> None:
 
 def setup_experiment_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="an experiment's (or a compare's) directory")
+    p.add_argument("--family", choices=FAMILIES, default=None,
+                   help="the comparisons Holm-corrected together (default: as run)")
     p.add_argument("--markdown", type=Path, default=None, metavar="FILE",
                    help="also write the tables as Markdown with the machine, date and command")

@@ -9,6 +9,11 @@ An experiment file is TOML::
     seed = 1                        # of the random order
     reference = "gang"              # ratios are taken against this scheduler
     metrics = ["makespan", "response_mean_all"]
+    family = "all"                  # or "metric": what the Holm correction runs over
+    pair_by = "seed"                # or "round": which runs are analysed as pairs
+    until_ci = 0.05                 # add rounds until every interval is this narrow ...
+    budget = 3600                   # ... within this many seconds of runs in all
+    max_repeats = 20                # ... and this many repeats
 
     [[workload]]
     name = "demo-mix"
@@ -30,7 +35,10 @@ Factor and option names are ``testbed run`` (or ``simulate``) options without th
 (``job_timeout`` is ``--job-timeout``); ``true`` gives a flag.  A generator's ``pes`` defaults
 to the machine's PEs.  Under the simulation executor each repeat of a generated workload uses
 the next seed (a simulated run of one workload is deterministic); under emulation every repeat
-runs the same workload unless ``vary_seed = true``.
+runs the same workload unless ``vary_seed = true``.  Runs of the same workload seed are
+analysed as pairs when the seed changes with the repeat (``pair_by = "seed"``, the default);
+``pair_by = "round"`` pairs the runs of each round instead (a block of the interleaved design:
+drift between rounds cancels, but 5 pairs cannot reach p < 0.05, 6 can).
 """
 
 from __future__ import annotations
@@ -46,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.experiments import figures
+from testbed.experiments.comparison import FAMILIES, FAMILY
 from testbed.workloads import lublin
 from testbed.workloads.mix import MixParams, generate_mix
 
@@ -53,6 +62,8 @@ GENERATORS = {"mix": ("jobs", "pes", "load", "compress", "work_min", "work_max",
               "lublin": ("jobs", "pes", "load", "compress", "daily_cycle")}
 EXECUTORS = ("emulation", "simulation")
 ORDERS = ("interleaved", "random")
+PAIR_BY = ("seed", "round")
+MAX_REPEATS = 20
 
 
 class PlanError(ValueError):
@@ -206,11 +217,21 @@ class Plan:
     vary_seed: bool | None = None
     until_ci: float | None = None
     budget: float | None = None
+    max_repeats: int | None = None
+    family: str = FAMILY
+    pair_by: str = "seed"
 
     @property
     def varies_seed(self) -> bool:
         """Whether each repeat of a generated workload uses the next seed."""
         return self.executor == "simulation" if self.vary_seed is None else self.vary_seed
+
+    @property
+    def repeat_cap(self) -> int:
+        """The most repeats ``until_ci`` may add rounds up to: ``max_repeats``, by default
+        ``MAX_REPEATS`` (or ``repeats`` when more)."""
+        return self.max_repeats if self.max_repeats is not None else max(MAX_REPEATS,
+                                                                         self.repeats)
 
     def round(self, number: int) -> list[Cell]:
         """The cells of round ``number`` (1-based) in the order they run: as listed, or
@@ -235,6 +256,17 @@ class Plan:
                             f"got {self.until_ci}")
         if self.budget is not None and self.budget <= 0:
             raise PlanError(f"{where}: field 'budget': seconds > 0, got {self.budget}")
+        if self.max_repeats is not None and (isinstance(self.max_repeats, bool) or not
+                                             isinstance(self.max_repeats, int)
+                                             or self.max_repeats < self.repeats):
+            raise PlanError(f"{where}: field 'max_repeats': an integer >= repeats "
+                            f"({self.repeats}), got {self.max_repeats!r}")
+        if self.family not in FAMILIES:
+            raise PlanError(f"{where}: field 'family': {self.family!r} is not one of "
+                            f"{', '.join(FAMILIES)}")
+        if self.pair_by not in PAIR_BY:
+            raise PlanError(f"{where}: field 'pair_by': {self.pair_by!r} is not one of "
+                            f"{', '.join(PAIR_BY)}")
         try:
             figures.check_names(self.metrics)
         except ValueError as err:
@@ -263,7 +295,8 @@ def labels(schedulers: list[str]) -> list[str]:
 
 
 TOP_KEYS = {"executor", "repeats", "order", "seed", "reference", "metrics", "vary_seed",
-            "until_ci", "budget", "workload", "factors", "options", "description"}
+            "until_ci", "budget", "max_repeats", "family", "pair_by", "workload", "factors",
+            "options", "description"}
 
 
 def load_plan(path: Path) -> Plan:
@@ -317,7 +350,9 @@ def load_plan(path: Path) -> Plan:
                 repeats=data.get("repeats", 3), order=data.get("order", "interleaved"),
                 seed=data.get("seed", 1), reference=data.get("reference", schedulers[0]),
                 metrics=metrics, vary_seed=data.get("vary_seed"),
-                until_ci=data.get("until_ci"), budget=data.get("budget"))
+                until_ci=data.get("until_ci"), budget=data.get("budget"),
+                max_repeats=data.get("max_repeats"),
+                family=data.get("family", FAMILY), pair_by=data.get("pair_by", "seed"))
     for name, kind in (("repeats", int), ("seed", int), ("executor", str), ("order", str)):
         value = getattr(plan, name)
         if isinstance(value, bool) or not isinstance(value, kind):

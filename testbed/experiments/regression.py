@@ -3,13 +3,14 @@
 Each figure of a benchmark suite is a sample of independent rounds (one value per round; larger
 is worse).  A figure has regressed when both of these hold:
 
-* the one-sided Mann-Whitney U test says the new rounds tend to be larger than the baseline's,
-  with its p-value Holm-corrected over every figure compared, below ``alpha`` (0.05): over the
-  whole suite, a false alarm between two runs of the same code comes at most 5 % of the time,
-  as far as the rounds of one run are independent samples of what another run would give;
-* the ratio of the medians (new / baseline) is above ``1 + margin`` (0.10 by default), and its
-  95 % bootstrap interval lies above 1: a shift too small to matter is not called, however
-  sure the test is of it.
+* the one-sided Mann-Whitney U test (exact, ties handled) says the new rounds tend to be
+  larger than the baseline's, with its p-value Holm-corrected over every figure compared,
+  below ``alpha`` (0.05): over the whole suite, a false alarm between two runs of the same
+  code comes at most 5 % of the time, as far as the rounds of one run are independent
+  samples of what another run would give;
+* the ratio new / baseline (``stats.ratio_interval``: Hodges-Lehmann on the log values) is
+  above ``1 + margin`` (0.10 by default), and its 95 % interval lies above 1: a shift too
+  small to matter is not called, however sure the test is of it.
 
 The margin is there because two runs minutes apart differ by more than their own rounds
 suggest (the machine drifts); ``python -m benchmarks.noise`` measures how often this check
@@ -28,7 +29,7 @@ from testbed.experiments.stats import (
     Interval,
     holm,
     median_interval,
-    one_sided_rank_test,
+    rank_test,
     ratio_interval,
     smallest_p,
 )
@@ -69,7 +70,8 @@ def check(now: Mapping[str, Sequence[float]], then: Mapping[str, Sequence[float]
     margins = margins or {}
     names = sorted(name for name in now.keys() & then.keys()
                    if _finite(now[name]) and _finite(then[name]))
-    pvalues = [one_sided_rank_test(now[name], then[name]) for name in names]
+    tests = [rank_test(now[name], then[name], alternative="greater") for name in names]
+    pvalues = [None if t is None else t.p for t in tests]
     adjusted = holm(pvalues)
     findings = []
     for name, p, p_adjusted in zip(names, pvalues, adjusted, strict=True):

@@ -5,6 +5,7 @@ and calls per setting combination, label and figure), tables, and plots with err
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import os
@@ -14,8 +15,7 @@ from typing import Any
 from testbed.experiments import comparison, figures
 from testbed.experiments.runner import RunResult, collect, groups_of
 
-RECORD_FIELDS = ("scheduler", "label", "metric", "n", "median", "ci_low", "ci_high", "ratio",
-                 "ratio_low", "ratio_high", "significant", "p_holm", "bimodal", "disturbed")
+RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(comparison.Record))
 
 
 def _write(path: Path, text: str) -> None:
@@ -61,16 +61,18 @@ Part = tuple[dict[str, Any], str, list[comparison.Record]]
 
 
 def summaries(results: list[RunResult], metrics: list[str], reference: str | None,
-              order: list[str] | None = None) -> list[Part]:
+              order: list[str] | None = None, family: str = comparison.FAMILY,
+              pair_by: str = "seed") -> list[Part]:
     """For each combination of the settings other than the scheduler: those settings (with
     ``paired``), the reference label used, and the records of every label and figure, labels
-    in ``order``."""
+    in ``order``, Holm-corrected over ``family``, runs paired as ``pair_by`` says
+    (``runner.groups_of``)."""
     out = []
-    for found in groups_of(results, order):
+    for found in groups_of(results, order, pair_by):
         labels = [g.label for g in found.groups]
         ref = reference if reference in labels else labels[0]
         out.append(({**found.settings, "paired": found.paired}, ref,
-                    comparison.summarize(found.groups, metrics, ref, found.paired)))
+                    comparison.summarize(found.groups, metrics, ref, found.paired, family)))
     return out
 
 
@@ -105,7 +107,10 @@ def format_sweep(parts: list[Part]) -> str:
                      *(comparison.interval_text(cells[m]) for m in metrics)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.rjust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    lines.append("median [95 % bootstrap interval] over the runs of each setting")
+    lines.append("median [95 % order-statistics interval] over the runs of each setting")
+    legend = comparison.short_legend([r for _, _, records in parts for r in records])
+    if legend:
+        lines.append(legend)
     return "\n".join(lines)
 
 
@@ -129,16 +134,20 @@ def label_order(root: Path) -> list[str]:
 
 
 def write_report(root: Path, metrics: list[str] | None = None,
-                 reference: str | None = None) -> str:
+                 reference: str | None = None, family: str | None = None) -> str:
     """Write ``results.csv``, ``summary.csv`` and the plots under ``root`` from its run
-    directories; return the tables as text.  ``ValueError`` when no run completed."""
+    directories; return the tables as text.  The figures, the reference, the family and the
+    pairing are the experiment's (``experiment.json``) unless given.  ``ValueError`` when no
+    run completed."""
     plan = _plan(root)
     metrics = metrics or plan.get("metrics") or list(figures.DEFAULT)
     reference = reference or plan.get("reference")
+    family = family or plan.get("family") or comparison.FAMILY
     results = collect(root)
     if not results:
         raise ValueError(f"{root}: no completed run here (CELL/REPEAT/run.json)")
-    parts = summaries(results, metrics, reference, label_order(root))
+    parts = summaries(results, metrics, reference, label_order(root), family,
+                      plan.get("pair_by", "seed"))
     _write(root / "results.csv", results_csv(results, metrics))
     _write(root / "summary.csv", summary_csv(parts))
     (root / "plots").mkdir(exist_ok=True)

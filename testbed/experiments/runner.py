@@ -89,17 +89,20 @@ def _repeat(name: str) -> int:
 @dataclass
 class Comparison:
     """The groups (one per label, in the plan's order) of one combination of the settings
-    other than the scheduler, and whether their runs pair up by workload seed."""
+    other than the scheduler, and whether their runs are analysed as pairs."""
 
     settings: dict[str, Any]
     groups: list[comparison.Group]
     paired: bool
 
 
-def groups_of(results: list[RunResult], order: list[str] | None = None) -> list[Comparison]:
+def groups_of(results: list[RunResult], order: list[str] | None = None,
+              pair_by: str = "seed") -> list[Comparison]:
     """The completed runs as comparison groups (one per label, ordered as ``order`` lists the
     labels) for each combination of the other settings (workload, seed, options, executor,
-    code).  Runs whose workload seed changed with the repeat are paired by that seed."""
+    code).  ``pair_by`` ``seed``: runs whose workload seed changed with the repeat pair up by
+    that seed (else they are not paired); ``round``: the runs of each round (repeat) pair
+    up."""
     out: dict[tuple[str, ...], dict[str, comparison.Group]] = {}
     paired: dict[tuple[str, ...], bool] = {}
     settings: dict[tuple[str, ...], dict[str, Any]] = {}
@@ -111,8 +114,9 @@ def groups_of(results: list[RunResult], order: list[str] | None = None) -> list[
         by_label = out.setdefault(key, {})
         group = by_label.setdefault(info["label"],
                                     comparison.Group(info["label"], info["settings"]["scheduler"]))
-        group.add(result.figures, result.disturbed, info["seed"])
-        paired[key] = paired.get(key, True) and bool(info.get("varies_seed"))
+        by_round = pair_by == "round"
+        group.add(result.figures, result.disturbed, info["repeat"] if by_round else info["seed"])
+        paired[key] = paired.get(key, True) and (by_round or bool(info.get("varies_seed")))
     rank = {label: i for i, label in enumerate(order or [])}
     return [Comparison(settings[k], sorted(v.values(), key=lambda g: rank.get(g.label, 1 << 30)),
                        paired[k]) for k, v in out.items()]
@@ -126,7 +130,7 @@ class Runner:
         self.plan, self.root, self.run_one, self.code, self.pes = plan, root, run_one, code, pes
         self.progress = progress
         self.durations: list[float] = []
-        self.started = time.monotonic()
+        self.stopped_by: str | None = None
 
     def describe(self) -> dict[str, Any]:
         """The plan as ``experiment.json`` records it."""
@@ -138,15 +142,19 @@ class Runner:
                 "started": time.strftime("%Y-%m-%d %H:%M:%S %z"), "argv": sys.argv,
                 "executor": p.executor, "repeats": p.repeats, "order": p.order, "seed": p.seed,
                 "reference": p.reference, "metrics": p.metrics, "varies_seed": p.varies_seed,
-                "until_ci": p.until_ci, "budget": p.budget, "code": self.code,
+                "until_ci": p.until_ci, "budget": p.budget, "max_repeats": p.repeat_cap,
+                "family": p.family, "pair_by": p.pair_by, "code": self.code,
                 "cells": [{"dir": c.dirname(p.executor, self.code), "label": c.label,
                            **c.settings(), "workload_spec": c.workload.identity()}
                           for c in p.cells]}
 
     def run(self) -> list[str]:
-        """Run every round (more while ``until_ci`` asks and the budget allows); return the
-        ``label metric`` of figures whose interval did not converge (empty without
-        ``until_ci``).  Raises ``Interrupted`` when a signal stops it."""
+        """Run every round (more while ``until_ci`` asks, up to the plan's cap on repeats and
+        within its budget); return the ``label metric`` of figures whose interval did not
+        converge (empty without ``until_ci``), with why it stopped in ``stopped_by``
+        (``budget`` or ``max_repeats``).  The budget counts the wall time of every run of the
+        plan completed here, in this session or an earlier one.  Raises ``Interrupted`` when
+        a signal stops it."""
         self.root.mkdir(parents=True, exist_ok=True)
         _write_json(self.root / "experiment.json", self.describe())
         total = self.plan.repeats * len(self.plan.cells)
@@ -159,24 +167,32 @@ class Runner:
             left = self.unconverged()
             if not left:
                 return []
-            per_round = (sum(self.durations[-len(self.plan.cells):])
-                         if self.durations else 0.0)
-            spent = time.monotonic() - self.started
-            if self.plan.budget is not None and spent + per_round > self.plan.budget:
+            if number >= self.plan.repeat_cap:
+                self.stopped_by = "max_repeats"
+                return left
+            walls = self.walls()
+            per_round = sum(walls) / len(walls) * len(self.plan.cells) if walls else 0.0
+            if self.plan.budget is not None and sum(walls) + per_round > self.plan.budget:
+                self.stopped_by = "budget"
                 return left
             number += 1
             total += len(self.plan.cells)
             self._round(number, total)
 
+    def walls(self) -> list[float]:
+        """The wall time (s) of every completed run of the plan under ``root``, of this
+        session and earlier ones."""
+        return [float(r.info.get("wall_s", 0.0)) for r in self._own_results()]
+
     def unconverged(self) -> list[str]:
         """``label metric`` of the plan's figures whose interval is still wider than
-        ``until_ci`` of its median, over the runs done so far."""
+        ``until_ci`` of its median (or states less than 95 %), over the runs done so far."""
         out = []
-        for found in groups_of(self._own_results()):
+        for found in groups_of(self._own_results(), pair_by=self.plan.pair_by):
             labels = [g.label for g in found.groups]
             reference = self.plan.reference if self.plan.reference in labels else labels[0]
             records = comparison.summarize(found.groups, self.plan.metrics, reference,
-                                           found.paired)
+                                           found.paired, self.plan.family)
             out += comparison.unconverged(records, self.plan.until_ci or 0.0)
         return out
 
