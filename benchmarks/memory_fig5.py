@@ -8,7 +8,7 @@ no admission (every job runs at once and the kernel pages), and admission with C
 Writes ``fig5.csv`` and ``fig5.png`` into the output directory and prints the table.  Needs root
 (memory cgroups, swapon).  ``--repeats N`` runs every point N times, the configurations taking
 turns within each repeat (each repeat in a directory of its own, with its own admission
-history); ``--markdown PAGE`` writes a page of the medians with their 95 % bootstrap intervals
+history); ``--markdown PAGE`` writes a page of the medians with their 95 % intervals
 and each admission configuration's ratio to no admission, with the host, the date and the
 command recorded.
 
@@ -39,7 +39,7 @@ from benchmarks.harness import (
     table,
     write_csv,
 )
-from testbed.experiments.stats import Interval, median_interval, ratio_interval
+from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
 
 CONFIGS = (("unlimited", None), ("C=1", 1.0), ("C=1.5", 1.5))
 
@@ -97,7 +97,8 @@ def _interval(interval: Interval | None, unit: str = "") -> str:
         return "-"
     if interval.low is None:
         return f"{interval.value:.3g}{unit}"
-    return f"{interval.value:.3g}{unit} [{interval.low:.3g}, {interval.high:.3g}]"
+    return (f"{interval.value:.3g}{unit} [{interval.low:.3g}, {interval.high:.3g}]"
+            + below_nominal(interval.confidence))
 
 
 def summary_rows(rows: list[list[Any]]) -> list[list[Any]]:
@@ -135,8 +136,9 @@ def markdown(rows: list[list[Any]], walk: Walk, command: str, measured: str) -> 
         "ranks than the machine has PEs",
         "- configurations: no admission (`unlimited`: every job is resident and the kernel "
         "pages) and memory-aware admission with C = 1 and 1.5, taking turns in each repeat",
-        "", "Total execution time (makespan): median [95 % bootstrap interval] and range over "
-        "the runs; the ratio is the configuration's median over no admission's [95 % "
+        "", "Total execution time (makespan): median [95 % order-statistics interval; with 5 "
+        "runs or fewer their range, its lower confidence beside it] and range over the runs; "
+        "the ratio is the configuration's over no admission's (Hodges-Lehmann) [95 % "
         "interval].", "",
         *markdown_table(["theta", "jobs", "config", "runs", "total time", "range",
                          "major faults (median)", "over unlimited"], summary_rows(rows)), ""])

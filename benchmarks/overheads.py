@@ -20,7 +20,8 @@ taking turns, so drift of the machine spreads over all of them):
   shim's.
 
 Every figure is one value per round; the document holds the samples (``samples``) and, per
-figure, the median with its 95 % bootstrap interval (``figures``); a table of them goes to
+figure, the median with its 95 % interval (``figures``; ``confidence`` below 0.95 with 5
+rounds or fewer, whose interval is then their range); a table of them goes to
 stderr.  ``--baseline FILE`` (an earlier ``--out``) compares every figure both documents have
 by ``testbed.experiments.regression.check`` (a one-sided rank test, Holm-corrected over the
 figures, and a ratio of medians above 1 + the figure's margin with its interval above 1;
@@ -59,7 +60,7 @@ from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
 from benchmarks.harness import events, host, invocation, page_head, run_workload, table
 from testbed.emulation import injection
 from testbed.experiments.regression import MARGIN, Finding, check, least_rounds
-from testbed.experiments.stats import median_interval
+from testbed.experiments.stats import below_nominal, median_interval
 
 LINEARITY_LIMIT = 0.03
 PARTS = ("launch", "switch", "linearity", "shim")
@@ -159,12 +160,14 @@ ROUNDS = {"launch": launch_round, "switch": switch_round, "linearity": linearity
 
 
 def summarise(samples: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
-    """Per figure: the number of rounds, the median and its 95 % bootstrap interval."""
+    """Per figure: the number of rounds, the median and its 95 % interval (the confidence
+    it states: below 0.95 with 5 rounds or fewer)."""
     figures = {}
     for name, values in samples.items():
         interval = median_interval(values)
         figures[name] = {"n": len(values), "median": interval.value, "ci_low": interval.low,
-                         "ci_high": interval.high}
+                         "ci_high": interval.high,
+                         "confidence": None if interval.low is None else interval.confidence}
     return figures
 
 
@@ -270,7 +273,8 @@ def sample_sets(result: dict[str, Any]) -> dict[str, list[float]]:
 def _interval(figure: dict[str, Any]) -> str:
     if figure["ci_low"] is None:
         return f"{figure['median']:.4g}"
-    return f"{figure['median']:.4g} [{figure['ci_low']:.4g}, {figure['ci_high']:.4g}]"
+    return (f"{figure['median']:.4g} [{figure['ci_low']:.4g}, {figure['ci_high']:.4g}]"
+            + below_nominal(figure.get("confidence")))
 
 
 def figures_table(result: dict[str, Any]) -> str:
@@ -317,7 +321,7 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
         lines += [f"- {plan['rounds']} rounds of {', '.join(plan['parts'])} as root, then as "
                   f"many as `{result['unprivileged']['user']}` (the two halves one after the "
                   "other, not interleaved)", "",
-                  "Median over the rounds [95 % bootstrap interval].", "",
+                  "Median over the rounds [95 % order-statistics interval].", "",
                   "| figure | root | unprivileged |", "|---|---:|---:|"]
         root, user = (result[side]["figures"] for side in SIDES)
         lines += [f"| {name} | {_interval(root[name])} | {_interval(user[name])} |"
@@ -330,7 +334,7 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
                                                     for t in linear)]
     else:
         lines += [f"- {result['plan']['rounds']} rounds of {', '.join(result['plan']['parts'])}",
-                  "", "Median over the rounds [95 % bootstrap interval].", "",
+                  "", "Median over the rounds [95 % order-statistics interval].", "",
                   "| figure | median [95 % interval] | rounds |", "|---|---:|---:|"]
         lines += [f"| {name} | {_interval(f)} | {f['n']} |"
                   for name, f in result["figures"].items()]

@@ -30,16 +30,15 @@ over that loop's iterations, does not decide the figure) and ``kib_latency_us`` 
 1 KiB messages, us), the latencies each the median over the two copies that printed them (read
 from each job's stdout).  Per program and test the runs of each label make one sample per
 figure (one value per repeat), summed up by ``testbed.experiments.comparison``: the median with
-its 95 % bootstrap interval, the ratio of the median to the reference's (``--reference``,
-default gang when it runs, else the first) with its own 95 % interval, and ``*`` where a
-difference is called (Mann-Whitney U, Holm-corrected over the labels compared with the
-reference, p < 0.05, and the ratio's interval excluding 1).  The docstring of
-``testbed.experiments.stats`` says what each interval means; in short, a median's interval
-is where the median of many more runs would lie, with 95 % confidence as far as these runs can
-show, and with few repeats it is about the range of the middle runs.  One repeat gives no
-interval; with 3 repeats a side the rank test cannot reach p < 0.05, so nothing is called (the
-table says so when the repeats are too few for the number of labels compared; 5 repeats are
-enough for up to 6 labels besides the reference).
+its 95 % interval, the ratio to the reference's (``--reference``, default gang when it runs,
+else the first) with its own 95 % interval, and ``*`` where a difference is called
+(Mann-Whitney U, exact, Holm-corrected over the table's comparisons, p < 0.05, and the ratio's
+interval excluding 1).  The docstring of ``testbed.experiments.stats`` says what each
+interval means; in short, a median's interval lies between two of the runs and covers the
+median of many more runs at least 95 % of the time; up to 5 repeats it is their range and
+states its own, lower confidence (``†``).  One repeat gives no interval; with 3 repeats a side
+the rank test cannot reach p < 0.05, so nothing is called (the table says so, and how many
+repeats would do: 5 for the 3 figures of one other label, 6 for up to 8 labels).
 
 The targets, fcs within 1.1x of gang in makespan and 1.5x in small-message latency, are
 checked on the ratio fcs / gang and its interval, per program and test: ``met`` when the
@@ -49,10 +48,12 @@ interval's upper bound is within the target, ``missed`` when its lower bound is 
 Output: per program and test a table (``comparison.format_table``) and the target verdicts,
 then a JSON document (``--out``; default ``real_clients.json`` in the runs directory) holding
 per program and test the records (one per label and figure: ``n``, ``median``, ``ci_low``,
-``ci_high``, ``ratio``, ``ratio_low``, ``ratio_high``, ``significant``, ...), the verdicts and
-every run's figures, from which the records can be derived again (``compare``).  ``--from
-RUNS`` reads the run directories of an earlier ``--runs RUNS`` instead of running (give the
-same ``--schedulers``, ``--programs`` and ``--repeats``) and gives the same intervals.
+``ci_high``, ``ratio``, ``ratio_low``, ``ratio_high``, ``significant``, ``callable``, ...), the
+verdicts and every run's figures, from which the records can be derived again (``compare``).
+``--from RUNS`` reads the run directories of an earlier ``--runs RUNS`` instead of running
+(give the same ``--schedulers``, ``--programs`` and ``--repeats``) and gives the same
+intervals; the host, the date and the order recorded are the runs' own (their
+``config.json`` and the times their runs started), not the reader's.
 ``--quick`` runs tiny sweeps to show that it works; its figures mean nothing.
 
 Usage: ``python -m benchmarks.real_clients [--quick] [--schedulers gang,fcs,ics,local]
@@ -274,6 +275,36 @@ def runs_of(cases: dict[tuple[str, int], dict[str, Any]], test: str,
     return rows
 
 
+def run_host(run: Path) -> dict[str, Any]:
+    """The host a run directory was measured on, as ``harness.host()`` gives it, from its
+    ``config.json`` (hostname and kernel for ``uname``)."""
+    config = json.loads((run / "config.json").read_text())
+    machine = config.get("machine", {})
+    return {"cpus": len(machine.get("host_cpus") or []) or machine.get("pes"),
+            "python": config.get("python", "?"),
+            "uname": f"Linux {machine.get('hostname', '?')} {config.get('kernel', '?')}"}
+
+
+def start_time(run: Path) -> float:
+    """When a run directory's run started (its ``run_start`` event's wall time, s)."""
+    with open(run / "events.jsonl") as f:
+        return float(json.loads(f.readline())["wall_time"])
+
+
+def observed_order(runs: Path, programs: list[str], names: list[str], repeats: int,
+                   seed: int) -> tuple[str, int | None]:
+    """The order the run directories under ``runs`` ran in, by their start times:
+    ``interleaved``, or ``random`` and the seed when it is ``run_order``'s with ``seed``, else
+    ``as run`` (neither)."""
+    found = run_order(programs, names, repeats, "interleaved", seed)
+    ran = sorted(found, key=lambda r: start_time(run_dir(runs, r[1], r[2], r[0])))
+    if ran == found:
+        return "interleaved", None
+    if ran == run_order(programs, names, repeats, "random", seed):
+        return "random", seed
+    return "as run", None
+
+
 def verdict(ratio_low: float | None, ratio_high: float | None, limit: float) -> str:
     """A target on a ratio checked on its interval: ``met`` when the upper bound is at most
     ``limit``, ``missed`` when the lower bound is above it, else ``cannot tell``."""
@@ -380,11 +411,20 @@ def markdown(doc: dict[str, Any], tables: str, command: str) -> str:
         *page_head("Unmodified MPI programs under the schedulers", "benchmarks.real_clients",
                    command, doc["host"], doc["date"] + minutes),
         f"- {doc['copies']} copies of each program at MPL {doc['mpl']}, timeslice "
-        f"{doc['timeslice_s']:g} s, {doc['repeats']} repeats in {doc['order']} order; "
+        f"{doc['timeslice_s']:g} s, {doc['repeats']} repeats in {_order(doc)} order; "
         f"schedulers {', '.join(doc['labels'])}", "",
-        "Each figure: the median over the repeats [95 % bootstrap interval]; ratio to "
-        f"{doc['reference']}'s median [95 % interval]; `*` a difference called.", "",
+        "Each figure: the median over the repeats [95 % interval]; ratio to "
+        f"{doc['reference']}'s (Hodges-Lehmann) [95 % interval]; `*` a difference called; "
+        "`†` an interval of less than 95 % (too few repeats), the table's legend says which.",
+        "",
         "```", tables, "```", ""])
+
+
+def _order(doc: dict[str, Any]) -> str:
+    """The order of a document's runs, for its page."""
+    if doc["order"] == "random":
+        return f"random (seed {doc['order_seed']})"
+    return doc["order"]
 
 
 def _names(text: str, known: tuple[str, ...], what: str) -> list[str]:
@@ -444,31 +484,39 @@ def main(argv: list[str] | None = None) -> int:
     if args.spin is not None:
         options += ["--spin", str(args.spin)]
     commands = {name: command(name, args.quick) for name in args.programs}
-    order = run_order(args.programs, names, args.repeats, args.order, args.order_seed)
+    order_list = run_order(args.programs, names, args.repeats, args.order, args.order_seed)
     cases: dict[str, dict[tuple[str, int], dict[str, Any]]] = {n: {} for n in args.programs}
     began = time.monotonic()
-    first_run = time.time()     # when the runs began (read back: the oldest one's summary)
-    for done, (repeat, name, label) in enumerate(order, start=1):
+    first_run = time.time()     # when the runs began (read back: the first one's start)
+    for done, (repeat, name, label) in enumerate(order_list, start=1):
         out = run_dir(runs, name, label, repeat)
         if args.source:
             if not (out / "summary.json").is_file():
                 p.error(f"{out}: no finished run there (read with --repeats, --schedulers "
                         "and --programs as it was run)")
             cases[name][(label, repeat)] = read_case(out, PROGRAMS[name])
-            first_run = min(first_run, (out / "summary.json").stat().st_mtime)
+            first_run = min(first_run, start_time(out))
             continue
         started = time.monotonic()
         case = run_case(commands[name], PROGRAMS[name], schedulers[label], pes, options, out)
         cases[name][(label, repeat)] = case
         flag = " (disturbed: see load.json)" if case["disturbed"] else ""
-        print(f"[{done}/{len(order)}] {name} {label} round {repeat}: "
+        print(f"[{done}/{len(order_list)}] {name} {label} round {repeat}: "
               f"{time.monotonic() - started:.1f} s{flag}", file=sys.stderr, flush=True)
     results = [compare(name, test, runs_of(cases[name], test, schedulers), reference)
                for name in args.programs for test in PROGRAMS[name].tests]
-    doc = {"benchmark": "real_clients", "host": host(), "quick": args.quick, "pes": pes,
+    order, order_seed = args.order, args.order_seed
+    machine = host()
+    if args.source:
+        order, order_seed = observed_order(runs, args.programs, names, args.repeats,
+                                           args.order_seed)
+        first = run_dir(runs, order_list[0][1], order_list[0][2], order_list[0][0])
+        machine = run_host(first)
+        pes = json.loads((first / "config.json").read_text())["machine"]["pes"]
+    doc = {"benchmark": "real_clients", "host": machine, "quick": args.quick, "pes": pes,
            "copies": COPIES, "mpl": MPL, "timeslice_s": args.timeslice,
            "job_timeout_s": args.job_timeout, "spin_s": args.spin, "repeats": args.repeats,
-           "order": args.order, "order_seed": args.order_seed, "reference": reference,
+           "order": order, "order_seed": order_seed, "reference": reference,
            "labels": schedulers, "metrics": list(METRICS), "target_limits": TARGETS,
            "programs": {name: {"argv": commands[name], "tests": list(PROGRAMS[name].tests)}
                         for name in args.programs},

@@ -8,9 +8,10 @@ beside this Python (what a suite's ``MPIRUN=testbed mpirun`` runs):
 * overhead: the wall time of ``testbed mpirun -np 1 JOB`` through the service against plain
   ``mpiexec -n 1 JOB``, taken in turn ``--repeats`` times each; the overhead is the median of
   the paired differences (each mpirun run less the mpiexec run beside it), with its 95 %
-  bootstrap interval (``testbed.experiments.stats.median_interval``), and the ratio of the
-  medians with its interval (``ratio_interval``, paired).  Two jobs: ``true``, which is not
-  an MPI program (the service's ranks still load the shim, and with it the MPI library), and
+  order-statistics interval (``testbed.experiments.stats.median_interval``), and the ratio
+  (Hodges-Lehmann on the pairs) with its interval (``ratio_interval``, paired).  Two jobs:
+  ``true``, which is not an MPI program (the service's ranks still load the shim, and with it
+  the MPI library), and
   ``init_finalize`` (``benchmarks/clients/init_finalize.c``: MPI_Init, MPI_Finalize), the
   smallest MPI job;
 * throughput: ``--jobs`` such jobs from ``--clients`` concurrent clients, each running its share
@@ -250,7 +251,7 @@ def markdown(result: dict[str, Any]) -> str:
               "`benchmarks/clients/init_finalize.c` (MPI_Init, MPI_Finalize)",
               *(f"- plain `mpiexec -n 1 {job}`: median {_cell(f)} ms"
                 for job, f in result["mpiexec_ms"].items()), "",
-              "Median [95 % bootstrap interval].  Targets: overhead <= "
+              "Median [95 % order-statistics interval].  Targets: overhead <= "
               f"{TARGET_OVERHEAD_MS:g} ms, >= {TARGET_JOBS_PER_S:g} jobs/s from 10 clients.", "",
               "| figure | " + " | ".join(names) + " |",
               "|---|" + "---:|" * len(names)]

@@ -38,7 +38,7 @@ from benchmarks.harness import (
     page_head,
     run_workload,
 )
-from testbed.experiments.stats import median_interval
+from testbed.experiments.stats import below_nominal, median_interval
 from testbed.results.metrics import percentiles
 
 SELF = "self"
@@ -129,7 +129,8 @@ def summary_rows(runs: list[dict[str, Any]]) -> list[list[Any]]:
     rows = []
     for (mpl, side), done in sorted(groups.items(), key=lambda item: item[0][0]):
         p99 = median_interval([r["latency_us"]["p99"] / 1000 for r in done])
-        interval = "" if p99.low is None else f"[{p99.low:.3g}, {p99.high:.3g}]"
+        interval = "" if p99.low is None else \
+            f"[{p99.low:.3g}, {p99.high:.3g}]{below_nominal(p99.confidence)}"
         rows.append([mpl, side, len(done), f"{statistics.median(r['switches'] for r in done):.0f}",
                      _spread([r["latency_us"]["p50"] for r in done], 1000),
                      _spread([r["latency_us"]["p99"] for r in done], 1000), interval,
@@ -152,7 +153,8 @@ def markdown(runs: list[dict[str, Any]], work: float, timeslice: float, command:
         "the heartbeat behind its due time",
         "- the sides took turns at every MPL, in reverse order every other repeat", "",
         "Per run the p50 and p99 over its switches; the table gives the median of the runs' "
-        "figures and their range (ms), and the 95 % bootstrap interval of the p99's median.",
+        "figures and their range (ms), and the 95 % order-statistics interval of the p99's "
+        "median (with 5 runs or fewer their range, its lower confidence beside it).",
         "", *markdown_table(["MPL", "side", "runs", "switches a run", "p50 ms", "p99 ms",
                              "p99 median 95 %", "heartbeat lag p99 ms", "coordinator",
                              "ranks"], summary_rows(runs)), ""])

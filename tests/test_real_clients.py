@@ -95,12 +95,20 @@ FCS_SPANS = [20.0, 20.5, 19.5, 20.2, 19.8]
 SMALL = [2.0, 2.1, 1.9, 2.05, 1.95]
 
 
+CONFIG = {"python": "3.11.0", "kernel": "6.1-lab",
+          "machine": {"hostname": "lab", "pes": 2, "host_cpus": [0, 1, 2, 3]}}
+
+
 def _fake_run(path: Path, makespan: float, small: float, kib: float | None,
-              disturbed: bool | None) -> None:
-    """A finished run of two osu_latency copies: each prints sizes 0, 8, 2048 and (unless
-    ``kib`` is None) 1024 B, so that the small-message latency of both copies is ``small``."""
+              disturbed: bool | None, started: float = 1.7e9) -> None:
+    """A finished run of two osu_latency copies started at ``started`` (s since the epoch):
+    each prints sizes 0, 8, 2048 and (unless ``kib`` is None) 1024 B, so that the
+    small-message latency of both copies is ``small``."""
     (path / "jobs").mkdir(parents=True)
     (path / "summary.json").write_text(json.dumps({"makespan": makespan}))
+    (path / "config.json").write_text(json.dumps(CONFIG))
+    (path / "events.jsonl").write_text(json.dumps({"t": 0.0, "event": "run_start",
+                                                   "wall_time": started}) + "\n")
     (path / "jobs.csv").write_text("id,status\nj1,done\nj2,done\n")
     for job in ("j1", "j2"):
         sizes = {0: small, 8: small, 2048: 99.0}
@@ -112,17 +120,19 @@ def _fake_run(path: Path, makespan: float, small: float, kib: float | None,
         (path / "load.json").write_text(json.dumps({"disturbed": disturbed}))
 
 
-def _fake_runs(root: Path) -> None:
-    """Five rounds of gang and fcs: fcs takes twice gang's makespan, the same small-message
-    latency, and prints no 1 KiB latency; gang's third run was disturbed; the first round has
-    no load.json (an older runs directory)."""
+def _fake_runs(root: Path, order: str = "interleaved") -> None:
+    """Five rounds of gang and fcs, run in ``order`` (seed 1): fcs takes twice gang's
+    makespan, the same small-message latency, and prints no 1 KiB latency; gang's third run
+    was disturbed; the first round has no load.json (an older runs directory)."""
+    ran = run_order(["osu_latency"], ["gang", "fcs"], 5, order, 1)
     for repeat in range(1, 6):
         i = repeat - 1
         disturbed = None if repeat == 1 else repeat == 3
         _fake_run(run_dir(root, "osu_latency", "gang", repeat), GANG_SPANS[i], SMALL[i],
-                  4.0 + i / 10, disturbed)
+                  4.0 + i / 10, disturbed, 1.7e9 + ran.index((repeat, "osu_latency", "gang")))
         _fake_run(run_dir(root, "osu_latency", "fcs", repeat), FCS_SPANS[i], SMALL[i], None,
-                  None if repeat == 1 else False)
+                  None if repeat == 1 else False,
+                  1.7e9 + ran.index((repeat, "osu_latency", "fcs")))
 
 
 def _read_back(root: Path, out: Path, *extra: str) -> dict:
@@ -160,6 +170,19 @@ def test_runs_directory_gives_medians_intervals_ratios_and_verdicts(tmp_path, ca
         in printed
     assert "disturbed runs" in printed
     assert "target fcs/gang makespan <= 1.1x: 2 [" in printed and "-> missed" in printed
+
+
+def test_read_back_runs_record_the_order_they_ran_in_not_the_readers_flags(tmp_path):
+    _fake_runs(tmp_path / "shuffled", "random")
+    doc = _read_back(tmp_path / "shuffled", tmp_path / "out.json")
+    assert (doc["order"], doc["order_seed"]) == ("random", 1)
+    _fake_runs(tmp_path / "turns")
+    doc = _read_back(tmp_path / "turns", tmp_path / "out.json", "--order", "random")
+    assert (doc["order"], doc["order_seed"]) == ("interleaved", None)
+    page = tmp_path / "page.md"
+    _read_back(tmp_path / "shuffled", tmp_path / "out.json", "--order-seed", "7",
+               "--markdown", str(page))
+    assert "5 repeats in as run order" in page.read_text()
 
 
 def test_json_runs_give_the_records_again(tmp_path):
@@ -266,5 +289,7 @@ def test_markdown_page_has_the_host_the_date_and_the_tables(tmp_path, capsys):
     text = page.read_text()
     printed = capsys.readouterr().out
     assert doc["date"] in text and doc["host"]["uname"] in text
+    assert doc["host"] == {"cpus": 4, "python": "3.11.0", "uname": "Linux lab 6.1-lab"}
+    assert doc["pes"] == 2 and doc["date"].startswith("2023-11-14")
     assert "python -m benchmarks.real_clients --from" in text
     assert "== osu_latency latency" in text and printed.split("JSON:")[0].strip() in text

@@ -1,7 +1,8 @@
-"""Plots of an experiment's summary: one figure per metric, medians with their 95 % intervals
-as error bars.  With a numeric setting that varies (MPL, timeslice, ...) it is the x axis and
-each label (and each value of any other varied setting) is a line; otherwise each setting
-combination is a group of points on a categorical axis, one per label."""
+"""Plots of an experiment's summary: one figure per metric, medians with their intervals (95 %
+from 6 runs; the runs' range, of lower confidence, with fewer) as error bars.  With a numeric
+setting that varies (MPL, timeslice, ...) it is the x axis and each label (and each value of
+any other varied setting) is a line; otherwise each setting combination is a group of points
+on a categorical axis, one per label."""
 
 from __future__ import annotations
 
@@ -73,7 +74,8 @@ def write_plots(parts: list[Part], out: Path) -> list[Path]:
         else:
             ax.set_xlabel(x_key)
         ax.set_ylabel(figure_label(metric))
-        ax.set_title(f"{figure_label(metric)}: median and 95 % interval", fontsize=10)
+        ax.set_title(f"{figure_label(metric)}: median and its interval (95 % from 6 runs)",
+                     fontsize=10)
         ax.legend(fontsize=7)
         fig.tight_layout()
         path = out / f"{metric}.png"
