@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from benchmarks import multihost, overheads, shim_cost, simulator
@@ -858,3 +859,29 @@ def test_the_page_checks_each_target_against_the_record_it_names():
         "- projected switch p99 with 1,024 hosts (width 4): 5,001 µs against at most "
         "5,000 µs: not met"]
     assert multihost.against_targets(runs[:1], []) == []
+
+
+def _soak_samples(minutes: float, fds: Any) -> list[dict[str, float]]:
+    return [{"t": t, "rss_kib": 100_000.0, "fds": float(fds(t, i)), "threads": 3.0}
+            for i, t in enumerate(np.arange(2.0, minutes * 60 + 1, 2.0))]
+
+
+def test_soak_descriptors_that_follow_the_clients_are_not_growth_but_a_leak_is():
+    from benchmarks import soak
+
+    in_flight = [9, 28, 14, 21, 11, 26, 17, 12, 24, 10, 19, 27, 13]
+    wave = _soak_samples(2, lambda t, i: in_flight[i % len(in_flight)])
+    busy = [dict(s, fds=max(s["fds"], 20.0) if s["t"] > 90 else s["fds"]) for s in wave]
+    kept = [s["fds"] for s in busy[len(busy) // 5:]]
+    quarter = len(kept) // 4
+    assert np.mean(kept[-quarter:]) / np.mean(kept[:quarter]) - 1 > 0.1   # the old rule's call
+    for samples in (wave, busy):
+        result = {"jobs": {"unaccounted": 0}, "survivors": {}, "status": "stopped",
+                  "growth": {k: soak.growth(samples, k) for k in ("rss_kib", "fds")}}
+        assert soak.verdicts(result) == []
+    leak = _soak_samples(20, lambda t, i: in_flight[i % len(in_flight)] + t / 60)
+    found = soak.growth(leak, "fds")
+    assert found["growth"] > 0.1 and found["trend_p"] < 0.05
+    result = {"jobs": {"unaccounted": 0}, "survivors": {}, "status": "stopped",
+              "growth": {"rss_kib": soak.growth(leak, "rss_kib"), "fds": found}}
+    assert soak.verdicts(result)[0].startswith("fds grew")

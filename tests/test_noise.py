@@ -77,6 +77,17 @@ def test_judge_counts_a_call_on_an_untouched_figure_as_a_false_alarm():
     assert summary["false_alarms_by_figure"] == {noise.SHIM_FIGURE: 1}
 
 
+def test_margins_fitted_on_the_other_pairs_show_the_false_alarm_the_fit_hides():
+    steps = noise.sequence(4, 0)                  # A0 B0 A1 B1 A2 B2 A3 B3 A4: 4 A/A pairs
+    documents = [_suite(100, 1.0, n) for n in range(len(steps))]
+    documents[6]["samples"]["launch_overhead_s[n=2]"] = [0.6] * 8   # A3: launch drifts 2x
+    fitted = {"launch_overhead_s[n=2]": 1.05}                       # ... and the fit covers it
+    summary = noise.judge(documents, steps, None, fitted)
+    assert summary["all"]["false_alarms"]["k"] == 0
+    assert summary["all"]["false_alarms_held_out"] == noise.proportion(1, 4)  # A3 against A2
+    assert "margins fitted on the other pairs" in noise.rates_table(summary)
+
+
 def test_drift_says_how_far_a_a_pairs_strayed_and_the_margin_that_covers_it():
     pairs = [{"kind": "A/A", "ratios": {"a": 1.12, "b": 0.9}},
              {"kind": "A/A", "ratios": {"a": 1.31, "b": 1.02}},
