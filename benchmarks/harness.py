@@ -86,6 +86,15 @@ def host() -> dict[str, Any]:
             "uname": " ".join(os.uname())}
 
 
+def commit_of(checkout: Path) -> str:
+    """The commit ``checkout`` has out (short), with ``+`` when its files differ from it."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True,
+                              text=True).stdout.strip()
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def invocation(module: str, argv: list[str] | None) -> str:
     """The command line that ran ``python -m module`` with ``argv`` (this process's own
     arguments when None)."""

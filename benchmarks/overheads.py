@@ -57,7 +57,15 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
-from benchmarks.harness import events, host, invocation, page_head, run_workload, table
+from benchmarks.harness import (
+    commit_of,
+    events,
+    host,
+    invocation,
+    page_head,
+    run_workload,
+    table,
+)
 from testbed.emulation import injection
 from testbed.experiments.regression import MARGIN, Finding, check, least_rounds
 from testbed.experiments.stats import below_nominal, median_interval
@@ -313,8 +321,11 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
     lines = page_head("The testbed's overheads", "benchmarks.overheads", command,
                       result["host"], result["date"] + minutes)
     if "sides" in result:
-        baseline = result["interleaved"]["checkouts"]["baseline"]
-        lines.append(f"- rounds interleaved with those of {baseline} (the baseline)")
+        interleaved = result["interleaved"]
+        commits = interleaved.get("commits", {})
+        lines.append(f"- rounds interleaved with those of {interleaved['checkouts']['baseline']}"
+                     + (f" at {commits['baseline']} (the baseline); this side at "
+                        f"{commits['this']}" if commits else " (the baseline)"))
         result = {**result["sides"]["this"], "date": result["date"]}
     if "root" in result:
         plan = result["root"]["plan"]
@@ -447,7 +458,9 @@ def against(checkout: Path, plan: dict[str, Any], quick: bool,
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             "seconds": round(time.time() - started, 1), "quick": quick,
             "interleaved": {"rounds": plan["rounds"], "parts": list(plan["parts"]),
-                            "checkouts": {side: str(path) for side, path in checkouts.items()}},
+                            "checkouts": {side: str(path) for side, path in checkouts.items()},
+                            "commits": {side: commit_of(path)
+                                        for side, path in checkouts.items()}},
             "sides": sides}
 
 

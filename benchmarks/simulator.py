@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import host, invocation, page_head, table
+from benchmarks.harness import commit_of, host, invocation, page_head, table
 from testbed.driver import Driver
 from testbed.events import EventLog
 from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
@@ -152,15 +152,6 @@ def run_in(checkout: Path, scheduler: str, jobs: int, pes: int, log: bool) -> di
         raise RuntimeError(f"{' '.join(command)} in {checkout} exited {done.returncode}: "
                            f"{done.stderr.strip()[-500:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def commit_of(checkout: Path) -> str:
-    """The commit ``checkout`` has out (short), with ``+`` when its files differ from it."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True,
-                              text=True).stdout.strip()
-    head = git("rev-parse", "--short", "HEAD") or "unknown"
-    return head + ("+" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:

@@ -254,6 +254,8 @@ def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatc
         return _one_round(100.0 * factor * (1 + 0.004 * len(asked)))
 
     monkeypatch.setattr(overheads, "round_in", round_in)
+    monkeypatch.setattr(overheads, "commit_of", lambda path: "abc1234" if path == here
+                        else "f03a98e")
     other = tmp_path / "other"
     (other / "benchmarks").mkdir(parents=True)
     (other / "benchmarks" / "overheads.py").write_text("")
@@ -268,6 +270,8 @@ def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatc
     err = capsys.readouterr().err
     assert ("regression: switch_p50_us[mpl=2]" in err) == (status == 1)
     assert "rounds interleaved with those of" in (tmp_path / "now.md").read_text()
+    assert "at f03a98e (the baseline); this side at abc1234" in (tmp_path / "now.md").read_text()
+    assert result["interleaved"]["commits"] == {"baseline": "f03a98e", "this": "abc1234"}
 
 
 def test_main_against_refuses_what_is_not_a_checkout_and_a_baseline_beside_it(tmp_path,
@@ -885,3 +889,18 @@ def test_soak_descriptors_that_follow_the_clients_are_not_growth_but_a_leak_is()
     result = {"jobs": {"unaccounted": 0}, "survivors": {}, "status": "stopped",
               "growth": {"rss_kib": soak.growth(leak, "rss_kib"), "fds": found}}
     assert soak.verdicts(result)[0].startswith("fds grew")
+
+
+def test_t3d_schemes_are_compared_job_by_job_where_the_records_pair_them():
+    from benchmarks import t3d_fig6
+
+    jobs = [f"j{i}" for i in range(400)]
+    heavy = {job: 10.0 * (1 + (i % 7)) for i, job in enumerate(jobs)}   # both see these jobs
+    light = {job: value * 0.9 for job, value in heavy.items()}
+    versus = t3d_fig6.paired(light, heavy, 100)
+    assert versus["diff"] < 0 and versus["diff"] + versus["ci"] < 0
+    a = {"policy": "gang", "slowdown": 36.0, "ci": 8.0, "versus": {"easy": versus}}
+    b = {"policy": "easy", "slowdown": 40.0, "ci": 8.0}
+    assert t3d_fig6.compare(a, b) == "below"                      # paired: a is lower
+    assert t3d_fig6.compare({**a, "versus": {}}, b) == "overlap"  # side by side: cannot tell
+    assert t3d_fig6.paired(light, heavy, 400) == {"diff": None, "ci": None}  # no batch left

@@ -1,7 +1,8 @@
 """T3D (Feitelson and Jette 1997) Fig 6 in the simulator, through ``benchmarks.t3d_fig6``.
 
 The claims are judged by ``t3d_fig6.claims``, the one place their rules live: a scheme is below
-another at a load when its 90 % batch-means interval lies wholly below the other's, and a point
+another at a load when the 90 % batch-means interval of their slowdowns' difference, job by job
+(both ran the same jobs), lies wholly below 0, and a point
 is saturated when the machine delivered less than 90 % of the offered load.  Its verdicts read
 as the report's: holds as agrees, partly as cannot tell, fails as disagrees (a slowdown claim
 fails there only where the opposite is shown at some load).  They are judged on T3D's model,
@@ -70,7 +71,8 @@ def run(ctx: Context) -> dict[str, Finding]:
     setup = (f"{t3d_fig6.PES} PEs, Lublin model without daily cycle, {batches} batches of "
              f"{batch} terminations (first dropped), 90 % batch-means intervals; loads {shown}; "
              f"gang judged with an unbounded matrix (∞), beside it gang with {t3d_fig6.MPL} "
-             "rows; a scheme is below another where its interval lies wholly below; saturated: "
+             "rows; a scheme is below another where the interval of their per-job difference "
+             "lies wholly below 0 (paired: the same jobs); saturated: "
              f"delivered under {t3d_fig6.SATURATED:.0%} of the offered load")
     return judge_records(records, setup, plots)
 
