@@ -171,7 +171,7 @@ def growth(samples: list[dict[str, float]], key: str) -> dict[str, float | None]
         return {"growth": None, "per_day": None, "trend_p": None}
     peaks = [max(s[key] for s in block) for block in np.array_split(np.array(kept), BLOCKS)]
     trend = rank_test(peaks[BLOCKS // 2:], peaks[:BLOCKS // 2], alternative="greater")
-    slope = scipy_stats.theilslopes([s[key] for s in kept], [s["t"] for s in kept]).slope
+    slope = scipy_stats.theilslopes([s[key] for s in kept], [s["t"] for s in kept])[0]
     first, last = float(peaks[0]), float(peaks[-1])
     return {"growth": last / first - 1 if first else None, "per_day": float(slope) * 86400,
             "trend_p": None if trend is None else trend.p,
