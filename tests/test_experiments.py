@@ -17,7 +17,8 @@ import pytest
 from conftest import TESTBED, run_testbed
 from scipy import stats as scipy_stats
 
-from testbed.experiments import comparison, stats
+from testbed import cli
+from testbed.experiments import comparison, runner, stats
 from testbed.experiments.plan import Cell, Plan, PlanError, load_plan, parse_generator
 
 SHIFTED = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0]
@@ -298,19 +299,17 @@ def test_a_simulated_file_workload_cannot_be_repeated(tmp_path):
         Plan(cells, executor="simulation", repeats=3).check("here")
 
 
-def _records(stdout: str) -> list[dict]:
-    return json.loads(stdout[stdout.index("["):stdout.rindex("]") + 1])
-
-
 @pytest.mark.realtime
 def test_simulated_comparison_calls_gang_against_fcfs_and_not_fcfs_against_itself(tmp_path):
     done = run_testbed("compare", "mix:jobs=30,pes=16,load=0.9,compress=100", "--pes", "16",
                        "--executor", "simulation", "--schedulers", "fcfs,gang,fcfs",
-                       "--repeats", "8", "--json", "--out", "c", cwd=tmp_path)
+                       "--repeats", "8", "--family", "metric", "--json", "--out", "c",
+                       cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    records = _records(done.stdout)
+    records = json.loads(done.stdout)
     assert set(records[0]) >= {"scheduler", "label", "metric", "n", "median", "ci_low",
-                               "ci_high", "ratio", "ratio_low", "ratio_high", "significant"}
+                               "ci_high", "ratio", "ratio_low", "ratio_high", "significant",
+                               "callable", "min_p", "family"}
     by = {(r["label"], r["metric"]): r for r in records}
     assert by[("gang", "wait_mean_all")]["significant"]
     assert by[("gang", "wait_mean_all")]["ratio_high"] < 1
@@ -321,6 +320,7 @@ def test_simulated_comparison_calls_gang_against_fcfs_and_not_fcfs_against_itsel
     # the tables again (testbed report would also redraw every run's figures: a minute here)
     table = run_testbed("experiment", "report", "c", cwd=tmp_path)
     assert table.returncode == 0 and "signed-rank" in table.stdout
+    assert "family: per figure" in table.stdout
     assert (tmp_path / "c" / "results.csv").read_text().count("\n") == 1 + 24 * 9
 
 
@@ -340,7 +340,7 @@ def test_until_ci_adds_rounds_until_the_budget(tmp_path):
                        "--until-ci", "0.0001", "--budget", "3", "--metrics", "wait_mean_all",
                        "--out", "c", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "did not converge within the budget: fcfs wait_mean_all" in done.stderr
+    assert "did not converge within" in done.stderr and "fcfs wait_mean_all" in done.stderr
     assert len(list((tmp_path / "c").glob("*/*/run.json"))) > 4
 
 
@@ -374,9 +374,10 @@ def test_an_emulated_aa_comparison_comes_out_no_difference(tmp_path, workload):
     done = run_testbed("compare", str(path), "--schedulers", "gang,gang", "--repeats", "3",
                        "--pes", "2", "--json", "--out", "c", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    records = _records(done.stdout)
+    records = json.loads(done.stdout)             # nothing but the records on stdout
     assert {r["label"] for r in records} == {"gang", "gang#2"}
     assert not any(r["significant"] for r in records)
+    assert all(r["callable"] is False for r in records if r["label"] == "gang#2")
     assert all(r["n"] == 3 for r in records if r["metric"] == "makespan")
     runs = sorted((tmp_path / "c").glob("*/*/events.jsonl"))
     assert len(runs) == 6 and len({json.loads(p.read_text().splitlines()[0])["run_id"]
@@ -420,3 +421,51 @@ scheduler = ["fcfs", "gang"]
     assert done[0].stat().st_mtime_ns == stamp
     assert again.stderr.count("complete in") == 3
     assert not [p for p in os.listdir(tmp_path / "e") if p.startswith(".")]
+
+
+def _compare(tmp_path: Path, *extra: str) -> int:
+    """``testbed compare`` of a small simulated mix, in this process (the simulator starts no
+    process), into ``tmp_path/c``."""
+    return cli.main(["compare", "mix:jobs=6,pes=4,load=0.9,compress=100", "--pes", "4",
+                     "--executor", "simulation", "--schedulers", "fcfs,gang",
+                     "--metrics", "wait_mean_all", "--out", str(tmp_path / "c"), *extra])
+
+
+def test_until_ci_stops_at_the_cap_and_the_budget_counts_every_run_across_a_resume(
+        tmp_path, capsys):
+    plan = GOOD.replace("repeats = 2", "repeats = 2\nuntil_ci = 1e-9\nmax_repeats = 3")
+    plan = plan.replace('seeds = [1, 5]', 'seeds = [1]').replace("mpl = [2, 3]", "mpl = [2]")
+    path = _experiment(tmp_path, plan.replace('"fcfs", "gang", "fcfs"', '"fcfs", "gang"'))
+    assert cli.main(["experiment", "run", str(path), "--out", str(tmp_path / "e")]) == 0
+    runs = sorted((tmp_path / "e").glob("*/*/run.json"))
+    assert len(runs) == 6
+    assert "did not converge within 3 repeats (--max-repeats): fcfs makespan" in \
+        capsys.readouterr().err
+    spent = sum(json.loads(p.read_text())["wall_s"] for p in runs)
+    path.write_text(path.read_text().replace("max_repeats = 3", f"max_repeats = 9\n"
+                                             f"budget = {spent}"))
+    assert cli.main(["experiment", "run", str(path), "--out", str(tmp_path / "e")]) == 0
+    assert "within the budget" in capsys.readouterr().err    # the earlier runs counted
+    assert sorted((tmp_path / "e").glob("*/*/run.json")) == runs
+
+
+def test_compare_json_prints_only_the_records_on_standard_output(tmp_path, capsys):
+    assert _compare(tmp_path, "--repeats", "3", "--json") == 0
+    out, err = capsys.readouterr()
+    records = json.loads(out)
+    assert {r["label"] for r in records} == {"fcfs", "gang"} and "run directory" in err
+    gang = next(r for r in records if r["label"] == "gang")
+    assert gang["callable"] is False and gang["min_p"] == 0.25 and not gang["significant"]
+
+
+def test_a_paired_simulated_comparison_is_narrower_than_the_same_runs_unpaired(tmp_path):
+    assert _compare(tmp_path, "--repeats", "8", "--metrics", "response_mean_all,makespan") == 0
+    (found,) = runner.groups_of(runner.collect(tmp_path / "c"))
+    assert found.paired
+    widths = {}
+    for paired in (True, False):
+        records = comparison.summarize(found.groups, ["response_mean_all", "makespan"], "fcfs",
+                                       paired)
+        widths[paired] = {r.metric: r.ratio_high - r.ratio_low for r in records
+                          if r.label == "gang"}
+    assert all(widths[True][m] < widths[False][m] for m in widths[True])
