@@ -18,8 +18,8 @@ import time
 
 RECORD_PREFIX = "/dev/shm/testbed-"
 TB_MAGIC = 1413632840
-TB_VERSION = 5
-RECORD_SIZE = 640
+TB_VERSION = 6
+RECORD_SIZE = 696
 IDENTITY = struct.Struct("=II")     # magic, version at offset 0
 STOPPED_OFFSET = 192                # the double stopped_s
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -21,6 +22,10 @@ from testbed.shim_record import Record, ffi, record_path
 
 pytestmark = pytest.mark.realtime
 BLOCKS = Spin("fixed", fixed_s=0.001)
+PATTERNS = {"rma_lock_all", "rma_put_get", "rma_fence_and_pscw", "rendezvous_send",
+            "nonblocking_collective_across_barrier", "generalized_request", "comm_idup",
+            "intercommunicator_collectives", "probes", "persistent", "partitioned",
+            "unwrapped_collectives", "synchronous_send_late_receiver"}
 
 
 def _shim_ranks(run_dir):
@@ -247,3 +252,35 @@ def test_barriers_of_ranks_on_one_host_meet_on_arrival_counts(tmp_path, native_c
     # By hand: world 2 barriers, the pair half 1, 62 of the 70 duplicates (slots 0 and 1 are
     # the world's and the half's), the 20 taken in turn; the third rank has no half.
     assert expected == [85, 84, 85]
+
+
+@pytest.mark.parametrize("scheduler", ["ics", "fcs"])
+def test_progress_dependent_patterns_finish_under_the_shim(tmp_path, scheduler):
+    """Patterns whose completion needs a waiting peer's progress (passive-target RMA while the
+    target waits in a barrier, a rendezvous send to a rank in a barrier, pending nonblocking
+    collectives and MPI_Comm_idup across a barrier, generalized and partitioned requests,
+    intercommunicator and unwrapped collectives, probes) finish with the right results, and the
+    ranks' records say which calls they made and that none is left in one."""
+    done = run_testbed("exec", "-n", "2", "--scheduler", scheduler, "--out", "r", "--",
+                       sys.executable, str(PROGRAMS / "progress_patterns.py"), "10",
+                       cwd=tmp_path, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("ok"), (done.stdout, done.stderr)
+    assert set(json.loads(done.stdout.splitlines()[1])) == set(PATTERNS)
+
+
+def test_passive_target_rma_with_the_peer_in_a_meeting_progresses(tmp_path):
+    """Issue 35's program, with every wait blocking at once: a rank waiting in a barrier
+    meeting grants the lock its peer asks for (MPI's progress runs while it waits), many times
+    over, without waiting for the safety net each time."""
+    with _shimmed_job("progress_patterns.py", "200", "rma_lock_all", spins=[BLOCKS] * 2,
+                      env={"TESTBED_SAFETY_NET_US": "2000000"}, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.startswith("ok"), (out, err)
+        activity = [(bytes(ffi.buffer(r.c.call)).split(b"\0")[0], r.c.in_calls, r.c.calls_done)
+                    for r in records]
+    # 200 rounds of 2 turns: 400 barriers and 200 lock epochs a rank; waiting for a 2 s safety
+    # net each time would take far past the timeout.
+    assert all(calls >= 400 and in_calls == 0 for _, in_calls, calls in activity), activity
+    assert {name for name, _, _ in activity} == {b"MPI_Finalize"}

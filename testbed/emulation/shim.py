@@ -20,8 +20,9 @@ from testbed.emulation import build
 from testbed.emulation.mpi_info import MpiInfo
 from testbed.shim_record import EVENT, HEADER
 
-SOURCES = [build.NATIVE / name for name in ("shim.c", "doorbell.c", "arrival.c")]
-HEADERS = [HEADER, build.NATIVE / "doorbell.h", build.NATIVE / "arrival.h"]
+SOURCES = [build.NATIVE / name
+           for name in ("shim.c", "doorbell.c", "arrival.c", "activity.c", "polled.c")]
+HEADERS = [HEADER, *(build.NATIVE / name for name in ("doorbell.h", "arrival.h", "activity.h"))]
 
 
 class ShimBuildError(RuntimeError):

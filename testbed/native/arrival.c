@@ -28,8 +28,12 @@
  *
  * The last rank to arrive, the one that finds every other count reached, rings the others
  * (two arriving at once may both ring; seq_cst ordering keeps at least one ringing).  While it
- * waits a rank polls MPI's progress, on a duplicate of MPI_COMM_SELF of its own so that no
- * communicator of the program sees a probe.
+ * waits a rank drives MPI's progress engine, as MPI's own barrier would, by probing
+ * MPI_COMM_WORLD: a probe matches nothing, so the program never sees it, and MPICH's probe runs
+ * the whole progress engine (every communicator, window and pending request) when it finds no
+ * message.  A probe on a communicator of one rank (MPI_COMM_SELF or a duplicate) would not:
+ * MPICH answers it from its self-messaging queue without any progress, which left a peer's
+ * passive-target lock ungranted for ever.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -44,7 +48,6 @@
 
 static uint64_t slots_used;
 static int slot_key = MPI_KEYVAL_INVALID;
-static MPI_Comm progress_comm = MPI_COMM_NULL;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static int free_slot(MPI_Comm comm, int key, void *value, void *extra) {
@@ -58,8 +61,6 @@ static void set_up(void) {
     if (PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_slot, &slot_key, NULL) !=
         MPI_SUCCESS)
         slot_key = MPI_KEYVAL_INVALID;
-    if (PMPI_Comm_dup(MPI_COMM_SELF, &progress_comm) != MPI_SUCCESS)
-        progress_comm = MPI_COMM_NULL;
 }
 
 /* An allreduce of ``n`` items on ``comm``, waited for by ``wait``. */
@@ -156,12 +157,12 @@ int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wai
 int tb_test_arrived(void *ctx, int *done) {
     struct tb_arrival *a = ctx;
     *done = all_reached(a, a->count);
-    if (*done || progress_comm == MPI_COMM_NULL) return MPI_SUCCESS;
+    if (*done) return MPI_SUCCESS;
     /* MPI must progress this rank's other operations while it waits in a call: a peer may not
      * arrive before one of them completes.  Every few tests while spinning, at every test
      * once blocked. */
     int flag;
     if (a->tests++ % PROGRESS_EVERY && !__atomic_load_n(&a->own->asleep, __ATOMIC_RELAXED))
         return MPI_SUCCESS;
-    return PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress_comm, &flag, MPI_STATUS_IGNORE);
+    return PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }

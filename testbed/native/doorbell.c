@@ -28,7 +28,10 @@
  * A peer's record is found by its world rank (the node manager names records by run, job and
  * rank) and mapped on first need.  A rank on another host has no record here and cannot ring;
  * neither can an MPI call the shim does not wrap, nor a step inside a peer's progress that no
- * rule above rings for.  So every sleep has a timeout, the safety net: a wait whose completion
+ * rule above rings for.  While a peer is in a call that MPI completes by polling its own
+ * progress (polled.c: RMA synchronization, the collectives the shim does not wrap), a blocked
+ * rank sleeps BACKOFF_MIN_NS at most, since that peer may need its progress at any moment.
+ * Otherwise every sleep has a timeout, the safety net: a wait whose completion
  * the rings announce (``rung``: a small message from a rank with a record here, a small
  * collective of two such ranks) backs off from NET_FIRST_NS to NET_MAX_NS, using about no CPU;
  * any other backs off from BACKOFF_MIN_NS to BACKOFF_MAX_NS, as the shim's sleep-poll did
@@ -196,8 +199,7 @@ static struct members *members_of(MPI_Comm comm) {
     return m;
 }
 
-/* The world rank of rank ``rank`` of ``comm`` (-1: none, or not known). */
-static int world_of(MPI_Comm comm, int rank) {
+int tb_world_of(MPI_Comm comm, int rank) {
     if (world_size == 0 || rank < 0) return -1;
     if (comm == MPI_COMM_WORLD) return rank;
     struct members *m = members_of(comm);
@@ -217,7 +219,7 @@ static int world_here(void) {
 
 int tb_can_ring_me(MPI_Comm comm, int source) {
     if (world_size == 0 || source == MPI_PROC_NULL) return 0;
-    if (source != MPI_ANY_SOURCE) return tb_peer(world_of(comm, source)) != NULL;
+    if (source != MPI_ANY_SOURCE) return tb_peer(tb_world_of(comm, source)) != NULL;
     if (comm == MPI_COMM_WORLD) return world_here();
     struct members *m = members_of(comm);
     return m != NULL && !m->inter && m->all_here;
@@ -268,11 +270,11 @@ static void ring_one(struct tb_record *p, int news) {
 void tb_ring(MPI_Comm comm, int rank) {
     if (world_size == 0 || rank < 0) return;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    ring_one(tb_peer(world_of(comm, rank)), 1);
+    ring_one(tb_peer(tb_world_of(comm, rank)), 1);
 }
 
 int tb_asleep(MPI_Comm comm, int rank) {
-    struct tb_record *p = world_size == 0 || rank < 0 ? NULL : tb_peer(world_of(comm, rank));
+    struct tb_record *p = world_size == 0 || rank < 0 ? NULL : tb_peer(tb_world_of(comm, rank));
     return p != NULL && __atomic_load_n(&p->asleep, __ATOMIC_SEQ_CST);
 }
 
@@ -283,6 +285,20 @@ static void ring_ranks(const int *world, int size, int news) {
 }
 
 void tb_ring_world(void) { ring_ranks(NULL, world_size, 1); }
+
+void tb_ring_self(void) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    ring_one(own, 1);
+}
+
+/* Whether a peer on this host is in a call that MPI completes by polling (polled.c). */
+static int peer_polling(void) {
+    for (int r = 0; r < world_size; r++) {
+        struct tb_record *p = tb_peer(r);
+        if (p != NULL && __atomic_load_n(&p->polling, __ATOMIC_SEQ_CST)) return 1;
+    }
+    return 0;
+}
 
 void tb_ring_ranks(const int *world, int size) { ring_ranks(world, size, 1); }
 
@@ -342,7 +358,10 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
                 tb_ring_partners(ringing->comm, 0);
             }
         }
-        sleep_on_doorbell(bell, ns);
+        /* A peer polling inside MPI may need this rank's progress at any moment and cannot
+         * ring for it; it rang once when it began, and raised its count before (seq_cst), so
+         * a rank that sees no count here is rung. */
+        sleep_on_doorbell(bell, peer_polling() ? BACKOFF_MIN_NS : ns);
         woke = 1;
         ns = ns * 2 > most ? most : ns * 2;
     }

@@ -26,6 +26,12 @@ void tb_ring(MPI_Comm comm, int rank);
 /* Ring every other rank of the job (a persistent request started: its peers are not known). */
 void tb_ring_world(void);
 
+/* Ring this rank's own doorbell (another thread of it may wait on what this one completed). */
+void tb_ring_self(void);
+
+/* The world rank of rank ``rank`` of ``comm`` (-1: none, or not known). */
+int tb_world_of(MPI_Comm comm, int rank);
+
 /* Ring the ranks of ``comm`` a collective may be waiting on this one for; ``news``: this rank
  * started or finished a collective (a new operation, not a step within one). */
 void tb_ring_partners(MPI_Comm comm, int news);

@@ -39,6 +39,7 @@
 #include "shim_record.h"
 #include "doorbell.h"
 #include "arrival.h"
+#include "activity.h"
 
 #define CPU_SAMPLE_MASK 1023u
 #define RING_FIRST_S 1e-6
@@ -150,6 +151,7 @@ __attribute__((constructor)) static void tb_attach(void) {
     const char *run = getenv("TESTBED_RUN"), *job = getenv("TESTBED_JOB");
     const char *net = getenv("TESTBED_SAFETY_NET_US");
     attach(run, job);
+    tb_activity_init(rec);
     tb_doorbell_init(rec, rec == &private_record ? NULL : run, job,
                      net != NULL ? atof(net) : 0.0);
 }
@@ -366,17 +368,20 @@ static struct tb_ringing collective(MPI_Count count, MPI_Datatype datatype, MPI_
 /* Waits on requests the program made itself: the shim does not follow them, so it cannot
  * tell whether whoever completes them rings; they keep the short safety net. */
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
+    TB_ENTER(-1);
     BUSY(PMPI_Wait(request, status))
     return wait_one(request, status, point_to_point(0));
 }
 
 int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses) {
+    TB_ENTER(-1);
     BUSY(PMPI_Waitall(count, array_of_requests, array_of_statuses))
     struct all c = {count, array_of_requests, array_of_statuses};
     return spin_block(test_all, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
 }
 
 int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status) {
+    TB_ENTER(-1);
     BUSY(PMPI_Waitany(count, array_of_requests, indx, status))
     struct any c = {count, array_of_requests, indx, status};
     return spin_block(test_any, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
@@ -384,6 +389,7 @@ int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Statu
 
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
                  int array_of_indices[], MPI_Status *array_of_statuses) {
+    TB_ENTER(-1);
     BUSY(PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices,
                        array_of_statuses))
     struct some c = {incount, array_of_requests, outcount, array_of_indices, array_of_statuses};
@@ -392,6 +398,7 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
 
 /* A probe waits for an envelope, which the sender's ring announces whatever the size. */
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
+    TB_ENTER(tb_world_of(comm, source));
     BUSY(PMPI_Probe(source, tag, comm, status))
     struct probe c = {source, tag, comm, NULL, status};
     struct tb_ringing ringing = point_to_point(tb_can_ring_me(comm, source));
@@ -399,12 +406,15 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
 }
 
 int MPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message *message, MPI_Status *status) {
+    TB_ENTER(tb_world_of(comm, source));
     BUSY(PMPI_Mprobe(source, tag, comm, message, status))
     struct probe c = {source, tag, comm, message, status};
     struct tb_ringing ringing = point_to_point(tb_can_ring_me(comm, source));
     return spin_block(test_mprobe, &c, &ringing);
 }
 
+/* Starting a persistent request, or readying a partition of a partitioned send, may give any
+ * peer something to complete: ring them all. */
 int MPI_Start(MPI_Request *request) {
     int rc = PMPI_Start(request);
     tb_ring_world();
@@ -414,6 +424,32 @@ int MPI_Start(MPI_Request *request) {
 int MPI_Startall(int count, MPI_Request array_of_requests[]) {
     int rc = PMPI_Startall(count, array_of_requests);
     tb_ring_world();
+    return rc;
+}
+
+int MPI_Pready(int partition, MPI_Request request) {
+    int rc = PMPI_Pready(partition, request);
+    tb_ring_world();
+    return rc;
+}
+
+int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request) {
+    int rc = PMPI_Pready_range(partition_low, partition_high, request);
+    tb_ring_world();
+    return rc;
+}
+
+int MPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request) {
+    int rc = PMPI_Pready_list(length, array_of_partitions, request);
+    tb_ring_world();
+    return rc;
+}
+
+/* A generalized request is completed by the program, usually in another thread of the rank
+ * than the one waiting on it. */
+int MPI_Grequest_complete(MPI_Request request) {
+    int rc = PMPI_Grequest_complete(request);
+    tb_ring_self();
     return rc;
 }
 
@@ -428,8 +464,9 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
 /* A blocking receive: made as it is when the process busy-waits anyway, else as its
  * nonblocking form (which fills r_) plus a spin-block wait on r_.  Blocking and nonblocking
  * point-to-point operations match each other, so peers may differ in the form. */
-#define SPIN_BLOCK(BLOCKING, NONBLOCKING, STATUS, RUNG)                                     \
+#define SPIN_BLOCK(BLOCKING, NONBLOCKING, STATUS, RUNG, PEER)                               \
     {                                                                                       \
+        TB_ENTER(PEER);                                                                     \
         BUSY(BLOCKING)                                                                      \
         NONBLOCKING_ONLY(NONBLOCKING, STATUS, RUNG)                                         \
     }
@@ -442,6 +479,7 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
  * does not complete at once needs the receiver's progress, and receivers do not ring. */
 #define SEND(BLOCKING, NONBLOCKING, COMM, DEST)                                             \
     {                                                                                       \
+        TB_ENTER(tb_world_of(COMM, DEST));                                                  \
         if (busy_waits() && !tb_asleep(COMM, DEST)) {                                       \
             struct tb_call c_ = call_begin();                                               \
             int rc_ = BLOCKING;                                                             \
@@ -458,19 +496,20 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
 /* A nonblocking send: posted, then its destination rung. */
 #define POST_SEND(NONBLOCKING, COMM, DEST)                                                  \
     {                                                                                       \
+        TB_ENTER(tb_world_of(COMM, DEST));                                                  \
         int rc_ = NONBLOCKING;                                                              \
         if (rc_ == MPI_SUCCESS) tb_ring(COMM, DEST);                                        \
         return rc_;                                                                         \
     }
 
-/* A blocking collective: the blocking call itself when the job's collectives are native, else
- * its nonblocking form plus a spin-block wait that rings as ``collective`` says, and a ring of
- * its partners once it completes (its last progress may have sent what they wait for).  A
- * blocking and a nonblocking collective never match (MPI-3 5.12) and the ranks of one job may
- * be in different classes, so the form is a setting of the whole job, fixed before launch,
- * never a per-process choice.  COUNT and DATATYPE: what one message of it carries (COUNT -1:
- * its messages differ in size). */
-#define COLLECTIVE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                            \
+/* How a blocking collective is made: the blocking call itself when the job's collectives are
+ * native, else its nonblocking form plus a spin-block wait that rings as ``collective`` says,
+ * and a ring of its partners once it completes (its last progress may have sent what they
+ * wait for).  A blocking and a nonblocking collective never match (MPI-3 5.12) and the ranks
+ * of one job may be in different classes, so the form is a setting of the whole job, fixed
+ * before launch, never a per-process choice.  COUNT and DATATYPE: what one message of it
+ * carries (COUNT -1: its messages differ in size). */
+#define COLLECTIVE_MADE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                       \
     {                                                                                       \
         if (rec->native_collectives) TIMED(BLOCKING)                                        \
         MPI_Request r_;                                                                     \
@@ -479,6 +518,13 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
         rc_ = wait_one(&r_, MPI_STATUS_IGNORE, collective(COUNT, DATATYPE, COMM));          \
         tb_ring_partners(COMM, 1);                                                          \
         return rc_;                                                                         \
+    }
+
+/* A blocking collective's wrapper: COLLECTIVE_MADE, the rank in it meanwhile. */
+#define COLLECTIVE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                            \
+    {                                                                                       \
+        TB_ENTER(-1);                                                                       \
+        COLLECTIVE_MADE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                       \
     }
 
 /* The wait of an allreduce of one item by which a communicator's ranks agree on its arrival
@@ -539,14 +585,15 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
         MPI_Comm comm, MPI_Status *status)                                                  \
         SPIN_BLOCK(PMPI_Recv##S(buf, count, datatype, source, tag, comm, status),           \
                    PMPI_Irecv##S(buf, count, datatype, source, tag, comm, &r_), status,     \
-                   recv_rung(count, datatype, source, comm))                                \
+                   recv_rung(count, datatype, source, comm), tb_world_of(comm, source))     \
     int MPI_Mrecv##S(void *buf, COUNT count, MPI_Datatype datatype, MPI_Message *message,   \
         MPI_Status *status)                                                                 \
         SPIN_BLOCK(PMPI_Mrecv##S(buf, count, datatype, message, status),                    \
-                   PMPI_Imrecv##S(buf, count, datatype, message, &r_), status, 0)           \
+                   PMPI_Imrecv##S(buf, count, datatype, message, &r_), status, 0, -1)       \
     int MPI_Sendrecv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, int    \
         dest, int sendtag, void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int       \
         source, int recvtag, MPI_Comm comm, MPI_Status *status) {                           \
+        TB_ENTER(dest == source ? tb_world_of(comm, dest) : -1);                            \
         if (busy_waits() && !tb_asleep(comm, dest)) {                                       \
             struct tb_call c_ = call_begin();                                               \
             int rc_ = PMPI_Sendrecv##S(sendbuf, sendcount, sendtype, dest, sendtag,         \
@@ -634,6 +681,7 @@ WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
 /* A barrier on a communicator whose ranks all live on this host is their meeting on arrival
  * counts (arrival.c); elsewhere as COLLECTIVE. */
 int MPI_Barrier(MPI_Comm comm) {
+    TB_ENTER(-1);
     if (rec->native_collectives) TIMED(PMPI_Barrier(comm))
     struct tb_arrival a;
     int meet, rc = tb_arrive(&a, rec, comm, wait_agreeing, &meet);
@@ -645,5 +693,5 @@ int MPI_Barrier(MPI_Comm comm) {
         struct tb_ringing ringing = {a.size == 2, MPI_COMM_NULL, 0};
         return spin_block(tb_test_arrived, &a, &ringing);
     }
-    COLLECTIVE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)
+    COLLECTIVE_MADE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)
 }

@@ -14,9 +14,13 @@
  *
  * The ranks of a communicator that all live on this host make a barrier by meeting on the
  * arrival counts at the end of their records, blocking as in any wait (arrival.c).
+ *
+ * The last fields say which MPI call the rank is in, on whom it waits and how many calls have
+ * returned, so that the node manager can tell a job whose ranks all wait and none returns (a
+ * hang) from one that works.
  */
 #define TB_MAGIC 1413632840
-#define TB_VERSION 5
+#define TB_VERSION 6
 #define TB_ARRIVAL_SLOTS 64
 #define TB_SPIN_FOREVER 0
 #define TB_SPIN_FIXED 1
@@ -67,6 +71,18 @@ struct tb_record {
        offset 384: a rank adds 1 when it enters a barrier; its peers wait until theirs have
        been reached */
     uint32_t arrivals[TB_ARRIVAL_SLOTS];
+    /* what the rank is doing in MPI (written by the shim; the node manager tells a hang by
+       them): from offset 640 */
+    uint64_t calls_done;      /* calls the shim wraps that have returned */
+    uint32_t in_calls;        /* threads of the rank inside a call the shim wraps */
+    uint32_t polling;         /* threads inside a call that MPI completes by polling its own
+                                 progress, which may need its peers' progress (passive-target
+                                 RMA, collectives the shim does not wrap): its peers then sleep
+                                 only briefly in their blocked waits */
+    int32_t waits_on;         /* world rank the call in progress waits on; -1: several, any
+                                 or not known */
+    uint32_t pad4;
+    char call[32];            /* the MPI function last entered (in progress while in_calls) */
 };
 
 struct tb_event {
