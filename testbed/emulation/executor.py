@@ -5,11 +5,10 @@ release), waits on their links (``testbed.emulation.link``: one descriptor each,
 a launcher exited, a rank blocked or a remote node pushed something) until the time the driver
 asks for, samples memory and what the ranks are doing, and writes the events only real
 processes give: pids, memory samples, class changes, hangs, the benchmark's records and the
-ranks' counters.  Node managers in this
-process and on other hosts are spoken to the same way, but for broadcasts: on other hosts they
-go down a fan-out tree (``remote.Fanout``), so that what the executor does per heartbeat does
-not grow with the number of hosts.  It waits with epoll, so that terminations are handled at
-once rather than at the next heartbeat.
+ranks' counters.  Node managers in this process and on other hosts are spoken to the same way,
+but for broadcasts: on other hosts they go down a fan-out tree (``remote.Fanout``), so that
+what the executor does per heartbeat does not grow with the number of hosts.  It waits with
+epoll, so that terminations are handled at once rather than at the next heartbeat.
 
 A job whose ranks stop making progress is not left to wait for its limit: with ``hang_after``
 seconds (> 0), each job's samples go to a ``testbed.hang.HangWatch`` on the time the job was
