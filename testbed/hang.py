@@ -6,8 +6,10 @@ it stopped, no rank's count of returned MPI calls changed and either every rank 
 MPI call the shim wraps (rule ``in_mpi``), or its ranks together used no CPU (rule ``no_cpu``:
 less than ``IDLE_CPU_SHARE`` of a CPU per rank).  Time the job spends stopped is not counted,
 so a job that is merely descheduled (gang scheduling stops whole rows for whole timeslices) is
-never hung.  Ranks without the shim (schedulers that do not preload it) have no record of
-their calls, so only the CPU rule can find their job hung.
+never hung.  Only the shim's records say whether MPI calls return, so a job with a rank
+without the shim (schedulers that do not preload it) is never found hung: ranks that merely
+use no CPU may be waiting on anything (a file, a socket, ``sleep``), and MPICH's own waits
+poll, so an MPI deadlock without the shim uses CPU anyway.
 
 ``HangWatch`` takes a job's successive samples and says when it is hung; ``wait_cycles``
 finds ranks that wait on each other; ``describe`` says it in one line from the ``hang``
@@ -94,6 +96,9 @@ class HangWatch:
         if calls != self.calls:
             self.calls = calls
             self.in_mpi_since = self.idle_since = None
+        if any(r.activity is None for r in ranks):
+            self.in_mpi_since = self.idle_since = None
+            return None
         if all(r.activity is not None and r.activity.in_calls > 0 for r in ranks):
             if self.in_mpi_since is None:
                 self.in_mpi_since = t
@@ -135,9 +140,6 @@ def describe(hang: Mapping[str, Any]) -> str:
     for 30.0 s; rank 0 in MPI_Recv waiting on rank 1 (blocked), ...``."""
     ranks = hang["ranks"]
     seconds = f"{hang['seconds']:.1f} s"
-    if all(fields["call"] is None for fields in ranks.values()):
-        return (f"hung: its ranks used no CPU for {seconds} (without the shim, the calls they "
-                "wait in are not known)")
     if hang["rule"] == "in_mpi":
         text = f"hung: no MPI call returned for {seconds}"
     else:
@@ -151,8 +153,6 @@ def describe(hang: Mapping[str, Any]) -> str:
 
 def _rank_text(rank: int, fields: Mapping[str, Any]) -> str:
     """What one rank of a hung job was doing, in words."""
-    if fields["call"] is None:
-        return f"rank {rank} without the shim"
     if not fields["in_calls"]:
         return f"rank {rank} outside MPI"
     text = f"rank {rank} in {fields['call'] or 'an MPI call'}"
