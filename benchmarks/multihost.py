@@ -129,7 +129,8 @@ def heartbeat(nms: int, width: int, seconds: float) -> dict[str, Any]:
     median CPU per heartbeat (us), and each heartbeat's timings (``beats``: the broadcast
     event and the latency of the switch it made, None if it changed nothing)."""
     run = _run(nms, f"0 {nms} sleep {seconds:g}\n" * 2, "--scheduler", "gang", "--mpl", "2",
-               "--timeslice", f"{SLICE:g}", "--tree-width", str(width))
+               "--timeslice", f"{SLICE:g}", "--tree-width", str(width),
+               "--hang-after", "0")        # its ranks sleep on purpose, using no CPU
     try:
         log = events(run)
     finally:

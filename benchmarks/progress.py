@@ -19,7 +19,7 @@ interval (``met``: upper bound within 3, ``missed``: lower bound above, else ``c
 tell``).  Every pattern's own seconds are in the JSON.
 
 Usage: ``python -m benchmarks.progress [--quick] [--schedulers ics,fcs,...] [--repeats 5]
-[--rounds 10] [--timeout 60] [--order-seed 1] [--runs DIR] [--out JSON] [--markdown PAGE]``.
+[--rounds 50] [--timeout 60] [--order-seed 1] [--runs DIR] [--out JSON] [--markdown PAGE]``.
 ``--quick`` runs 2 repeats of 3 rounds under plain, gang and ics: it shows that it works.
 """
 
@@ -199,7 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schedulers", default=None,
                    help="comma-separated (default: every scheduler)")
     p.add_argument("--repeats", type=int, default=5, help="runs of each mode (default 5)")
-    p.add_argument("--rounds", type=int, default=10, help="rounds of each pattern a run")
+    p.add_argument("--rounds", type=int, default=50,
+                   help="rounds of each pattern a run (default 50)")
     p.add_argument("--timeout", type=float, default=60.0,
                    help="seconds before a run counts as hung and is killed (default 60)")
     p.add_argument("--order-seed", type=int, default=1, help="seed of the random order")

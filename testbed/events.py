@@ -38,8 +38,17 @@ write the same kinds; events marked *emulation* below come only from real proces
   faults, peak RSS (None for a rank whose process was never found) and shim counters per
   rank), ``paging`` (job, direction ``out`` or ``in``,
   seconds, swap_kib_before, swap_kib_after: a preempted job's memory moved to swap or back,
-  t3d with ``--node-mem``), ``interrupted`` (signal), ``node_lost`` (node, host, reason: a
-  node manager process on another host died or stopped answering; its jobs fail),
+  t3d with ``--node-mem``), ``hang`` (job, seconds, rule, ranks, cycles: the job was found
+  hung (``testbed.hang``) and is being killed; it ends ``failed`` with the reason in words.
+  ``rule``: ``in_mpi`` (every rank was inside an MPI call the shim wraps and none returned) or
+  ``no_cpu`` (no call returned and its ranks used no CPU); ``seconds``: the time, not stopped,
+  for which the rule held; ``ranks``: per rank, call (the MPI function it was in,
+  or last entered), waits_on (the world rank that call waits on; -1 several, any or not
+  known), blocked, in_calls (its threads inside a call), polling (those in a call MPI
+  completes by polling), calls_done (calls returned) and cpu_s (its process's CPU seconds);
+  all but cpu_s None for a rank without the shim; ``cycles``: lists of ranks each waiting on
+  the next, the last on the first), ``interrupted`` (signal), ``node_lost`` (node, host,
+  reason: a node manager process on another host died or stopped answering; its jobs fail),
   ``broadcast`` (a message sent down the fan-out tree of node managers on other hosts:
   message (its kind), nodes (live node managers), direct (those the coordinator sent it to
   itself), read (messages the coordinator read meanwhile: answers, and pushes that came then),
@@ -86,6 +95,7 @@ FIELDS: dict[str, frozenset[str]] = {kind: frozenset(names.split()) for kind, na
     "counters": "job ranks",
     "interrupted": "signal",
     "node_lost": "node host reason",
+    "hang": "job seconds rule ranks cycles",
     "broadcast": "message nodes direct read cpu_us send_us gather_us hop_us forward_us",
     "run_end": "status swept",
 }.items()}

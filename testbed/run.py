@@ -47,6 +47,7 @@ from testbed.emulation.paging import may_page_out
 from testbed.emulation.remote import NodesError
 from testbed.emulation.tree import DEFAULT_WIDTH
 from testbed.events import EventLog, WriteFailed, read_events
+from testbed.hang import DEFAULT_HANG_AFTER, describe
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
@@ -105,6 +106,7 @@ class Options:
     launcher: str | None = None
     tree_width: int = DEFAULT_WIDTH
     spin: float | None = None
+    hang_after: float = DEFAULT_HANG_AFTER
     node_mem: int | None = None
     swap: int | None = None
     memory_admission: float | None = None
@@ -201,6 +203,8 @@ def check_emulation(options: Options, schedulers: list[str]) -> Machine:
                          "arrives and measure paging rather than scheduling; give a number")
     if options.spin is not None and options.spin < 0:
         raise UsageError(f"--spin must be >= 0, got {options.spin}")
+    if options.hang_after < 0 or not math.isfinite(options.hang_after):
+        raise UsageError(f"--hang-after must be >= 0 (0: never), got {options.hang_after}")
     try:
         injection.describe(os.environ)
     except ValueError as err:
@@ -475,6 +479,7 @@ def _emulate(workload: Workload, options: Options, machine: Machine, mpi: MpiInf
         "memory_admission": dataclasses.asdict(memory) if memory else None,
         "memory_history": str(history.path) if history else None,
         "swap": swap.describe() if swap else None,
+        "hang_after": options.hang_after,
     }
     delays = injection.describe(os.environ)
     if delays is not None:
@@ -485,7 +490,8 @@ def _emulate(workload: Workload, options: Options, machine: Machine, mpi: MpiInf
     if owners is not None:
         config["owners"] = dataclasses.asdict(owners)
     executor = EmulationExecutor(policy, machine, mpi, run_dir, run_id, library, node_memory,
-                                 swap, options.rank_priority, options.tree_width)
+                                 swap, options.rank_priority, options.tree_width,
+                                 options.hang_after)
     service = None
     if listening is not None:
         service = Service(*listening, run_dir, executor, options.timeslice)
@@ -537,8 +543,9 @@ def exec_job(command: list[str], ranks: int, options: Options, out: Path | None 
              prefix: str = "testbed") -> int:
     """Run one MPI ``command`` on ``ranks`` ranks as a job (as the T3D's ``mppexec``), copy its
     output to ours and return its exit code (130 if the run was interrupted).  When that code
-    is not the program's own (it could not be launched, it was killed or timed out), say why
-    on stderr after ``prefix``, as the service's clients do."""
+    is not the program's own (it could not be launched, it was killed, timed out or hung), say
+    why on stderr after ``prefix``, as the service's clients do (a hang with what each rank
+    was in)."""
     if not command:
         raise UsageError("exec needs a command after --")
     if ranks < 1:
@@ -556,9 +563,20 @@ def exec_job(command: list[str], ranks: int, options: Options, out: Path | None 
             stream.write(path.read_text(errors="replace"))
     if status == "interrupted":
         return EXIT_INTERRUPTED
-    row = job_rows(read_events(run_dir / "events.jsonl"))[0]
+    events = read_events(run_dir / "events.jsonl")
+    row = job_rows(events)[0]
     code = job_exit_code(row.status, row.exit_code)
-    if code != row.exit_code or row.status in ("killed", "timeout"):
+    hangs = hang_lines(events)
+    if hangs:
+        print(f"{prefix}: {hangs[0]}", file=sys.stderr)
+    elif code != row.exit_code or row.status in ("killed", "timeout"):
         print(f"{prefix}: job {row.id} ended {row.status}: {row.reason or row.status}",
               file=sys.stderr)
     return code
+
+
+def hang_lines(events: list[dict[str, Any]]) -> list[str]:
+    """One line for each job of a run's ``events`` found hung, naming it and what each of its
+    ranks was in (``job j1 hung: no MPI call returned for 30.0 s; rank 0 in ...``)."""
+    return [f"job {event['job']} {describe(event)}" for event in events
+            if event["event"] == "hang"]

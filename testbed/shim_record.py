@@ -18,6 +18,7 @@ from pathlib import Path
 import cffi
 
 from testbed import stopped_clock
+from testbed.hang import Activity
 from testbed.policies.spin import Counters, Spin
 from testbed.stopped_clock import RECORD_PREFIX
 from testbed.stopped_clock import record_path as record_path
@@ -94,6 +95,16 @@ class Record:
                         c.max_nonblock_s, bool(c.blocked), c.block_seq, c.blocks, c.blocked_s,
                         c.cpu_s, c.spin_s, c.stopped_s, c.wakes_rung, c.wakes_timed,
                         c.blocked_cpu_s, c.meetings)
+
+    def activity(self) -> Activity | None:
+        """What the rank is doing in MPI now (``Activity``: calls returned, threads in a call,
+        the call and on whom it waits); None while no shim has attached to the record."""
+        c = self.c
+        if not c.attached:
+            return None
+        return Activity(c.calls_done, c.in_calls, c.polling, c.waits_on,
+                        ffi.string(c.call, len(c.call)).decode(errors="replace"),
+                        bool(c.blocked))
 
     def close(self) -> None:
         """Unmap (the file stays)."""

@@ -35,7 +35,7 @@ from testbed.emulation.messages import (
     Hello,
     KillJob,
     LaunchJob,
-    MemorySample,
+    NodeSample,
     PidInfo,
     Push,
     Release,
@@ -576,8 +576,8 @@ class _Launchers:
     def clock(self) -> float:
         return 0.0
 
-    def sample(self) -> dict[str, dict[str, int]]:
-        return {}
+    def sample(self) -> None:
+        return None
 
     def awaiting_pids(self) -> bool:
         return False
@@ -718,7 +718,7 @@ def test_pids_and_memory_pushed_before_a_jobs_end_are_not_logged_after_it(execut
     ex, (node_a, node_b) = executor((), ())
     assert _launch(ex, "j1", 0, 1) is None
     node_a.peer.send(Push([Termination("j1", "done", 0, "")]))
-    node_b.peer.send(Push([PidInfo("j1", {1: 4242}, 0.1), MemorySample({"j1": {"rss_kib": 1}})]))
+    node_b.peer.send(Push([PidInfo("j1", {1: 4242}, 0.1), NodeSample({"j1": {"rss_kib": 1}}, {})]))
     assert [e.job for e in ex.advance(0.0)] == ["j1"]
     assert ex.advance(0.0) == []
     assert ex.log is not None

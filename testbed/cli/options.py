@@ -9,6 +9,7 @@ from pathlib import Path
 
 from testbed.emulation.procs import RankPriority
 from testbed.emulation.tree import DEFAULT_WIDTH
+from testbed.hang import DEFAULT_HANG_AFTER
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.policies import PrimeTime
 from testbed.policies.matrix import UNBOUNDED
@@ -112,6 +113,11 @@ def scheduler_options(p: argparse.ArgumentParser) -> None:
                         f"default {DEFAULT_WIDTH})")
     p.add_argument("--spin", type=float, default=None,
                    help="shim spin time, seconds: fixed for ics, MAX_spin for fcs (0.0005)")
+    p.add_argument("--hang-after", type=float, default=DEFAULT_HANG_AFTER, metavar="S",
+                   help="fail a job as hung after S seconds, not counting time it was stopped, "
+                        "in which no MPI call returned and every rank waited in one (ics, "
+                        "fcs) or its ranks used no CPU (default "
+                        f"{DEFAULT_HANG_AFTER:g}; 0: never)")
     p.add_argument("--node-mem", type=_size, default=None, metavar="SIZE",
                    help="memory limit of each emulated node, e.g. 512M (root, cgroups)")
     p.add_argument("--swap", type=_size, default=None, metavar="SIZE",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from testbed import run
 from testbed.cli.options import options_of, owner_options, policy_options, scheduler_options
+from testbed.events import read_events
 from testbed.policies import POLICIES
 from testbed.results.report import format_table, write_results
 from testbed.run import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
@@ -39,6 +40,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 viewer.wait()
     print(format_table({args.scheduler: summary}))
     print(f"run directory: {run_dir}")
+    for line in run.hang_lines(read_events(run_dir / "events.jsonl")):
+        print(f"testbed: {line}", file=sys.stderr)
     return EXIT_INTERRUPTED if status == "interrupted" else 0
 
 

@@ -3,12 +3,17 @@
 It turns the driver's actions into messages for the node managers (launch, heartbeat, kill,
 release), waits on their links (``testbed.emulation.link``: one descriptor each, readable when
 a launcher exited, a rank blocked or a remote node pushed something) until the time the driver
-asks for, samples memory, and writes the events only real processes give: pids, memory
-samples, class changes, the benchmark's records and the ranks' counters.  Node managers in this
-process and on other hosts are spoken to the same way, but for broadcasts: on other hosts they
-go down a fan-out tree (``remote.Fanout``), so that what the executor does per heartbeat does
-not grow with the number of hosts.  It waits with epoll, so that terminations are handled at
-once rather than at the next heartbeat.
+asks for, samples memory and what the ranks are doing, and writes the events only real
+processes give: pids, memory samples, class changes, hangs, the benchmark's records and the
+ranks' counters.  Node managers in this process and on other hosts are spoken to the same way,
+but for broadcasts: on other hosts they go down a fan-out tree (``remote.Fanout``), so that
+what the executor does per heartbeat does not grow with the number of hosts.  It waits with
+epoll, so that terminations are handled at once rather than at the next heartbeat.
+
+A job whose ranks stop making progress is not left to wait for its limit: with ``hang_after``
+seconds (> 0), each job's samples go to a ``testbed.hang.HangWatch`` on the time the job was
+not stopped, and a job found hung is logged (``hang``: what each rank was in), killed and
+ended ``failed`` with the reason in words.
 
 Nothing outlives a run: on a normal end, Ctrl-C or SIGTERM the executor kills what is left
 itself; if the process running it is SIGKILLed, its watchdog (``testbed.emulation.watchdog``)
@@ -53,6 +58,7 @@ from testbed.emulation.messages import (
 from testbed.emulation.mpi_info import MpiInfo
 from testbed.emulation.node_manager import NodeManager, ShimSetup
 from testbed.events import EventLog
+from testbed.hang import HangWatch, RankSample, describe, wait_cycles
 from testbed.machine import Machine, Node
 from testbed.policies import Launch, Policy
 from testbed.policies.node import ClassChange
@@ -71,14 +77,16 @@ UCX_MEM_EVENTS = "UCX_MEM_EVENTS"
 
 class EmulationExecutor:
     """Runs jobs as real ranks on ``machine`` with ``mpi``; job outputs go under
-    ``run_dir/jobs``."""
+    ``run_dir/jobs``.  A job hung for ``hang_after`` seconds of time not stopped fails
+    (0: never)."""
 
     kind = "emulation"
 
     def __init__(self, policy: Policy, machine: Machine, mpi: MpiInfo, run_dir: Path,
                  run_id: str, shim_library: Path | None = None,
                  node_memory: NodeCgroups | None = None, swap: SwapFile | None = None,
-                 rank_priority: str = "auto", tree_width: int = tree.DEFAULT_WIDTH) -> None:
+                 rank_priority: str = "auto", tree_width: int = tree.DEFAULT_WIDTH,
+                 hang_after: float = 0.0) -> None:
         self.machine = machine
         self.cpus = machine.cpus
         self.run_dir = run_dir
@@ -128,6 +136,9 @@ class EmulationExecutor:
         self.owners: dict[int, subprocess.Popen[bytes]] = {}
         self.ran: dict[str, float] = {}
         self.running_since: dict[str, float] = {}
+        self.hang_after = hang_after
+        self.watches: dict[str, HangWatch] = {}
+        self.activity: dict[str, dict[int, RankSample]] = {}
 
     def now(self) -> float:
         """Seconds since the run started (monotonic)."""
@@ -184,29 +195,40 @@ class EmulationExecutor:
             raise Interrupted
 
     def advance(self, until: float) -> list[Ended]:
-        """Take in what the node managers pushed, discover pids, sample memory, then, unless a
-        job ended meanwhile, wait for launcher exits and shim events until ``until`` (s) or the
-        next poll, whichever is first; return the jobs that ended."""
+        """Take in what the node managers pushed, discover pids, sample memory and the ranks
+        (failing the jobs found hung), then, unless a job ended meanwhile, wait for launcher
+        exits and shim events until ``until`` (s) or the next poll, whichever is first; return
+        the jobs that ended."""
         assert self.log is not None
         self.check()
         now = self.now()
         awaiting = False
         memory: dict[str, dict[str, int]] = {}
+        sampled: set[str] = set()
         for nm in self._pushed():
             self._node_events(nm)
             for info in nm.discover():
                 self._pids(info)
-            for job, values in nm.sample().items():
+            sample = nm.sample()
+            awaiting = awaiting or nm.awaiting_pids()
+            if sample is None:
+                continue
+            for job, values in sample.memory.items():
                 if job not in self.job_nodes:       # pushed before its end came in
                     continue
                 totals = memory.setdefault(job, dict.fromkeys(values, 0))
                 for key, value in values.items():
                     totals[key] += value
-            awaiting = awaiting or nm.awaiting_pids()
+            for job, ranks in sample.activity.items():
+                if job in self.watches:
+                    self.activity[job].update(ranks)
+                    sampled.add(job)
         for job, values in memory.items():
             self.log.emit("memory", now, job=job, **values)
         if memory and self.node_memory is not None:
             self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
+        for job in sorted(sampled):
+            self._check_hang(job)
         # A launcher that exited since the last wait (a job whose ranks ended before they were
         # found ends so) was reaped just above: its end is returned now, not after a wait.
         if not self.ended:
@@ -256,6 +278,9 @@ class EmulationExecutor:
                              key=lambda nm: action.pes[0] in nm.node.pes)
         replies = [reply for nm in leader_last for reply in nm.handle(msg)]
         self.ran[spec.id] = 0.0
+        if self.hang_after > 0:
+            self.watches[spec.id] = HangWatch(self.hang_after)
+            self.activity[spec.id] = {}
         if action.running:
             self.running_since[spec.id] = self.now()
         for reply in replies:
@@ -298,8 +323,8 @@ class EmulationExecutor:
         deadline = time.monotonic() + SHUTDOWN_GRACE
         for nm in self.nms:
             nm.await_end(job, deadline)
-        self.job_nodes.pop(job, None)
-        self.found.pop(job, None)
+        for known in (self.job_nodes, self.found, self.watches, self.activity):
+            known.pop(job, None)
         ranks = [values for reply in self._broadcast(Release(job))
                  if isinstance(reply, JobCounters) for values in reply.ranks.values()]
         self.swap_at_start.pop(job, None)
@@ -311,6 +336,34 @@ class EmulationExecutor:
         """Seconds ``job`` has run so far (its stopped time excluded); forgets it."""
         since = self.running_since.pop(job, None)
         return self.ran.pop(job, 0.0) + (self.now() - since if since is not None else 0.0)
+
+    def _running_time(self, job: str) -> float:
+        """Seconds ``job`` has run so far (its stopped time excluded)."""
+        since = self.running_since.get(job)
+        return self.ran.get(job, 0.0) + (self.now() - since if since is not None else 0.0)
+
+    def _check_hang(self, job: str) -> None:
+        """Give the watch of ``job`` its ranks' latest samples, once every rank has one; a
+        job found hung is logged (``hang``), killed on every node and ended ``failed``, its
+        reason saying what each rank was in."""
+        assert self.log is not None
+        ranks = self.activity[job]
+        if len(ranks) < self.sizes[job]:
+            return
+        samples = [ranks[rank] for rank in sorted(ranks)]
+        hang = self.watches[job].observe(self._running_time(job), samples)
+        if hang is None:
+            return
+        fields = {"job": job, "seconds": round(hang.seconds, 3), "rule": hang.rule,
+                  "ranks": {str(s.rank): s.fields() for s in samples},
+                  "cycles": wait_cycles(samples)}
+        self.log.emit("hang", self.now(), **fields)
+        self._broadcast(KillJob(job, "hung"))
+        deadline = time.monotonic() + SHUTDOWN_GRACE
+        for nm in self.nms:
+            if job in nm.launched:
+                nm.await_end(job, deadline)
+        self._finish(Termination(job, "failed", None, describe(fields)))
 
     def migrate(self, job: str, slot: int, pes: tuple[int, ...]) -> str | None:
         """Move ``job``'s rank i to PE ``pes[i]`` (each NM re-pins its ranks); None when done,
@@ -437,7 +490,7 @@ class EmulationExecutor:
         assert self.log is not None
         if term.job not in self.job_nodes:
             return None
-        for known in (self.job_nodes, self.found, self.sizes):
+        for known in (self.job_nodes, self.found, self.sizes, self.watches, self.activity):
             known.pop(term.job, None)
         now = self.now()
         swap_in, swap_out = procs.swap_pages()

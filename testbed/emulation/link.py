@@ -3,11 +3,12 @@
 The executor speaks to every node manager through ``NodeLink``: it sends messages and gets
 the replies (broadcasts to node managers on other hosts go down their fan-out tree,
 ``testbed.emulation.remote.Fanout``), takes in what the node pushed (its launchers' ends,
-class changes, paging records, pids, memory samples), waits for one job's launcher to end,
-and closes.  A node manager on another host (``testbed.emulation.remote.RemoteNode``) is
-reached over an authenticated connection and may be lost; one in the machine manager's own
-process (``LocalNode``, below) is called directly and never is.  Both are watched the same
-way: each has one descriptor, readable when the node has something to give.
+class changes, paging records, pids, samples of memory and of the ranks), waits for one job's
+launcher to end, and closes.  A node manager on another host
+(``testbed.emulation.remote.RemoteNode``) is reached over an authenticated connection and may
+be lost; one in the machine manager's own process (``LocalNode``, below) is called directly
+and never is.  Both are watched the same way: each has one descriptor, readable when the
+node has something to give.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import selectors
 import time
 from typing import Protocol
 
-from testbed.emulation.messages import LaunchFailure, LaunchJob, PidInfo, Termination
+from testbed.emulation.messages import LaunchFailure, LaunchJob, NodeSample, PidInfo, Termination
 from testbed.emulation.node_manager import NodeManager
 from testbed.machine import Node
 
@@ -46,8 +47,9 @@ class NodeLink(Protocol):
         """Ranks found since the last call."""
         ...
 
-    def sample(self) -> dict[str, dict[str, int]]:
-        """Memory samples by job since the last call."""
+    def sample(self) -> NodeSample | None:
+        """What the node sampled since the last call (memory by job, each rank's activity),
+        or None."""
         ...
 
     def awaiting_pids(self) -> bool:
@@ -146,8 +148,8 @@ class LocalNode(Pushed):
         """Ranks the node manager found since the last call."""
         return self.manager.discover()
 
-    def sample(self) -> dict[str, dict[str, int]]:
-        """The node's memory samples by job."""
+    def sample(self) -> NodeSample | None:
+        """The node manager's sample, when one is due (else None)."""
         return self.manager.sample()
 
     def awaiting_pids(self) -> bool:

@@ -6,7 +6,7 @@ authenticated connections (``multiprocessing.connection``): one between the MM a
 and one between each NM and each of its children in the fan-out tree
 (``testbed.emulation.tree``).  The last ones below exist only there: the NM's greeting and
 set-up, a request's ``Reply``, a broadcast going down the tree and what each subtree
-``Gathered`` coming up, the NM's own ``Push``es (rank pids found, memory samples,
+``Gathered`` coming up, the NM's own ``Push``es (rank pids found, samples,
 terminations, class changes), and ``Close``.
 """
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from testbed.hang import RankSample
 
 
 @dataclass(frozen=True)
@@ -190,15 +192,18 @@ class Reply:
 
 
 @dataclass(frozen=True)
-class MemorySample:
-    """NM -> MM (pushed every sample): per job with ranks there, summed RSS (KiB) and faults."""
+class NodeSample:
+    """What a node manager sampled (pushed to the MM every sample from other hosts): per job
+    with ranks there, their summed RSS (KiB) and faults, and each rank's ``RankSample`` (its
+    CPU seconds and what it is doing in MPI) by rank."""
 
     memory: dict[str, dict[str, int]]
+    activity: dict[str, dict[int, RankSample]]
 
 
 @dataclass(frozen=True)
 class Push:
-    """NM -> MM, unasked: pids found (``PidInfo``, this host's ranks), a ``MemorySample``, a
+    """NM -> MM, unasked: pids found (``PidInfo``, this host's ranks), a ``NodeSample``, a
     job's ``Termination`` (its launcher ran here) and ``ClassChange``/``Paged`` records."""
 
     items: list[object]

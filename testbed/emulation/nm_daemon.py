@@ -8,7 +8,8 @@ fan-out tree is to reach it, receives its ``NodeSetup``, links up with its paren
 (``testbed.emulation.relay``), tells the MM it is ready and then serves: a request to this
 node alone is handled by a ``NodeManager`` and answered with one ``Reply``; a broadcast is
 forwarded down the tree, handled, and answered up it; what it notices by itself (its ranks'
-pids, memory samples, a launcher's exit, shim events) is pushed straight to the MM.
+pids, samples of memory and of the ranks, a launcher's exit, shim events) is pushed straight
+to the MM.
 
 If the machine manager goes away (the connection ends without ``Close``) it kills every rank
 of the run it manages and exits 1.  On real hosts it also starts the run's watchdog on its host,
@@ -35,7 +36,6 @@ from testbed.emulation.messages import (
     Close,
     Hello,
     LaunchJob,
-    MemorySample,
     NodeSetup,
     Push,
     Release,
@@ -104,9 +104,9 @@ def serve(conn: Connection, nm: NodeManager, parent: Connection | None = None,
     try:
         while True:
             pushes: list[object] = list(nm.discover())
-            memory = nm.sample()
-            if memory:
-                pushes.append(MemorySample(memory))
+            sample = nm.sample()
+            if sample is not None:
+                pushes.append(sample)
             for key, _ in selector.select(DISCOVERY_POLL if nm.awaiting_pids() else IDLE_POLL):
                 if key.data == "mm":
                     try:

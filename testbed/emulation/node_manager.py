@@ -42,6 +42,7 @@ from testbed.emulation.messages import (
     LaunchJob,
     MoveFailed,
     MoveJob,
+    NodeSample,
     Paged,
     PidInfo,
     Release,
@@ -50,6 +51,7 @@ from testbed.emulation.messages import (
     Termination,
 )
 from testbed.emulation.shim import EventSocket
+from testbed.hang import RankSample
 from testbed.machine import Machine, Node
 from testbed.policies.node import ClassChange, GangNode, Proc, ProcKey
 from testbed.policies.spin import Spin
@@ -459,14 +461,17 @@ class NodeManager:
             self._apply()
         return changes
 
-    def sample(self) -> dict[str, dict[str, int]]:
-        """Every ``SAMPLE_INTERVAL`` s, read the usage of every rank; return, per job with
-        ranks here, their summed RSS (KiB) and faults ({} between samples)."""
+    def sample(self) -> NodeSample | None:
+        """Every ``SAMPLE_INTERVAL`` s, read the usage of every rank found here and what its
+        shim record says it is doing; per job with ranks here, their summed RSS (KiB) and
+        faults, and each rank's CPU seconds and activity (None between samples, or with no
+        rank found here)."""
         now = self.clock()
         if now - self.last_sample < SAMPLE_INTERVAL:
-            return {}
+            return None
         self.last_sample = now
-        memory = {}
+        memory: dict[str, dict[str, int]] = {}
+        activity: dict[str, dict[int, RankSample]] = {}
         for job in self.jobs.values():
             for rank in job.ranks.values():
                 rank.sample()
@@ -475,7 +480,12 @@ class NodeManager:
                 memory[job.job] = {"rss_kib": sum(u.rss_kib for u in samples),
                                    "minor_faults": sum(u.minor_faults for u in samples),
                                    "major_faults": sum(u.major_faults for u in samples)}
-        return memory
+            ranks = {number: RankSample(number, rank.last.cpu_s if rank.last else None,
+                                        self.records[job.job, number].activity())
+                     for number, rank in job.ranks.items() if (job.job, number) in self.records}
+            if ranks:
+                activity[job.job] = ranks
+        return NodeSample(memory, activity) if activity else None
 
     def _kill(self, name: str, reason: str) -> None:
         job = self.jobs.get(name)

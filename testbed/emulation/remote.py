@@ -48,7 +48,7 @@ from testbed.emulation.messages import (
     Hello,
     LaunchFailure,
     LaunchJob,
-    MemorySample,
+    NodeSample,
     NodeSetup,
     Orphaned,
     PidInfo,
@@ -87,7 +87,7 @@ class RemoteNode(Pushed):
         self.rank_priority = procs.rank_priority(setting, hello.priority).describe()
         self.lost: str | None = None
         self.pids: list[PidInfo] = []
-        self.memory: dict[str, dict[str, int]] = {}
+        self.sampled: NodeSample | None = None
 
     def fileno(self) -> int:
         """The connection's descriptor (readable when the NM has sent something)."""
@@ -148,9 +148,10 @@ class RemoteNode(Pushed):
             for item in msg.items:
                 if isinstance(item, PidInfo):
                     self.pids.append(item)
-                elif isinstance(item, MemorySample):
-                    for job, values in item.memory.items():
-                        self.memory[job] = values
+                elif isinstance(item, NodeSample):
+                    self.sampled = item if self.sampled is None else NodeSample(
+                        {**self.sampled.memory, **item.memory},
+                        {**self.sampled.activity, **item.activity})
                 elif isinstance(item, Termination):
                     self.launched.discard(item.job)
                     self.ended[item.job] = item
@@ -178,10 +179,11 @@ class RemoteNode(Pushed):
         found, self.pids = self.pids, []
         return found
 
-    def sample(self) -> dict[str, dict[str, int]]:
-        """The memory samples the NM has pushed since the last call."""
-        memory, self.memory = self.memory, {}
-        return memory
+    def sample(self) -> NodeSample | None:
+        """What the NM has sampled and pushed since the last call (each job's latest), or
+        None."""
+        sample, self.sampled = self.sampled, None
+        return sample
 
     def awaiting_pids(self) -> bool:
         """Always False: the NM looks for its ranks itself and pushes them."""
