@@ -29,6 +29,7 @@ from benchmarks.reproduce.claims import (
 )
 from benchmarks.reproduce.context import Context, failure
 from testbed.experiments.stats import Interval
+from testbed.experiments.stats import Test as RankTest
 
 
 def test_an_interval_inside_the_claimed_region_agrees_outside_disagrees_across_cannot_tell():
@@ -67,20 +68,22 @@ def test_an_absolute_threshold_ignores_the_rank_test():
     assert judge(Interval(0.95, 0.92, 0.97), above(0.9), p=0.9).verdict == AGREES
 
 
-def test_difference_adds_half_widths_in_quadrature():
-    d = claims.difference(Interval(10, 7, 13), Interval(4, 0, 8))
-    assert d is not None and d.value == 6 and d.low == pytest.approx(1) and d.high == \
-        pytest.approx(11)
-    assert claims.difference(Interval(1, None, None), Interval(0, -1, 1)) == \
-        Interval(1, None, None)
-    assert claims.difference(None, Interval(0, -1, 1)) is None
+def test_a_claims_cells_are_one_family():
+    cells = [(Interval(1.2, 1.1, 1.3), above(1.0), RankTest(0.03, 0.001, "x")),
+             (Interval(1.3, 1.2, 1.4), above(1.0), RankTest(0.04, 0.001, "x"))]
+    assert [d.verdict for d in claims.judge_cells(cells[:1], 1.0)] == [AGREES]
+    assert [d.verdict for d in claims.judge_cells(cells, 1.0)] == [CANNOT_TELL] * 2
+    assert claims.cell_confidence(5) == pytest.approx(0.99)
 
 
-def test_quotient_adds_relative_half_widths_in_quadrature():
-    q = claims.quotient(Interval(6, 5.7, 6.3), Interval(3, 2.88, 3.12))
-    assert q is not None and q.value == 2
-    assert q.half_width == pytest.approx(2 * math.hypot(0.05, 0.04))
-    assert claims.quotient(Interval(1, 0, 2), Interval(0, -1, 1)) is None
+def test_paired_difference_is_a_t_interval_of_the_pairs_differences():
+    d = claims.paired_difference([11.0, 21.0, 32.0], [10.0, 20.0, 30.0])
+    assert d.value == pytest.approx(4 / 3) and d.low < 4 / 3 < d.high
+    assert d.half_width == pytest.approx(4.303 * math.sqrt(1 / 3) / math.sqrt(3), rel=1e-3)
+    wider = claims.paired_difference([11.0, 21.0, 32.0], [10.0, 20.0, 30.0], 0.99)
+    assert wider.half_width > d.half_width and wider.confidence == 0.99
+    assert claims.paired_difference([1.0], [0.5]) == Interval(0.5, None, None)
+    assert claims.paired_difference([], []) is None
 
 
 def test_every_needs_all_cells_and_any_disagreement_disagrees():

@@ -13,9 +13,8 @@ When the figure compares two samples (a ratio), ``null`` is the value that means
 difference" (1 for a ratio) and ``p`` the rank test's p-value: a verdict that asserts a
 difference (its side of the boundary excludes ``null``) also needs ``p`` below 0.05, as
 ``testbed.experiments.stats.called`` asks of every difference the project calls.  A figure
-without a rank test is judged on its interval alone: a single sample's median, the paired
-difference of replications that share their seeds (``paired_difference``), or the difference
-of two means with independent intervals (batch means; ``difference``).
+without a rank test is judged on its interval alone: a single sample's median, or the paired
+difference of replications that share their seeds (``paired_difference``).
 
 Claims over many cells combine their cells' verdicts: ``every`` (the claim holds in every
 cell) and ``most`` (in more than half of them).  A claim's cells are one family: their
@@ -162,35 +161,6 @@ def paired_difference(subject: Sequence[float], reference: Sequence[float],
     half = float(student.ppf((1 + confidence) / 2, len(diffs) - 1)) * spread / \
         math.sqrt(len(diffs))
     return Interval(mean, mean - half, mean + half, confidence)
-
-
-def difference(subject: Interval | None, reference: Interval | None) -> Interval | None:
-    """subject - reference with an interval, for two figures with independent symmetric
-    intervals of the same confidence (batch means, replication t-intervals): the half-widths
-    add in quadrature.  None without both figures; no interval without both intervals."""
-    if subject is None or reference is None:
-        return None
-    value = subject.value - reference.value
-    a, b = subject.half_width, reference.half_width
-    if a is None or b is None:
-        return Interval(value, None, None)
-    half = math.hypot(a, b)
-    return Interval(value, value - half, value + half)
-
-
-def quotient(subject: Interval | None, reference: Interval | None) -> Interval | None:
-    """subject / reference with an interval, for two positive figures with independent
-    symmetric intervals of the same confidence: the relative half-widths add in quadrature
-    (the delta method).  None without both figures or when the reference is 0; no interval
-    without both intervals."""
-    if subject is None or reference is None or reference.value == 0:
-        return None
-    value = subject.value / reference.value
-    a, b = subject.half_width, reference.half_width
-    if a is None or b is None or subject.value == 0:
-        return Interval(value, None, None)
-    half = abs(value) * math.hypot(a / subject.value, b / reference.value)
-    return Interval(value, value - half, value + half)
 
 
 def every(decisions: Sequence[Decision]) -> Decision:
