@@ -34,10 +34,12 @@ clear, far longer than the longest job (43 h against 43 days of arrivals at load
 Every scheme at a load runs the same jobs, so two schemes are compared job by job: the
 difference of their slowdowns for each job, in arrival order, in batches of the batch size
 (the first dropped), gives batch means of the difference and its 90 % interval (``versus``:
-per other scheme, ``diff`` and ``ci``).  A scheme is below another where that interval lies
-below 0; this paired interval is much narrower than the two schemes' intervals side by side,
-since the same long jobs raise both.  Records without ``versus`` (written before it) are
-compared by their own intervals.
+per other scheme, ``diff``, ``ci`` and the batch means, ``means``).  A scheme is below another
+where that interval lies below 0; this paired interval is much narrower than the two schemes'
+intervals side by side, since the same long jobs raise both.  A claim's comparisons (its loads
+and schemes) are one family: each is taken at the Bonferroni confidence 1 - 0.10 / their
+number.  Records without ``versus`` (written before it) are compared by their own
+intervals.
 
 Each record carries, besides T3D's mean slowdown (``slowdown``, ``ci``), the mean bounded
 slowdown (tau = 10 s), which the Lublin model's many jobs of a few seconds make far more
@@ -68,6 +70,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from scipy.stats import t as student
+
 from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
 from testbed.driver import Driver
 from testbed.events import EventLog, read_events
@@ -83,6 +87,7 @@ BATCH = 3333
 SEED = 1
 MPL = 16
 SATURATED = 0.9         # delivered / offered load below this: saturated
+CONFIDENCE = 0.90       # T3D's batch-means intervals
 NEAR_ONE = 0.9          # "saturation delayed until load approaches 1": none below this load
 LOADS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 QUICK_LOADS = (0.3, 0.5, 0.7, 0.9)
@@ -225,7 +230,8 @@ def paired(mine: dict[str, float], theirs: dict[str, float], batch: int) -> dict
     (None with fewer than two batches)."""
     diffs = [value - theirs[job] for job, value in mine.items() if job in theirs]
     mean, half, _ = batch_means(diffs, batch)
-    return {"diff": _rounded(mean), "ci": _rounded(half)}
+    return {"diff": _rounded(mean), "ci": _rounded(half),
+            "means": [round(b, 4) for b in batch_values(diffs, batch)]}
 
 
 def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
@@ -255,18 +261,22 @@ def row_bytes(pes: int = PES) -> int:
                                                        matrix.busy))
 
 
-def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
+def compare(a: dict[str, Any], b: dict[str, Any], confidence: float = CONFIDENCE) -> str:
     """``below`` or ``above`` when record ``a``'s slowdowns lie below or above ``b``'s: the
-    90 % interval of their paired difference (``versus``) wholly below or above 0, or for
-    records without it ``a``'s own interval wholly below or above ``b``'s; else ``overlap``
-    (also without an interval)."""
+    interval at ``confidence`` of their paired difference (``versus``: its batch means) wholly
+    below or above 0, or for records without it ``a``'s own 90 % interval wholly below or
+    above ``b``'s; else ``overlap`` (also without an interval)."""
     versus = a.get("versus", {}).get(b["policy"])
     if versus is not None:
-        if versus["ci"] is None:
+        means = versus["means"]
+        if len(means) < 2:
             return "overlap"
-        if versus["diff"] + versus["ci"] < 0:
+        mean = statistics.fmean(means)
+        half = float(student.ppf((1 + confidence) / 2, len(means) - 1)) * \
+            statistics.stdev(means) / math.sqrt(len(means))
+        if mean + half < 0:
             return "below"
-        return "above" if versus["diff"] - versus["ci"] > 0 else "overlap"
+        return "above" if mean - half > 0 else "overlap"
     if a["ci"] is None or b["ci"] is None:
         return "overlap"
     if a["slowdown"] + a["ci"] < b["slowdown"] - b["ci"]:
@@ -274,6 +284,12 @@ def compare(a: dict[str, Any], b: dict[str, Any]) -> str:
     if a["slowdown"] - a["ci"] > b["slowdown"] + b["ci"]:
         return "above"
     return "overlap"
+
+
+def family(comparisons: int) -> float:
+    """The confidence each of a claim's ``comparisons`` is taken at (Bonferroni over the
+    claim's 90 %)."""
+    return 1 - (1 - CONFIDENCE) / max(1, comparisons)
 
 
 def first_saturated(records: list[dict[str, Any]], label: str) -> float | None:
@@ -313,7 +329,8 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "verdict": verdict,
                     "detail": f"fcfs saturated {_saturation(fcfs)}; " + "; ".join(
                         f"{label} {_saturation(at)}" for label, at in others.items())})
-        seen = {load: [compare(by["fcfs", load], by[label, load])
+        level = family(len(loads) * len(others))
+        seen = {load: [compare(by["fcfs", load], by[label, load], level)
                        for label in others if (label, load) in by] for load in loads}
         worst = [load for load, c in seen.items() if all(x == "above" for x in c)]
         rest = [load for load in loads if load not in worst]
@@ -325,7 +342,8 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "detail": f"above every other scheme at {_loads(worst)}; not at "
                               f"{_loads(rest)}; below one at {_loads(beaten)}"})
     if {"easy", "prime"} <= set(labels):
-        seen = {load: compare(by["easy", load], by["prime", load]) for load in loads}
+        seen = {load: compare(by["easy", load], by["prime", load], family(len(loads)))
+                for load in loads}
         above = [load for load, c in seen.items() if c == "above"]
         overlap = [load for load, c in seen.items() if c == "overlap"]
         easy, prime = first_saturated(records, "easy"), first_saturated(records, "prime")
@@ -341,7 +359,8 @@ def claims(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     batch = [label for label in BATCH_SCHEMES if label in labels]
     for gang in (label for label in GANG_SCHEMES if label in labels):
         if batch:
-            seen = {load: [compare(by[gang, load], by[other, load]) for other in batch]
+            level = family(len(loads) * len(batch))
+            seen = {load: [compare(by[gang, load], by[other, load], level) for other in batch]
                     for load in loads}
             lead = [load for load, c in seen.items() if all(x == "below" for x in c)]
             lost = [load for load in loads if load not in lead]
@@ -482,7 +501,8 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
               "Slowdowns are compared job by job (every scheme ran the same jobs): a scheme is "
               "below another only where the 90 % batch-means interval of their per-job "
               "difference lies wholly below 0 (records without it: where its own interval lies "
-              "wholly below the other's). A claim about slowdowns "
+              "wholly below the other's), each of a claim's comparisons (its loads and schemes) "
+              "at the Bonferroni confidence 1 - 0.10 / their number. A claim about slowdowns "
               "holds when it is shown at every load, fails when the opposite is shown at "
               "some load, and else holds partly.", "",
               "| claim | gang curve | verdict | evidence |", "|---|---|---|---|"]

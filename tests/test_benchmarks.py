@@ -903,4 +903,8 @@ def test_t3d_schemes_are_compared_job_by_job_where_the_records_pair_them():
     b = {"policy": "easy", "slowdown": 40.0, "ci": 8.0}
     assert t3d_fig6.compare(a, b) == "below"                      # paired: a is lower
     assert t3d_fig6.compare({**a, "versus": {}}, b) == "overlap"  # side by side: cannot tell
-    assert t3d_fig6.paired(light, heavy, 400) == {"diff": None, "ci": None}  # no batch left
+    assert t3d_fig6.paired(light, heavy, 400) == {"diff": None, "ci": None, "means": []}
+    close = {job: value - 0.05 * (i % 3 == 0) for i, (job, value) in enumerate(heavy.items())}
+    near = {**a, "versus": {"easy": t3d_fig6.paired(close, heavy, 100)}}
+    assert t3d_fig6.compare(near, b) == "below"
+    assert t3d_fig6.compare(near, b, t3d_fig6.family(10_000)) == "overlap"  # one of many
