@@ -302,7 +302,7 @@ def checks(records: list[dict[str, Any]], draws: int) -> list[tuple[str, bool, s
                 default=None)
     alarm = max(tests, key=lambda r: r["false_alarm"]) if tests else None
     return [
-        (f"every interval claiming 95 % covers at least {COVERAGE_TARGET:.0%}"
+        (f"every interval claiming 95 % covers at least {100 * COVERAGE_TARGET:g} %"
          + ("" if draws >= DRAWS else " (within its binomial interval)"),
          all(r[covered] >= COVERAGE_TARGET for r in claimed),
          "none claims 95 %" if worst is None else
@@ -313,7 +313,7 @@ def checks(records: list[dict[str, Any]], draws: int) -> list[tuple[str, bool, s
          "none states less" if short is None else
          f"closest: {short['method']}, {short['distribution']}, n = {short['n']}: covers "
          f"{short['coverage']:.1%}, states {short['stated_confidence']:.1%}"),
-        (f"A/A false alarms at most {ALPHA:.0%} per family (within the rate's binomial "
+        (f"A/A false alarms at most {100 * ALPHA:g} % per family (within the rate's binomial "
          "interval)",
          all(r["_rates"]["false_alarm"].interval()[0] <= ALPHA for r in tests),
          "no test" if alarm is None else
