@@ -22,8 +22,9 @@ pages or rounded latencies give).  In each cell, ``--draws`` times (2,000 by def
   r too, as two schedulers on the same seed; the same questions of the paired interval, the
   signed-rank test and the paired call.
 * **call, family of 9**: the star in a table of 9 figures (the default's), Holm-corrected over
-  the table (``--family all``): a family of 9 A/A comparisons is a false alarm when any is
-  called; the power is that of one real difference among 8 A/A ones.
+  the table (``--family all``): a family of 9 A/A comparisons (``--families`` of them, 1,000
+  by default, drawn for it) is a false alarm when any is called; the power is that of one
+  real difference among 8 A/A ones.
 
 Each rate comes with its 95 % Clopper-Pearson interval.  An interval that cannot reach 95 %
 with n runs states its lower confidence (``stated_confidence``).  The targets: every interval
@@ -63,6 +64,8 @@ SIZES = (3, 5, 8, 12, 20)
 QUICK_SIZES = (3, 8)
 DRAWS = 2000
 QUICK_DRAWS = 250
+FAMILIES = 1000
+QUICK_FAMILIES = 40
 EFFECTS = (1.0, 1.1, 1.2)
 FAMILY = 9
 COVERAGE_TARGET = 0.94
@@ -167,10 +170,11 @@ class Comparisons:
 
 
 def _compare(methods: Methods, rng: np.random.Generator, sampler: Sampler, median: float,
-             n: int, draws: int, paired: bool) -> Comparisons:
+             n: int, draws: int, paired: bool, effects: Sequence[float] = EFFECTS
+             ) -> Comparisons:
     intervals: dict[float, list[Interval | None]] = {}
     pvalues: dict[float, list[float | None]] = {}
-    for effect in EFFECTS:
+    for effect in effects:
         subject, reference = _draws(rng, sampler, median, n, draws, paired, effect)
         intervals[effect] = [methods.ratio(a, b, paired) for a, b in zip(subject, reference,
                                                                          strict=True)]
@@ -218,21 +222,20 @@ def _holm_called(methods: Methods, pvalues: Sequence[float | None],
     return [stats.called(p, i) for p, i in zip(adjusted, intervals, strict=True)]
 
 
-def _family(methods: Methods, found: Comparisons) -> dict[float, list[bool]]:
+def _family(methods: Methods, found: Comparisons, aa: Comparisons) -> dict[float, list[bool]]:
     """The call in a table of ``FAMILY`` figures: at effect 1, per family of ``FAMILY`` A/A
-    comparisons, whether any is called; at an effect, per draw, whether that comparison is
-    called beside ``FAMILY - 1`` A/A ones (taken in turn from the A/A draws)."""
-    aa_p, aa_i = found.pvalues[1.0], found.intervals[1.0]
-    draws = len(aa_p)
+    comparisons of ``aa``, whether any is called; at an effect, per draw of ``found``, whether
+    that comparison is called beside ``FAMILY - 1`` A/A ones (taken in turn from ``aa``)."""
+    aa_p, aa_i = aa.pvalues[1.0], aa.intervals[1.0]
     out: dict[float, list[bool]] = {1.0: []}
-    for start in range(0, draws - FAMILY + 1, FAMILY):
+    for start in range(0, len(aa_p) - FAMILY + 1, FAMILY):
         chosen = range(start, start + FAMILY)
         out[1.0].append(any(_holm_called(methods, [aa_p[i] for i in chosen],
                                          [aa_i[i] for i in chosen])))
     for effect in EFFECTS[1:]:
         out[effect] = []
-        for index in range(draws):
-            others = [(index * (FAMILY - 1) + k) % draws for k in range(FAMILY - 1)]
+        for index in range(len(found.pvalues[effect])):
+            others = [(index * (FAMILY - 1) + k) % len(aa_p) for k in range(FAMILY - 1)]
             calls = _holm_called(methods, [found.pvalues[effect][index],
                                            *(aa_p[i] for i in others)],
                                  [found.intervals[effect][index], *(aa_i[i] for i in others)])
@@ -240,11 +243,11 @@ def _family(methods: Methods, found: Comparisons) -> dict[float, list[bool]]:
     return out
 
 
-def measure_cell(methods: Methods, name: str, n: int, draws: int, seed: int = SEED
-                 ) -> list[dict[str, Any]]:
-    """Every record of one cell (distribution ``name``, n runs a side), ``draws`` draws each,
-    from a generator seeded by ``seed``, the distribution and n (so that a cell gives the same
-    records whatever else is measured)."""
+def measure_cell(methods: Methods, name: str, n: int, draws: int, families: int = FAMILIES,
+                 seed: int = SEED) -> list[dict[str, Any]]:
+    """Every record of one cell (distribution ``name``, n runs a side), ``draws`` draws each
+    and ``families`` families of A/A comparisons, from a generator seeded by ``seed``, the
+    distribution and n (so that a cell gives the same records whatever else is measured)."""
     sampler, median = DISTRIBUTIONS[name]
     rng = np.random.default_rng([seed, list(DISTRIBUTIONS).index(name), n])
     samples = sampler(rng, (draws, n))
@@ -263,20 +266,22 @@ def measure_cell(methods: Methods, name: str, n: int, draws: int, seed: int = SE
         records.append(_test_record(f"call{suffix}", name, n, {
             e: [found.called(e, i, p) for i, p in enumerate(found.pvalues[e])]
             for e in EFFECTS}))
+        aa = _compare(methods, rng, sampler, median, n, FAMILY * families, paired, (1.0,))
         records.append(_test_record(f"call{suffix}, family of {FAMILY}", name, n,
-                                    _family(methods, found)))
+                                    _family(methods, found, aa)))
     return records
 
 
-def measure(methods: Methods, sizes: Sequence[int], draws: int, seed: int = SEED,
-            progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+def measure(methods: Methods, sizes: Sequence[int], draws: int, families: int = FAMILIES,
+            seed: int = SEED, progress: Callable[[str], None] | None = None
+            ) -> list[dict[str, Any]]:
     """The records of every distribution and size (the module docstring)."""
     records = []
     for name in DISTRIBUTIONS:
         for n in sizes:
             if progress is not None:
                 progress(f"{name}, n = {n}")
-            records += measure_cell(methods, name, n, draws, seed)
+            records += measure_cell(methods, name, n, draws, families, seed)
     return records
 
 
@@ -366,8 +371,9 @@ def markdown(records: list[dict[str, Any]], meta: dict[str, Any], command: str) 
                       "benchmarks.coverage", command, meta["host"],
                       f"{meta['date']}, {meta['seconds']:.0f} s")
     lines += [f"- {meta['draws']} draws per cell (the ratios' coverage counts the draws at "
-              f"all {len(EFFECTS)} effects); n = {', '.join(map(str, meta['sizes']))} runs a "
-              f"side; seed {meta['seed']}",
+              f"all {len(EFFECTS)} effects), and {meta['families']} families of {FAMILY} A/A "
+              f"comparisons; n = {', '.join(map(str, meta['sizes']))} runs a side; seed "
+              f"{meta['seed']}",
               "- distributions: normal (10, sd 1); lognormal (median 10, sigma 0.5); bimodal "
               "(45 % near 6.6, 55 % near 11, sd 0.15); discrete (1 + Poisson(4), many ties)",
               "- the subject is the reference's distribution scaled by r = 1 (A/A), 1.1 and "
@@ -405,6 +411,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true",
                    help=f"{QUICK_DRAWS} draws at n = {', '.join(map(str, QUICK_SIZES))}")
     p.add_argument("--draws", type=int, default=None, help=f"per cell (default {DRAWS})")
+    p.add_argument("--families", type=int, default=None,
+                   help=f"of {FAMILY} A/A comparisons per cell (default {FAMILIES})")
     p.add_argument("--sizes", type=_sizes, default=None,
                    help=f"runs a side, comma-separated (default {','.join(map(str, SIZES))})")
     p.add_argument("--seed", type=int, default=SEED)
@@ -412,15 +420,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--markdown", type=Path, default=None, help="also write a results page")
     args = p.parse_args(argv)
     draws = args.draws or (QUICK_DRAWS if args.quick else DRAWS)
+    families = args.families or (QUICK_FAMILIES if args.quick else FAMILIES)
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
-    if draws < FAMILY:
-        p.error(f"--draws must be >= {FAMILY}")
+    if draws < 1 or families < 1:
+        p.error("--draws and --families must be >= 1")
     started = time.monotonic()
-    records = measure(CURRENT, sizes, draws, args.seed,
+    records = measure(CURRENT, sizes, draws, families, args.seed,
                       lambda message: print(f"coverage: {message}", file=sys.stderr,
                                             flush=True))
     meta = {"host": host(), "date": now_iso(), "seconds": time.monotonic() - started,
-            "draws": draws, "sizes": list(sizes), "seed": args.seed}
+            "draws": draws, "families": families, "sizes": list(sizes), "seed": args.seed}
     if args.json:
         for record in records:
             print(json.dumps(public(record)))

@@ -46,7 +46,7 @@ def _percentile_bootstrap(values: np.ndarray) -> Interval:
 def test_the_harness_catches_an_interval_that_covers_less_than_it_claims():
     old = coverage.Methods(_percentile_bootstrap, coverage.CURRENT.ratio,
                            coverage.CURRENT.test, "all")
-    median = coverage.measure_cell(old, "lognormal", 3, 200)[0]
+    median = coverage.measure_cell(old, "lognormal", 3, 200, families=1)[0]
     assert median["method"] == "median" and median["stated_confidence"] is None
     assert median["coverage"] < 0.8
     assert not coverage.checks([median], 200)[0][1]
