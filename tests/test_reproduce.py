@@ -68,11 +68,16 @@ def test_an_absolute_threshold_ignores_the_rank_test():
     assert judge(Interval(0.95, 0.92, 0.97), above(0.9), p=0.9).verdict == AGREES
 
 
-def test_a_claims_cells_are_one_family():
-    cells = [(Interval(1.2, 1.1, 1.3), above(1.0), RankTest(0.03, 0.001, "x")),
-             (Interval(1.3, 1.2, 1.4), above(1.0), RankTest(0.04, 0.001, "x"))]
-    assert [d.verdict for d in claims.judge_cells(cells[:1], 1.0)] == [AGREES]
-    assert [d.verdict for d in claims.judge_cells(cells, 1.0)] == [CANNOT_TELL] * 2
+def test_a_claims_cells_are_one_family_where_one_cell_could_decide_it():
+    up = [(Interval(1.2, 1.1, 1.3), above(1.0), RankTest(0.03, 0.001, "x")),
+          (Interval(1.3, 1.2, 1.4), above(1.0), RankTest(0.04, 0.001, "x"))]
+    raw, corrected = claims.judge_cells(up, 1.0)
+    assert [d.verdict for d in raw] == [AGREES] * 2
+    assert [d.verdict for d in corrected] == [CANNOT_TELL] * 2      # Holm: 0.06, 0.06
+    assert claims.every(raw, corrected).verdict == AGREES            # every cell, each alone
+    down = [(Interval(0.8, 0.7, 0.9), above(1.0), test) for _, _, test in up]
+    assert claims.every(*claims.judge_cells(down, 1.0)).verdict == CANNOT_TELL  # one of two
+    assert claims.every(*claims.judge_cells(down[:1], 1.0)).verdict == DISAGREES
     assert claims.cell_confidence(5) == pytest.approx(0.99)
 
 

@@ -17,10 +17,12 @@ without a rank test is judged on its interval alone: a single sample's median, o
 difference of replications that share their seeds (``paired_difference``).
 
 Claims over many cells combine their cells' verdicts: ``every`` (the claim holds in every
-cell) and ``most`` (in more than half of them).  A claim's cells are one family: their
-p-values are Holm-corrected together (``judge_cells``), and intervals judged alone are taken
-at the Bonferroni confidence 1 - 0.05 / cells (``cell_confidence``), so that one cell of many
-does not decide a claim by chance.
+cell) and ``most`` (in more than half of them).  A claim's cells are one family wherever one
+cell of many could decide it by chance: its p-values are Holm-corrected together
+(``judge_cells``), and its intervals judged alone taken at the Bonferroni confidence
+1 - 0.05 / cells (``cell_confidence``).  That is so for ``every``'s "disagrees" (any cell
+disagreeing) and for ``most``; ``every``'s "agrees" asks every cell to agree on its own, which
+a claim that does not hold passes in no more than one cell's error in any case.
 """
 
 from __future__ import annotations
@@ -132,12 +134,14 @@ Cell = tuple[Interval | None, Region, Test | None]
 """A cell of a claim: our figure's interval, where the claim puts it, and the rank test."""
 
 
-def judge_cells(cells: Sequence[Cell], null: float | None = None) -> list[Decision]:
-    """Each cell (interval, region, rank test) of one claim judged as ``judge`` does, the
-    tests' p-values Holm-corrected over the claim's cells."""
+def judge_cells(cells: Sequence[Cell], null: float | None = None
+                ) -> tuple[list[Decision], list[Decision]]:
+    """Each cell (interval, region, rank test) of one claim judged as ``judge`` does: alone
+    (its raw p-value), and with the tests' p-values Holm-corrected over the claim's cells."""
     adjusted = holm([p_of(test) for _, _, test in cells])
-    return [judge(interval, region, p, null)
-            for (interval, region, _), p in zip(cells, adjusted, strict=True)]
+    return ([judge(interval, region, p_of(test), null) for interval, region, test in cells],
+            [judge(interval, region, p, null)
+             for (interval, region, _), p in zip(cells, adjusted, strict=True)])
 
 
 def cell_confidence(cells: int) -> float:
@@ -163,14 +167,16 @@ def paired_difference(subject: Sequence[float], reference: Sequence[float],
     return Interval(mean, mean - half, mean + half, confidence)
 
 
-def every(decisions: Sequence[Decision]) -> Decision:
-    """A claim that holds in every cell: agrees when every cell agrees, disagrees when any
-    cell disagrees, else cannot tell."""
+def every(decisions: Sequence[Decision], corrected: Sequence[Decision] | None = None
+          ) -> Decision:
+    """A claim that holds in every cell: agrees when every cell agrees (``decisions``, each
+    cell judged alone), disagrees when any cell disagrees judged with the claim's correction
+    (``corrected``; the same as ``decisions`` when not given), else cannot tell."""
     if not decisions:
         return Decision(CANNOT_TELL, "no cells")
     counts = _counts(decisions)
-    if counts[DISAGREES]:
-        return Decision(DISAGREES, _tally(counts, len(decisions)))
+    if _counts(corrected or decisions)[DISAGREES]:
+        return Decision(DISAGREES, _tally(_counts(corrected or decisions), len(decisions)))
     if counts[AGREES] == len(decisions):
         return Decision(AGREES, _tally(counts, len(decisions)))
     return Decision(CANNOT_TELL, _tally(counts, len(decisions)))

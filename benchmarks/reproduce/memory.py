@@ -167,6 +167,6 @@ def _fig7(ctx: Context) -> dict[str, Finding]:
             cells.append((ratio, region, stats.rank_test(a, b)))
             shown.append(f"load {load:g}: {show(ratio)}")
     return {"memory-f7-response": Finding("response C=1 / unlimited: " + "; ".join(shown_r),
-                                          every(judge_cells(response, 1.0)), setup, plots),
+                                          every(*judge_cells(response, 1.0)), setup, plots),
             "memory-f7-slowdown": Finding("slowdown C=1 / unlimited: " + "; ".join(shown_s),
-                                          every(judge_cells(slowdown, 1.0)), setup, plots)}
+                                          every(*judge_cells(slowdown, 1.0)), setup, plots)}
