@@ -99,7 +99,8 @@ static int agree_slot(MPI_Comm comm, int here, struct tb_record *own, tb_wait wa
 }
 
 /* The arrival slot of ``comm`` in *slot (-1: its barriers keep the nonblocking form), decided
- * at the first call on it (an intercommunicator never meets) and kept on it as an attribute. */
+ * at the first call on it (an intercommunicator, or one with processes beyond the job's world,
+ * never meets) and kept on it as an attribute. */
 static int slot_of(MPI_Comm comm, struct tb_record *own, tb_wait wait, int *slot) {
     pthread_once(&once, set_up);
     void *value;
@@ -113,7 +114,9 @@ static int slot_of(MPI_Comm comm, struct tb_record *own, tb_wait wait, int *slot
     rc = PMPI_Comm_test_inter(comm, &inter);
     if (rc != MPI_SUCCESS) return rc;
     *slot = -1;
-    if (!inter) {
+    /* Ranks beyond the job's world (spawned or connected processes) have no record here and
+     * never take part in an agreement: the job's ranks see that alike and need none. */
+    if (!inter && !tb_beyond_world(comm)) {
         const int *world;
         int size, me;
         rc = agree_slot(comm, tb_members_here(comm, &world, &size, &me), own, wait, slot);
