@@ -64,6 +64,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -543,10 +544,18 @@ def _outcome_text(result: list[str]) -> str:
     return result[0] if len(set(result)) == 1 else "|".join(result)
 
 
+def module_of(test: str) -> str:
+    """The module of a test id (``module.Class.name ...`` or ``setUpClass (module.Class)``)."""
+    first = test.split(" ")[0]
+    return (first if "." in first else test.partition("(")[2]).split(".")[0]
+
+
 def difference_lines(record: dict[str, Any]) -> list[str]:
-    """One line per difference of a mode's record: the copy (for a pair), the test id and its
-    outcomes under plain and the mode (``a|b``: rank 0's, rank 1's), each differing exit code
-    and each hang."""
+    """The differences of a mode's record, a line each: what went wrong with the mode, each
+    hang, each differing exit code, each test whose outcomes differ (its id, its outcomes under
+    plain and the mode, ``a|b`` for rank 0's and rank 1's); the tests of a module that no rank
+    ran in the mode (after a crash or a hang) are counted in one line per module.  A pair's
+    lines name the copy."""
     lines = [record["error"]] if record["error"] else []
     for number, copy in enumerate(record["copies"], start=1):
         where = f"copy {number}: " if len(record["copies"]) > 1 else ""
@@ -557,9 +566,16 @@ def difference_lines(record: dict[str, Any]) -> list[str]:
         for d in copy["exit_differences"]:
             lines.append(f"{where}{d['module']}: exit code {d['plain']} under plain, "
                          f"{'none (stopped)' if d['mode'] is None else d['mode']} here")
+        unrun: dict[str, Counter[str]] = {}
         for d in copy["differences"]:
-            lines.append(f"{where}{d['test']}: {_outcome_text(d['plain'])} under plain, "
-                         f"{_outcome_text(d['mode'])} here")
+            if set(d["mode"]) == {NOT_RUN}:
+                unrun.setdefault(module_of(d["test"]), Counter())[_outcome_text(d["plain"])] += 1
+            else:
+                lines.append(f"{where}{d['test']}: {_outcome_text(d['plain'])} under plain, "
+                             f"{_outcome_text(d['mode'])} here")
+        for module, plain in unrun.items():
+            lines.append(f"{where}{module}: {sum(plain.values())} tests not run here (under "
+                         "plain: " + ", ".join(f"{n} {o}" for o, n in plain.items()) + ")")
     return lines
 
 
@@ -567,9 +583,9 @@ def _row(record: dict[str, Any]) -> list[Any]:
     tally = record["copies"][0]["counts"]
     identical = ("reference" if record["launch"] == "plain" else
                  "yes" if record["identical"] else "NO")
-    count = sum(len(c["differences"]) + len(c["exit_differences"]) for c in record["copies"])
+    count = sum(len(c["differences"]) for c in record["copies"])
     if count:
-        identical += f" ({count} differences)"
+        identical += f" ({count} tests differ)"
     notes = [f"{sum(len(c['hangs']) for c in record['copies'])} hangs"] if any(
         c["hangs"] for c in record["copies"]) else []
     if record["slow"]:
@@ -629,36 +645,10 @@ def _names(text: str, what: str) -> list[str]:
     return names
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Obtain the suite, run it in every mode chosen, print the table and the differences and
-    write the JSON (and the page); exit 0 when every mode is identical to plain, else 1."""
-    p = argparse.ArgumentParser(description="mpi4py's test suite under every scheduler, "
-                                            "against plain mpiexec")
-    p.add_argument("--quick", action="store_true",
-                   help=f"modules {','.join(QUICK_MODULES)} under modes {','.join(QUICK_MODES)}")
-    p.add_argument("--modes", type=lambda t: _names(t, "--modes"), default=None,
-                   help="comma-separated: plain, S, mpirun-S, pair-S (plain always runs first; "
-                        "default: plain, every scheduler, mpirun-gang, mpirun-ics, pair-gang, "
-                        "pair-ics)")
-    p.add_argument("--modules", type=lambda t: _names(t, "--modules"), default=None,
-                   help="comma-separated test modules (default: all of the suite)")
-    p.add_argument("--tests", default=None, metavar="PATTERN",
-                   help="only tests matching PATTERN (unittest's -k)")
-    p.add_argument("--timeout", type=float, default=None,
-                   help=f"seconds a module run may take (default {TIMEOUT_FACTOR:g}x plain's, "
-                        f"at least {MIN_TIMEOUT_S:g} s, per copy)")
-    p.add_argument("--runs", type=Path, default=None,
-                   help="directory for the logs and run directories (default "
-                        "runs/conformance-TIME)")
-    p.add_argument("--json", "--out", dest="json", default=None,
-                   help="write the JSON here ('-': stdout, the table then goes to stderr; "
-                        "default RUNS/conformance.json)")
-    p.add_argument("--markdown", type=Path, default=None, help="also write a Markdown page")
-    p.add_argument("--suite", type=Path, default=None,
-                   help="a test/ directory of mpi4py's sources to use instead of fetching it")
-    p.add_argument("--cache", type=Path, default=None,
-                   help="where the fetched suite is kept (default ~/.cache/testbed)")
-    args = p.parse_args(argv)
+def measure(args: argparse.Namespace, p: argparse.ArgumentParser,
+            argv: list[str] | None) -> dict[str, Any] | None:
+    """Obtain the suite and run it in every mode ``args`` choose; the JSON document (None when
+    the suite cannot be obtained, which is said on stderr)."""
     try:
         modes = [parse_mode(n) for n in dict.fromkeys(
             ["plain", *(args.modes or (QUICK_MODES if args.quick else all_modes()))])]
@@ -677,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
             directory, source = obtain_suite(args.cache or cache_dir(), version)
         except SuiteUnavailable as err:
             print(f"conformance: {err}", file=sys.stderr)
-            return 2
+            return None
     known = suite_modules(directory)
     modules = args.modules or (list(QUICK_MODULES) if args.quick else known)
     unknown = [m for m in modules if m not in known]
@@ -700,14 +690,60 @@ def main(argv: list[str] | None = None) -> int:
     for mode in modes[1:]:
         copies, wall, error = run_mode(suite, mode, chosen, runs / mode.name, timeouts)
         records.append(summarise(mode, copies, wall, plain, plain_wall, error))
-    doc = {"benchmark": "conformance", "host": host(), "date": date,
-           "command": invocation("benchmarks.conformance", argv), "commit": commit(ROOT),
-           "mpi": {"vendor": mpi.vendor, "version": " ".join(mpi.version.split("\n")[0].split()),
-                   "library": mpi.library, "standard": mpi.standard, "mpi4py": mpi.mpi4py},
-           "suite": {**source, "directory": str(directory)}, "ranks": RANKS,
-           "extra": list(extra), "modules": chosen, "time_limit": TIME_LIMIT,
-           "timeouts_s": {m: round(t, 1) for m, t in timeouts.items()}, "runs": str(runs),
-           "modes": records, "wall_s": round(time.monotonic() - began, 1)}
+    return {"benchmark": "conformance", "host": host(), "date": date,
+            "command": invocation("benchmarks.conformance", argv), "commit": commit(ROOT),
+            "mpi": {"vendor": mpi.vendor, "version": " ".join(mpi.version.split("\n")[0].split()),
+                    "library": mpi.library, "standard": mpi.standard, "mpi4py": mpi.mpi4py},
+            "suite": {**source, "directory": str(directory)}, "ranks": RANKS,
+            "extra": list(extra), "modules": chosen, "time_limit": TIME_LIMIT,
+            "timeouts_s": {m: round(t, 1) for m, t in timeouts.items()}, "runs": str(runs),
+            "modes": records, "wall_s": round(time.monotonic() - began, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the suite in every mode chosen (or read an earlier run's JSON with ``--from``),
+    print the table and the differences and write the JSON (and the page); exit 0 when every
+    mode is identical to plain, 1 when one is not, 2 when the suite cannot be obtained."""
+    p = argparse.ArgumentParser(description="mpi4py's test suite under every scheduler, "
+                                            "against plain mpiexec")
+    p.add_argument("--quick", action="store_true",
+                   help=f"modules {','.join(QUICK_MODULES)} under modes {','.join(QUICK_MODES)}")
+    p.add_argument("--modes", type=lambda t: _names(t, "--modes"), default=None,
+                   help="comma-separated: plain, S, mpirun-S, pair-S (plain always runs first; "
+                        "default: plain, every scheduler, mpirun-gang, mpirun-ics, pair-gang, "
+                        "pair-ics)")
+    p.add_argument("--modules", type=lambda t: _names(t, "--modules"), default=None,
+                   help="comma-separated test modules (default: all of the suite)")
+    p.add_argument("--tests", default=None, metavar="PATTERN",
+                   help="only tests matching PATTERN (unittest's -k)")
+    p.add_argument("--timeout", type=float, default=None,
+                   help=f"seconds a module run may take (default {TIMEOUT_FACTOR:g}x plain's, "
+                        f"at least {MIN_TIMEOUT_S:g} s, per copy)")
+    p.add_argument("--runs", type=Path, default=None,
+                   help="directory for the logs and run directories (default "
+                        "runs/conformance-TIME)")
+    p.add_argument("--json", "--out", dest="json", default=None,
+                   help="write the JSON here ('-': stdout, the table then goes to stderr; "
+                        "default RUNS/conformance.json; with --from, only if given)")
+    p.add_argument("--markdown", type=Path, default=None, help="also write a Markdown page")
+    p.add_argument("--from", dest="source", type=Path, default=None, metavar="JSON",
+                   help="read the JSON of an earlier run instead of running (its page and "
+                        "table again)")
+    p.add_argument("--suite", type=Path, default=None,
+                   help="a test/ directory of mpi4py's sources to use instead of fetching it")
+    p.add_argument("--cache", type=Path, default=None,
+                   help="where the fetched suite is kept (default ~/.cache/testbed)")
+    args = p.parse_args(argv)
+    if args.source is not None:
+        try:
+            doc = json.loads(args.source.read_text())
+        except (OSError, ValueError) as err:
+            p.error(f"--from {args.source}: {err}")
+    else:
+        measured = measure(args, p, argv)
+        if measured is None:
+            return 2
+        doc = measured
     text = json.dumps(doc, indent=2)
     to_stdout = args.json == "-"
     print(render(doc), file=sys.stderr if to_stdout else sys.stdout)
@@ -716,11 +752,11 @@ def main(argv: list[str] | None = None) -> int:
         args.markdown.write_text(markdown(doc))
     if to_stdout:
         print(text)
-    else:
-        out = Path(args.json) if args.json else runs / "conformance.json"
+    elif args.json or args.source is None:
+        out = Path(args.json) if args.json else Path(doc["runs"]) / "conformance.json"
         out.write_text(text + "\n")
-        print(f"JSON: {out}\nlogs: {runs}")
-    return 0 if all(r["identical"] for r in records) else 1
+        print(f"JSON: {out}\nlogs: {doc['runs']}")
+    return 0 if all(r["identical"] for r in doc["modes"]) else 1
 
 
 if __name__ == "__main__":

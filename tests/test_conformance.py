@@ -18,11 +18,13 @@ from benchmarks.conformance import (
     cache_dir,
     category,
     counts,
+    difference_lines,
     differences,
     exit_differences,
     hangs,
     installed_mpi4py,
     markdown,
+    module_of,
     obtain_suite,
     outcomes,
     parse_log,
@@ -162,7 +164,7 @@ def test_a_mode_with_a_hang_a_crash_or_a_changed_outcome_is_not_identical():
     assert "m: HANG, stopped after 1.0 s (rank 0: m.C.b, rank 1: -)" in text
     assert "n: exit code 0 under plain, 255 here" in text
     assert "m.C.b: passed under plain, unfinished|not run here" in text
-    assert "n.C.x: skipped under plain, not run here" in text
+    assert "n: 1 tests not run here (under plain: 1 skipped)" in text
     page = markdown({**doc, "command": "python -m benchmarks.conformance --quick",
                      "host": {"uname": "Linux vm", "cpus": 2, "python": "3.11.7"},
                      "date": "2026-11-27T06:00:00+0000", "wall_s": 12.0, "commit": "abc",
@@ -172,8 +174,25 @@ def test_a_mode_with_a_hang_a_crash_or_a_changed_outcome_is_not_identical():
                                "file": "mpi4py-4.1.2.tar.gz", "sha256": "0" * 64},
                      "modules": ["m", "n"], "ranks": 2, "extra": [], "time_limit": 3.0})
     assert "Written by `python -m benchmarks.conformance --quick`" in page
-    assert "| ics | 1 | 2 | 1 | 0 | 0 | 1 | NO (4 differences) | 7.0 | 3.50 | 1 hangs, slow" in page
+    assert ("| ics | 1 | 2 | 1 | 0 | 0 | 1 | NO (2 tests differ) | 7.0 | 3.50 | 1 hangs, slow"
+            in page)
     assert "## ics" in page and "## pair-gang" not in page
+
+
+def test_the_tests_a_crashed_module_never_ran_are_counted_per_module():
+    gone = [{"test": f"test_rma.TestRMAWorld.test{i}", "plain": ["passed", "passed"],
+             "mode": [NOT_RUN, NOT_RUN]} for i in range(3)]
+    gone.append({"test": "setUpClass (test_rma.TestRMASelf)", "plain": ["skipped", "skipped"],
+                 "mode": [NOT_RUN, NOT_RUN]})
+    half = {"test": "test_spawn.T.testA", "plain": ["passed", "passed"],
+            "mode": [NOT_RUN, "passed"]}
+    copy = {"hangs": [], "exit_differences": [], "differences": [*gone, half]}
+    lines = difference_lines({"error": None, "copies": [copy, copy]})
+    assert lines == ["copy 1: test_spawn.T.testA: passed under plain, not run|passed here",
+                     "copy 1: test_rma: 4 tests not run here (under plain: 3 passed, 1 skipped)",
+                     "copy 2: test_spawn.T.testA: passed under plain, not run|passed here",
+                     "copy 2: test_rma: 4 tests not run here (under plain: 3 passed, 1 skipped)"]
+    assert module_of("test_mpiabi.T.testX (typename='real2')") == "test_mpiabi"
 
 
 def test_modes_are_named_after_the_registry():
