@@ -611,15 +611,17 @@ def render(doc: dict[str, Any]) -> str:
     return "\n\n".join(blocks)
 
 
-def markdown(doc: dict[str, Any]) -> str:
-    """A Markdown page of a run: title, command, machine (host, MPI, mpi4py), the suite and
+def markdown(doc: dict[str, Any], command: str) -> str:
+    """A Markdown page of a run: title, the command that wrote the page (``command``; and the
+    one that ran the suite, when that was another), machine (host, MPI, mpi4py), the suite and
     settings, the table of the modes and every difference by mode."""
     mpi = doc["mpi"]
     suite = doc["suite"]
+    ran = [f"- run by `{doc['command']}`"] if doc["command"] != command else []
     lines = [
         *page_head("MPI semantics under every scheduler: mpi4py's test suite",
-                   "benchmarks.conformance", doc["command"], doc["host"],
-                   f"{doc['date']}, {doc['wall_s']:.0f} s in all"),
+                   "benchmarks.conformance", command, doc["host"],
+                   f"{doc['date']}, {doc['wall_s']:.0f} s in all"), *ran,
         f"- MPI: {mpi['version']} (MPI {mpi['standard']}, {mpi['library']}); mpi4py "
         f"{mpi['mpi4py']}",
         f"- testbed: commit {doc['commit']}",
@@ -749,7 +751,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(doc), file=sys.stderr if to_stdout else sys.stdout)
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(doc))
+        args.markdown.write_text(markdown(doc, invocation("benchmarks.conformance", argv)))
     if to_stdout:
         print(text)
     elif args.json or args.source is None:

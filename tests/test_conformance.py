@@ -172,8 +172,10 @@ def test_a_mode_with_a_hang_a_crash_or_a_changed_outcome_is_not_identical():
                              "library": "/lib/libmpi.so.12", "mpi4py": "4.1.2"},
                      "suite": {"version": "4.1.2", "from": "pip download (PyPI)",
                                "file": "mpi4py-4.1.2.tar.gz", "sha256": "0" * 64},
-                     "modules": ["m", "n"], "ranks": 2, "extra": [], "time_limit": 3.0})
-    assert "Written by `python -m benchmarks.conformance --quick`" in page
+                     "modules": ["m", "n"], "ranks": 2, "extra": [], "time_limit": 3.0},
+                    "python -m benchmarks.conformance --from x.json")
+    assert "Written by `python -m benchmarks.conformance --from x.json`" in page
+    assert "- run by `python -m benchmarks.conformance --quick`" in page
     assert ("| ics | 1 | 2 | 1 | 0 | 0 | 1 | NO (2 tests differ) | 7.0 | 3.50 | 1 hangs, slow"
             in page)
     assert "## ics" in page and "## pair-gang" not in page
