@@ -51,6 +51,7 @@ exit code is 0 when every mode is identical to plain, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -127,25 +128,39 @@ def obtain_suite(cache: Path, version: str) -> tuple[Path, dict[str, str]]:
     from (version, file, SHA-256).  Kept as ``cache/mpi4py-VERSION-test``; on first use the
     sdist is fetched with ``pip download`` into a temporary directory under ``cache``, checked
     (SHA-256 when ``SDIST_SHA256`` knows the version, ``PKG-INFO``'s version) and its
-    ``test/`` extracted; raises ``SuiteUnavailable`` when that fails."""
+    ``test/`` extracted, one process at a time (a lock file in ``cache``); raises
+    ``SuiteUnavailable`` when that fails."""
     target = cache / f"mpi4py-{version}-test"
     source_file = cache / f"mpi4py-{version}-test.json"
-    if (target / "main.py").is_file() and source_file.is_file():
-        return target, json.loads(source_file.read_text())
     cache.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".mpi4py-sdist-", dir=cache) as tmp:
-        done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps",
-                               "--no-binary", "mpi4py", "--dest", tmp, f"mpi4py=={version}"],
-                              capture_output=True, text=True)
-        sdist = Path(tmp) / f"mpi4py-{version}.tar.gz"
-        if done.returncode != 0 or not sdist.is_file():
-            raise SuiteUnavailable(f"pip download mpi4py=={version} failed:\n"
-                                   + (done.stderr.strip() or done.stdout.strip()))
-        digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
-        if SDIST_SHA256.get(version, digest) != digest:
-            raise SuiteUnavailable(f"{sdist.name}: SHA-256 {digest}, expected "
-                                   f"{SDIST_SHA256[version]}")
-        top = f"mpi4py-{version}"
+    with open(cache / ".mpi4py-test.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / "main.py").is_file() and source_file.is_file():
+            return target, json.loads(source_file.read_text())
+        with tempfile.TemporaryDirectory(prefix=".mpi4py-sdist-", dir=cache) as tmp:
+            digest = _fetch_test_dir(version, Path(tmp), target)
+        source = {"version": version, "file": f"mpi4py-{version}.tar.gz", "sha256": digest,
+                  "from": "pip download (PyPI)"}
+        source_file.write_text(json.dumps(source, indent=2) + "\n")
+    return target, source
+
+
+def _fetch_test_dir(version: str, tmp: Path, target: Path) -> str:
+    """Download mpi4py ``version``'s sdist into ``tmp``, check it, move its ``test/`` to
+    ``target``; its SHA-256."""
+    done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary",
+                           "mpi4py", "--dest", str(tmp), f"mpi4py=={version}"],
+                          capture_output=True, text=True)
+    top = f"mpi4py-{version}"
+    sdist = tmp / f"{top}.tar.gz"
+    if done.returncode != 0 or not sdist.is_file():
+        raise SuiteUnavailable(f"pip download mpi4py=={version} failed:\n"
+                               + (done.stderr.strip() or done.stdout.strip()))
+    digest = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    if SDIST_SHA256.get(version, digest) != digest:
+        raise SuiteUnavailable(f"{sdist.name}: SHA-256 {digest}, expected "
+                               f"{SDIST_SHA256[version]}")
+    try:
         with tarfile.open(sdist) as tar:
             info = tar.extractfile(f"{top}/PKG-INFO")
             found = re.search(r"^Version: (\S+)$", info.read().decode() if info else "",
@@ -157,12 +172,14 @@ def obtain_suite(cache: Path, version: str) -> tuple[Path, dict[str, str]]:
                        and (m.isfile() or m.isdir()) and ".." not in Path(m.name).parts]
             safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
             tar.extractall(tmp, members=members, **safe)
-        shutil.rmtree(target, ignore_errors=True)
-        os.replace(Path(tmp) / top / "test", target)
-    source = {"version": version, "file": sdist.name, "sha256": digest,
-              "from": "pip download (PyPI)"}
-    source_file.write_text(json.dumps(source, indent=2) + "\n")
-    return target, source
+    except (KeyError, tarfile.TarError) as err:
+        raise SuiteUnavailable(f"{sdist.name}: not an sdist with PKG-INFO and test/: {err}") \
+            from None
+    if not (tmp / top / "test" / "main.py").is_file():
+        raise SuiteUnavailable(f"{sdist.name}: no test/main.py in it")
+    shutil.rmtree(target, ignore_errors=True)
+    os.replace(tmp / top / "test", target)
+    return digest
 
 
 def suite_modules(suite: Path) -> list[str]:
