@@ -34,13 +34,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
 RESAMPLES = 4999
 SEED = 20261124
 
+
+
+def _scipy_stats():  # noqa: ANN202
+    """``scipy.stats``, imported on first use: importing it takes about a second, which every
+    ``testbed`` command (``exec`` included) would otherwise pay at start."""
+    from scipy import stats
+
+    return stats
 
 @dataclass(frozen=True)
 class Interval:
@@ -71,11 +78,12 @@ def _bootstrap(data: tuple[np.ndarray, ...], statistic, seed: int,  # noqa: ANN0
                paired: bool = False) -> tuple[float, float]:
     with warnings.catch_warnings():
         # Identical values give a zero-width interval, which is the right answer here.
-        warnings.simplefilter("ignore", category=stats.DegenerateDataWarning)
+        scipy_stats = _scipy_stats()
+        warnings.simplefilter("ignore", category=scipy_stats.DegenerateDataWarning)
         warnings.simplefilter("ignore", category=RuntimeWarning)
-        result = stats.bootstrap(data, statistic, n_resamples=RESAMPLES, method="percentile",
-                                 confidence_level=CONFIDENCE, vectorized=True,
-                                 paired=paired, rng=np.random.default_rng(seed))
+        result = scipy_stats.bootstrap(data, statistic, n_resamples=RESAMPLES, method="percentile",
+                                       confidence_level=CONFIDENCE, vectorized=True,
+                                       paired=paired, rng=np.random.default_rng(seed))
     interval = result.confidence_interval
     return float(interval.low), float(interval.high)
 
@@ -133,7 +141,7 @@ def rank_test(subject: Sequence[float], reference: Sequence[float]) -> float | N
         return None
     if np.all(np.concatenate([a, b]) == a[0]):
         return 1.0
-    return float(stats.mannwhitneyu(a, b, alternative="two-sided").pvalue)
+    return float(_scipy_stats().mannwhitneyu(a, b, alternative="two-sided").pvalue)
 
 
 def signed_rank_test(subject: Sequence[float], reference: Sequence[float]) -> float | None:
@@ -151,7 +159,7 @@ def signed_rank_test(subject: Sequence[float], reference: Sequence[float]) -> fl
         return 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
-        return float(stats.wilcoxon(a[keep], b[keep], alternative="two-sided").pvalue)
+        return float(_scipy_stats().wilcoxon(a[keep], b[keep], alternative="two-sided").pvalue)
 
 
 def one_sided_rank_test(subject: Sequence[float], reference: Sequence[float]) -> float | None:
@@ -162,7 +170,7 @@ def one_sided_rank_test(subject: Sequence[float], reference: Sequence[float]) ->
         return None
     if np.all(np.concatenate([a, b]) == a[0]):
         return 1.0
-    return float(stats.mannwhitneyu(a, b, alternative="greater").pvalue)
+    return float(_scipy_stats().mannwhitneyu(a, b, alternative="greater").pvalue)
 
 
 def smallest_p(n: int, m: int, paired: bool = False) -> float:
