@@ -231,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     header, rows = table(records, counts, modes)
     mpi = detect_mpi()
     doc = {"benchmark": "progress", "host": host(), "date": measured,
-           "mpi": f"{mpi.vendor} {mpi.version}", "ranks": RANKS, "rounds": rounds,
+           "mpi": mpi.version.splitlines()[0] if mpi.version else mpi.vendor,
+           "ranks": RANKS, "rounds": rounds,
            "repeats": repeats, "order_seed": args.order_seed, "limit": LIMIT,
            "modes": counts, "records": [r.as_dict() for r in records], "runs": runs}
     print("\n".join(markdown_table(header, rows)))
