@@ -4,7 +4,8 @@
 peer's progress (issue 35's passive-target program among them: a rank locks every window while
 its peer waits in a barrier), checks its own results and prints each pattern's seconds.  This
 runs it on 2 ranks under plain ``mpiexec -n 2`` (the reference) and under ``testbed exec -n 2
---scheduler S`` for every scheduler, ``--repeats`` rounds, each round in an order shuffled by a
+--scheduler S`` for every scheduler (``prime`` with ``--prime-shift 0.5``: a job without an
+estimate waits for non-prime time), ``--repeats`` rounds, each round in an order shuffled by a
 PRNG seeded with ``--order-seed`` and the round, so that drift of the machine spreads over
 every mode.  A run that does not end within ``--timeout`` seconds is killed (its whole process
 group) and counted as hung; one that ends non-zero or without the program's "ok" as failed.
@@ -48,6 +49,8 @@ PLAIN = "plain"
 METRICS = ("issue_program", "patterns", "wall")
 LIMIT = 3.0
 RANKS = 2
+# A job without a runtime estimate waits under prime for non-prime time, 12 h away by default.
+OPTIONS = {"prime": ["--prime-shift", "0.5"]}
 
 
 def command(mode: str, rounds: int, out: Path) -> list[str]:
@@ -57,7 +60,7 @@ def command(mode: str, rounds: int, out: Path) -> list[str]:
     if mode == PLAIN:
         return [detect_mpi().mpiexec, "-n", str(RANKS), *program]
     return [sys.executable, "-m", "testbed", "exec", "-n", str(RANKS), "--scheduler", mode,
-            "--out", str(out), "--", *program]
+            *OPTIONS.get(mode, []), "--out", str(out), "--", *program]
 
 
 def parse_output(text: str) -> dict[str, float] | None:
@@ -231,7 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     header, rows = table(records, counts, modes)
     mpi = detect_mpi()
     doc = {"benchmark": "progress", "host": host(), "date": measured,
-           "mpi": f"{mpi.vendor} {mpi.version}", "ranks": RANKS, "rounds": rounds,
+           "mpi": mpi.version.splitlines()[0] if mpi.version else mpi.vendor,
+           "ranks": RANKS, "rounds": rounds,
            "repeats": repeats, "order_seed": args.order_seed, "limit": LIMIT,
            "modes": counts, "records": [r.as_dict() for r in records], "runs": runs}
     print("\n".join(markdown_table(header, rows)))

@@ -286,3 +286,16 @@ def test_passive_target_rma_with_the_peer_in_a_meeting_progresses(tmp_path):
     # net each time would take far past the timeout.
     assert all(calls >= 400 and in_calls == 0 for _, in_calls, calls in activity), activity
     assert {name for name, _, _ in activity} == {b"MPI_Finalize"}
+
+
+@pytest.mark.parametrize("scheduler", ["ics", "gang"])
+def test_processes_a_job_spawns_run_and_match_their_parents_collectives(tmp_path, scheduler):
+    """MPI_Comm_spawn works under the testbed (hydra fails every spawn of a job launched with
+    -bind-to, so the binding goes in its environment), and a spawned process, which inherits
+    the job's environment and rank numbers, keeps a record of its own but its parents' form of
+    collectives: a barrier and allreduces across the intercommunicator and on the merged
+    communicator end, with the right sums."""
+    done = run_testbed("exec", "-n", "2", "--scheduler", scheduler, "--hang-after", "30",
+                       "--out", "r", "--", sys.executable, str(PROGRAMS / "spawn.py"),
+                       cwd=tmp_path, timeout=120)
+    assert done.returncode == 0 and done.stdout.startswith("ok"), (done.stdout, done.stderr)

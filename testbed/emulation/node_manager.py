@@ -246,14 +246,15 @@ class NodeManager:
             return []
         if self.launch_dirs is None:
             self.launch_dirs = LaunchDirs(f"testbed-{self.run_id}-nm{self.node.index}")
-        env = self.launch_dirs.env(msg.job, {**self.env, **dict(msg.env),
+        placement, binding = self._placement(msg.pes)
+        env = self.launch_dirs.env(msg.job, {**self.env, **dict(msg.env), **binding,
                                              procs.MARKER: self.env[procs.MARKER],
                                              "TESTBED_JOB": msg.job})
         problem = command_problem(msg.argv[0], env, msg.cwd or os.getcwd())
         if problem is not None:
             return [LaunchFailure(msg.job, problem)]
         preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
-        argv = [self.mpiexec, *self._placement(msg.pes), *preload, *msg.argv]
+        argv = [self.mpiexec, *placement, *preload, *msg.argv]
         try:
             with open(msg.stdout, "ab") as out, open(msg.stderr, "ab") as err:
                 job.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
@@ -267,17 +268,20 @@ class NodeManager:
         job.stderr_path = msg.stderr
         return []
 
-    def _placement(self, pes: tuple[int, ...]) -> list[str]:
-        """mpiexec's options placing rank i on ``pes[i]``: on one host, bound to the PEs'
-        CPUs; across hosts, ``-hosts`` in rank order (each host's NM pins its own ranks)."""
+    def _placement(self, pes: tuple[int, ...]) -> tuple[list[str], dict[str, str]]:
+        """mpiexec's options and environment placing rank i on ``pes[i]``: on one host, bound
+        to the PEs' CPUs; across hosts, ``-hosts`` in rank order (each host's NM pins its own
+        ranks).  The binding goes in hydra's environment (``HYDRA_BINDING``), not as
+        ``-bind-to``: with ``-bind-to`` on its command line, hydra 5.0 fails every
+        ``MPI_Comm_spawn`` of the job ("duplicate setting: binding")."""
         if not self.machine.hosts:
             cpus = ",".join(str(self.machine.cpus[pe]) for pe in pes)
-            return ["-n", str(len(pes)), "-bind-to", f"user:{cpus}"]
+            return ["-n", str(len(pes))], {"HYDRA_BINDING": f"user:{cpus}"}
         names = [self.machine.hosts[self.machine.node_of(pe).index].name for pe in pes]
         runs = [(name, len(list(group))) for name, group in itertools.groupby(names)]
         launcher = ["-launcher", self.machine.launcher] if self.machine.launcher else []
         return [*launcher, "-hosts", ",".join(f"{name}:{count}" for name, count in runs),
-                "-n", str(len(pes))]
+                "-n", str(len(pes))], {}
 
     def discover(self) -> list[PidInfo]:
         """Find the rank processes of jobs launched here; report jobs whose ranks are all found.

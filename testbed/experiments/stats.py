@@ -48,7 +48,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 ALPHA = 0.05
@@ -56,6 +55,14 @@ EXACT_LIMIT = 60
 """Runs in all (both sides; pairs for the signed-rank test) up to which p-values and the
 interval's order statistics come from the exact distributions."""
 TOLERANCE = 1e-9
+
+
+def _scipy_stats():  # noqa: ANN202
+    """``scipy.stats``, imported on first use: importing it takes about a second, which every
+    ``testbed`` command (``exec`` included) would otherwise pay at start."""
+    from scipy import stats
+
+    return stats
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,7 @@ def _order_rank(n: int, confidence: float) -> tuple[int, float]:
     """For a sample of ``n``: the rank r such that the r-th smallest and the r-th largest
     value bound the median with at least ``confidence`` (the largest such r), and the
     confidence stated; r = 1 (the range) and its own confidence when no r reaches it."""
-    cdf = stats.binom.cdf(np.arange((n + 1) // 2), n, 0.5)
+    cdf = _scipy_stats().binom.cdf(np.arange((n + 1) // 2), n, 0.5)
     return _reach(1 - 2 * cdf, confidence, 1)
 
 
@@ -158,7 +165,7 @@ def median_interval(values: Sequence[float | None],
 
 def _doubled_midranks(values: np.ndarray) -> np.ndarray:
     """Twice the midranks of ``values`` (integers: a tie's midrank is a multiple of 1/2)."""
-    return np.rint(2 * stats.rankdata(values)).astype(np.int64)
+    return np.rint(2 * _scipy_stats().rankdata(values)).astype(np.int64)
 
 
 @functools.lru_cache(maxsize=512)
@@ -199,7 +206,8 @@ def _exact(pmf: np.ndarray, observed: int, alternative: str) -> tuple[float, flo
 
 
 def _normal_p(z: float, alternative: str) -> float:
-    return float(stats.norm.sf(z) if alternative == "greater" else 2 * stats.norm.sf(abs(z)))
+    norm = _scipy_stats().norm
+    return float(norm.sf(z) if alternative == "greater" else 2 * norm.sf(abs(z)))
 
 
 def rank_test(subject: Sequence[float | None], reference: Sequence[float | None],
@@ -264,7 +272,7 @@ def _trim_unpaired(n: int, m: int, confidence: float) -> tuple[int, float]:
     Hodges-Lehmann interval of the shift at ``confidence`` (inverting the exact two-sided
     rank test), and the confidence stated (the module docstring)."""
     if n + m > EXACT_LIMIT:
-        z = stats.norm.ppf((1 + confidence) / 2)
+        z = _scipy_stats().norm.ppf((1 + confidence) / 2)
         return max(0, math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))), \
             confidence
     pmf = _subset_sums(tuple(range(2, 2 * (n + m) + 1, 2)), n)
@@ -276,7 +284,7 @@ def _trim_unpaired(n: int, m: int, confidence: float) -> tuple[int, float]:
 def _trim_paired(n: int, confidence: float) -> tuple[int, float]:
     """The same for the n (n + 1) / 2 Walsh averages of n pairs (the signed-rank test)."""
     if n > EXACT_LIMIT:
-        z = stats.norm.ppf((1 + confidence) / 2)
+        z = _scipy_stats().norm.ppf((1 + confidence) / 2)
         return max(0, math.floor(n * (n + 1) / 4 - z * math.sqrt(n * (n + 1) * (2 * n + 1)
                                                                / 24))), confidence
     cdf = np.cumsum(_sign_sums(tuple(range(2, 2 * n + 1, 2)))[::2])  # P(T+ <= t)

@@ -45,6 +45,7 @@
 #include "arrival.h"
 
 #define PROGRESS_EVERY 8
+#define DRAIN_PASSES 8
 
 static uint64_t slots_used;
 static int slot_key = MPI_KEYVAL_INVALID;
@@ -99,7 +100,8 @@ static int agree_slot(MPI_Comm comm, int here, struct tb_record *own, tb_wait wa
 }
 
 /* The arrival slot of ``comm`` in *slot (-1: its barriers keep the nonblocking form), decided
- * at the first call on it (an intercommunicator never meets) and kept on it as an attribute. */
+ * at the first call on it (an intercommunicator, or one with processes beyond the job's world,
+ * never meets) and kept on it as an attribute. */
 static int slot_of(MPI_Comm comm, struct tb_record *own, tb_wait wait, int *slot) {
     pthread_once(&once, set_up);
     void *value;
@@ -113,7 +115,9 @@ static int slot_of(MPI_Comm comm, struct tb_record *own, tb_wait wait, int *slot
     rc = PMPI_Comm_test_inter(comm, &inter);
     if (rc != MPI_SUCCESS) return rc;
     *slot = -1;
-    if (!inter) {
+    /* Ranks beyond the job's world (spawned or connected processes) have no record here and
+     * never take part in an agreement: the job's ranks see that alike and need none. */
+    if (!inter && !tb_beyond_world(comm)) {
         const int *world;
         int size, me;
         rc = agree_slot(comm, tb_members_here(comm, &world, &size, &me), own, wait, slot);
@@ -154,15 +158,28 @@ int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wai
     return MPI_SUCCESS;
 }
 
+/* One pass of MPI's progress engine (see the top of this file). */
+static int progress(void) {
+    int flag;
+    return PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+}
+
 int tb_test_arrived(void *ctx, int *done) {
     struct tb_arrival *a = ctx;
     *done = all_reached(a, a->count);
-    if (*done) return MPI_SUCCESS;
+    if (*done) {
+        /* What the peers sent this rank before they arrived is in its queues now; MPI's own
+         * barrier would have received it all before its own message, which comes after, and a
+         * program may count on that (MPI_Win_test after a peer's MPI_Win_complete and a
+         * barrier).  MPICH takes one message off its shared-memory queue a pass. */
+        int rc = MPI_SUCCESS;
+        for (int i = 0; i < DRAIN_PASSES && rc == MPI_SUCCESS; i++) rc = progress();
+        return rc;
+    }
     /* MPI must progress this rank's other operations while it waits in a call: a peer may not
      * arrive before one of them completes.  Every few tests while spinning, at every test
      * once blocked. */
-    int flag;
     if (a->tests++ % PROGRESS_EVERY && !__atomic_load_n(&a->own->asleep, __ATOMIC_RELAXED))
         return MPI_SUCCESS;
-    return PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+    return progress();
 }

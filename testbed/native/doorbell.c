@@ -232,6 +232,15 @@ int tb_all_can_ring_me(MPI_Comm comm) {
 
 int tb_attached(void) { return world_size > 0; }
 
+int tb_beyond_world(MPI_Comm comm) {
+    if (comm == MPI_COMM_WORLD) return 0;
+    struct members *m = members_of(comm);
+    if (m == NULL) return 1;
+    for (int i = 0; i < m->size; i++)
+        if (m->world[i] == MPI_UNDEFINED) return 1;
+    return 0;
+}
+
 int tb_members_here(MPI_Comm comm, const int **world, int *size, int *me) {
     if (world_size == 0) return 0;
     if (comm == MPI_COMM_WORLD) {

@@ -52,6 +52,10 @@ int tb_size_of(MPI_Comm comm);
 /* Whether this rank is attached to a record of the testbed and has peers to ring. */
 int tb_attached(void);
 
+/* Whether ``comm`` has a rank outside this job's MPI_COMM_WORLD (processes it spawned or
+ * connected to), or its ranks are not known: the same answer on every rank of the job in it. */
+int tb_beyond_world(MPI_Comm comm);
+
 /* The record of world rank ``world`` on this host (NULL: none here, or this rank's own). */
 struct tb_record *tb_peer(int world);
 

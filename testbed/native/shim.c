@@ -129,15 +129,31 @@ static void injected_delay(void) {
     }
 }
 
+/* Attach to this rank's record.  A process that MPI_Comm_spawn started (hydra says so in
+ * PMI_SPAWNED) is not one of the job's ranks, though it inherits their environment and has
+ * their rank numbers in a world of its own: it keeps a private record, or it would share a
+ * rank's record, doorbell and arrival counts.  It takes the job's settings from rank 0's
+ * record, so that its collectives take the form its parents' do (a blocking and a nonblocking
+ * collective never match) and its waits spin as theirs. */
 static void attach(const char *run, const char *job) {
-    const char *rank = rank_from_env();
+    const char *rank = rank_from_env(), *spawned = getenv("PMI_SPAWNED");
+    int child = spawned != NULL && atoi(spawned);
     char path[256];
     if (run == NULL || job == NULL || rank == NULL ||
-        snprintf(path, sizeof path, "/dev/shm/testbed-%s-%s-%s", run, job, rank) >=
+        snprintf(path, sizeof path, "/dev/shm/testbed-%s-%s-%s", run, job, child ? "0" : rank) >=
             (int)sizeof path)
         return;
     struct tb_record *r = map_record(path);
     if (r == NULL) return;
+    if (child) {
+        private_record.spin_mode = r->spin_mode;
+        private_record.spin_fixed_s = r->spin_fixed_s;
+        private_record.spin_max_s = r->spin_max_s;
+        private_record.spin_min_s = r->spin_min_s;
+        private_record.native_collectives = r->native_collectives;
+        munmap(r, sizeof(struct tb_record));
+        return;
+    }
     rec = r;
     rec->pid = (int32_t)getpid();
     rec->attached = 1;
