@@ -97,10 +97,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
-from testbed.driver import OWNER_PICKS, Driver, Ended, Interrupted, OwnerStream
+from testbed.driver import Driver
 from testbed.events import EventLog, iter_events
+from testbed.owners import OWNER_PICKS, OwnerStream
 from testbed.policies import PolicyConfig
 from testbed.policies.cow import RESTARTS, Afcfs, Cow, Lgfs
+from testbed.ports import Ended, Interrupted
 from testbed.results.metrics import JobRow, job_rows
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads.files import JobSpec, Workload

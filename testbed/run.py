@@ -31,7 +31,8 @@ from typing import Any
 
 from testbed import __version__
 from testbed.class_tables import ClassTableError, load_class_table
-from testbed.driver import Driver, OwnerStream, Stalled, new_run_id
+from testbed.control import Control
+from testbed.driver import Driver, new_run_id
 from testbed.emulation import injection, shim
 from testbed.emulation.commands import check_commands, checks_commands_here
 from testbed.emulation.executor import EmulationExecutor
@@ -52,8 +53,10 @@ from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.memory_history import MemoryHistory
+from testbed.owners import OwnerStream
 from testbed.policies import POLICIES, MemoryAdmission, Policy, PolicyConfig, PrimeTime, make_policy
 from testbed.policies.matrix import UNBOUNDED
+from testbed.ports import Stalled
 from testbed.results.metrics import job_rows
 from testbed.results.report import write_results
 from testbed.service.protocol import job_exit_code
@@ -503,7 +506,7 @@ def _emulate(workload: Workload, options: Options, machine: Machine, mpi: MpiInf
                         kill_at_estimate=_kills_at_estimate(policy, options), run_id=run_id,
                         observer=service, owners=owners)
         if service is not None:
-            service.attach(driver)
+            service.attach(Control(driver))
         status = driver.run()
     finally:
         if service is not None:

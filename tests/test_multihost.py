@@ -25,7 +25,6 @@ import pytest
 from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_processes
 
 from testbed import cli, run
-from testbed.driver import Ended
 from testbed.emulation import auth, nm_daemon, remote, tree
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.messages import (
@@ -49,6 +48,7 @@ from testbed.events import EventLog
 from testbed.hosts import Host
 from testbed.machine import Node, build_cluster, build_machine
 from testbed.policies import Launch, PolicyConfig, make_policy
+from testbed.ports import Ended
 from testbed.workloads.files import JobSpec
 
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 
 from testbed import run
-from testbed.driver import Driver, Ended, Interrupted
+from testbed.driver import Driver
 from testbed.events import EventLog, SchemaError, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.policies.matrix import UNBOUNDED
+from testbed.ports import Ended, Interrupted
 from testbed.results import top
 from testbed.results.metrics import job_rows
 from testbed.results.plots import write_plots
