@@ -97,13 +97,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
-from testbed.driver import Driver
 from testbed.events import EventLog, iter_events
 from testbed.owners import OWNER_PICKS, OwnerStream
 from testbed.policies import PolicyConfig
 from testbed.policies.cow import RESTARTS, Afcfs, Cow, Lgfs
 from testbed.ports import Ended, Interrupted
 from testbed.results.metrics import JobRow, job_rows
+from testbed.run import drive
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads.files import JobSpec, Workload
 
@@ -285,12 +285,12 @@ def replication(policy: str, cell: tuple[float, float, float], jobs: int, seed: 
     owners = OwnerStream(1 / inv_owner, mean_owner, seed + 1_000_003, reading.owner_pick)
     out = Path(tempfile.mkdtemp(dir=tmp))
     try:
-        Driver(workload, scheduler,
-               Bounded({j.id: j.work or 0.0 for j in workload.jobs},
-                       horizon(max(j.arrival for j in workload.jobs)), redraw),
-               out, {"scheduler": policy, "machine": {"pes": PES},
-                     "cow": dataclasses.asdict(reading)},
-               log=EventLog(out / "events.jsonl", flush_each=False), owners=owners).run()
+        drive(workload, scheduler,
+              Bounded({j.id: j.work or 0.0 for j in workload.jobs},
+                      horizon(max(j.arrival for j in workload.jobs)), redraw),
+              out, {"scheduler": policy, "machine": {"pes": PES},
+                    "cow": dataclasses.asdict(reading)},
+              log=EventLog(out / "events.jsonl", flush_each=False), owners=owners)
         return summarize(out / "events.jsonl", reading.utilization)
     finally:
         shutil.rmtree(out)

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import commit_of, host, invocation, page_head, table
-from testbed.driver import Driver
+from testbed import run
 from testbed.events import EventLog
 from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
 from testbed.policies import PolicyConfig, make_policy
@@ -92,12 +92,11 @@ def simulate(workload: Workload, scheduler: str, pes: int, out: Path, log: bool 
     policy = make_policy(scheduler, config)
     executor = SimulationExecutor({job.id: job.work or 0.0 for job in workload.jobs})
     events = (EventLog if log else NullLog)(out / "events.jsonl", flush_each=False)
-    driver = Driver(workload, policy, executor, out, {"scheduler": scheduler, "machine": {
-        "pes": pes, "oversubscribed": False}}, log=events)
+    config = {"scheduler": scheduler, "machine": {"pes": pes, "oversubscribed": False}}
     if profiler is not None:
         profiler.enable()
     began = time.perf_counter()
-    driver.run()
+    run.drive(workload, policy, executor, out, config, log=events)
     simulated = time.perf_counter()
     if profiler is not None:
         profiler.disable()

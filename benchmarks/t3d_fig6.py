@@ -73,7 +73,7 @@ from typing import Any
 from scipy.stats import t as student
 
 from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
-from testbed.driver import Driver
+from testbed import run
 from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.policies.matrix import UNBOUNDED, Matrix
@@ -195,8 +195,8 @@ def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
     executor = SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs})
     out = Path(tempfile.mkdtemp(dir=tmp))
     began = time.perf_counter()
-    Driver(workload, policy, executor, out, {"scheduler": scheme.policy,
-           "machine": {"pes": PES}}, log=EventLog(out / "events.jsonl", flush_each=False)).run()
+    run.drive(workload, policy, executor, out, {"scheduler": scheme.policy,
+              "machine": {"pes": PES}}, log=EventLog(out / "events.jsonl", flush_each=False))
     wall = time.perf_counter() - began
     events = read_events(out / "events.jsonl")
     (out / "events.jsonl").unlink()

@@ -51,6 +51,7 @@ from testbed.cli.workloads import (
     setup_lublin,
     setup_mix,
 )
+from testbed.exit_codes import EXIT_FAILED
 from testbed.service.protocol import Cancel, Resume, Suspend
 
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
@@ -114,6 +115,6 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except ServiceUnavailable as err:
         print(f"testbed: {err}", file=sys.stderr)
-        return run.EXIT_FAILED
+        return EXIT_FAILED
     except Exception as err:
         return run.exit_with(err, "testbed")

@@ -9,13 +9,20 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TypeVar
 
 from testbed import run
-from testbed.cli.options import options_of, owner_options, scheduler_options
-from testbed.cli.runs import setup_run, setup_simulate
+from testbed.cli.options import (
+    DEFAULTS,
+    options_of,
+    owner_options,
+    scheduler_options,
+    simulator_options,
+)
 from testbed.cli.workloads import write_text
+from testbed.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED
 from testbed.experiments.comparison import FAMILIES, FAMILY
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
 from testbed.experiments.figures import check_names
@@ -38,7 +45,10 @@ from testbed.experiments.report import write_report as write_experiment_report
 from testbed.experiments.runner import Interrupted as ExperimentInterrupted
 from testbed.experiments.runner import Runner, RunOne, collect
 from testbed.results.report import format_table
-from testbed.run import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
+from testbed.run import UsageError
+from testbed.workloads.files import Workload
+
+T = TypeVar("T")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -49,19 +59,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     spec, seed = _workload_spec(args.workload)
-    simulated = args.executor == "simulation"
     options = options_of(args)
-    if simulated and args.pes is None:
+    if options.executor == "simulation" and args.pes is None:
         options = options_of(args, pes=dict(spec.params).get("pes"))
-    if simulated:
-        pes = run.simulated_pes(options)
-        run.check_simulation(options, schedulers, pes)
-    else:
-        pes = run.check_emulation(options, schedulers).pes
-    if spec.file is not None:
-        workload = (run.simulated_workload(spec.file, options, pes) if simulated else
-                    run.load(spec.file, args.timeslice, run.check_emulation(options, schedulers)))
-        run.check_owners(options, schedulers, workload)
+    cell_options = {s: run.Options.of(options, scheduler=s) for s in schedulers}
+    for each in cell_options.values():
+        pes = run.prepare(each, spec.file or Workload("<generated>", [])).pes
     try:
         metrics = check_names([m.strip() for m in args.metrics.split(",") if m.strip()])
     except ValueError as err:
@@ -82,13 +85,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = run.new_run_dir(args.out, "compare")
 
     def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
-        cell_options = run.Options.of(options, scheduler=cell.scheduler)
-        if simulated:
-            return run.simulate(run.simulated_workload(path, cell_options, pes), cell_options,
-                                pes, run_dir)
-        machine = run.check_emulation(cell_options, [cell.scheduler])
-        return run.emulate(run.load(path, args.timeslice, machine), cell_options, machine,
-                           run_dir)[0]
+        return run.execute(run.prepare(cell_options[cell.scheduler], path), run_dir).status
 
     return _run_plan(plan, out, run_one, pes, args.json, compare=True)
 
@@ -155,58 +152,40 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         plan = load_plan(args.file)
     except PlanError as err:
         raise UsageError(str(err)) from None
-    simulated = plan.executor == "simulation"
     with tempfile.TemporaryDirectory(prefix="testbed-exp-") as tmp:
         for cell in plan.cells:
-            options = _cell_options(args.file, simulated, cell, args.file)
+            options = _cell_options(args.file, plan.executor, cell)
             path = cell.workload.file or Path(tmp) / "workload.txt"
             if cell.workload.file is None:
                 path.write_text(cell.workload.text(cell.run_seed(1, False), options.pes or
                                                    len(os.sched_getaffinity(0))))
-            if simulated:
-                pes = run.simulated_pes(options)
-                run.check_simulation(options, [cell.scheduler], pes)
-                run.check_owners(options, [cell.scheduler],
-                                 run.simulated_workload(path, options, pes))
-            else:
-                machine = run.check_emulation(options, [cell.scheduler])
-                run.check_owners(options, [cell.scheduler],
-                                 run.load(path, options.timeslice, machine))
+            _in_cell(args.file, cell, lambda: run.prepare(options, path))  # noqa: B023
     out = args.out or Path("runs") / args.file.stem
     if out.exists() and any(out.iterdir()) and not (out / "experiment.json").exists():
         raise UsageError(f"{out}: exists, is not empty and holds no experiment")
     pes = len(os.sched_getaffinity(0))
 
     def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
-        options = _cell_options(args.file, simulated, cell, path)
-        if simulated:
-            cell_pes = run.simulated_pes(options)
-            return run.simulate(run.simulated_workload(path, options, cell_pes), options,
-                                cell_pes, run_dir)
-        machine = run.check_emulation(options, [cell.scheduler])
-        return run.emulate(run.load(path, options.timeslice, machine), options, machine,
-                           run_dir)[0]
+        options = _cell_options(args.file, plan.executor, cell)
+        return run.execute(run.prepare(options, path), run_dir).status
 
     return _run_plan(plan, out, run_one, pes, args.json)
 
 
-class _RaisingParser(argparse.ArgumentParser):
-    """An argument parser whose errors raise ``UsageError`` instead of exiting."""
-
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
-        raise UsageError(message)
-
-def _cell_options(where: Path, simulated: bool, cell: Cell, workload: Path) -> run.Options:
-    """The ``testbed run`` (or ``simulate``) options of an experiment cell, parsed."""
-    parser = _RaisingParser(prog="testbed simulate" if simulated else "testbed run")
-    (setup_simulate if simulated else setup_run)(parser)
-    flags = cell.flags()
+def _cell_options(where: Path, executor: str, cell: Cell) -> run.Options:
+    """The run options of an experiment cell (``executor``'s; a generated workload's ``pes``
+    is the simulated machine's unless the cell gives ``pes``)."""
+    settings = {**dict(cell.options), "scheduler": cell.scheduler, "executor": executor}
     pes = dict(cell.workload.params).get("pes")
-    if simulated and pes is not None and "--pes" not in flags:
-        flags += ["--pes", str(pes)]
+    if executor == "simulation" and pes is not None and "pes" not in settings:
+        settings["pes"] = pes
+    return _in_cell(where, cell, lambda: run.Options.from_mapping(settings))
+
+
+def _in_cell(where: Path, cell: Cell, make: Callable[[], T]) -> T:
+    """``make()``, its ``UsageError`` said as the experiment file's cell's."""
     try:
-        return options_of(parser.parse_args([str(workload), "--scheduler", cell.scheduler,
-                                             *flags]))
+        return make()
     except UsageError as err:
         settings = ", ".join(f"{k}={v}" for k, v in cell.options)
         raise UsageError(f"{where}: cell {cell.label} ({settings}): {err}") from None
@@ -255,14 +234,9 @@ def setup_compare(p: argparse.ArgumentParser) -> None:
                         "repeat (default; the simulator's), or by round")
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per scheduler and metric instead of the table")
-    p.add_argument("--executor", choices=("emulation", "simulation"), default="emulation",
+    p.add_argument("--executor", choices=run.CHOICES["executor"], default=DEFAULTS.executor,
                    help="real ranks (default) or the simulator (repeats differ by seed)")
-    p.add_argument("--switch-cost", type=float, default=0.0, metavar="S",
-                   help="simulation: seconds a job loses each time it is continued")
-    p.add_argument("--launch-cost", type=float, default=0.0, metavar="S",
-                   help="simulation: seconds each job needs beyond its work to start")
-    p.add_argument("--uncompress", action="store_true",
-                   help="simulation: undo the workload's time compression")
+    simulator_options(p, "simulation: ")
     owner_options(p)
     scheduler_options(p)
 
