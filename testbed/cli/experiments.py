@@ -22,6 +22,7 @@ from testbed.cli.options import (
     simulator_options,
 )
 from testbed.cli.workloads import write_text
+from testbed.events import read_events
 from testbed.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED
 from testbed.experiments.comparison import FAMILIES, FAMILY
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
@@ -44,7 +45,7 @@ from testbed.experiments.report import summaries as experiment_summaries
 from testbed.experiments.report import write_report as write_experiment_report
 from testbed.experiments.runner import Interrupted as ExperimentInterrupted
 from testbed.experiments.runner import Runner, RunOne, collect
-from testbed.results.report import format_table
+from testbed.results.report import first_runs, format_table
 from testbed.run import UsageError
 from testbed.workloads.files import Workload
 
@@ -140,10 +141,26 @@ def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
         why = (f"the budget ({plan.budget:g} s of runs)" if runner.stopped_by == "budget"
                else f"{plan.repeat_cap} repeats (--max-repeats)")
         print(f"did not converge within {why}: " + ", ".join(left), file=sys.stderr)
-    print(f"run directory: {out}" + ("" if single and compare else
-                                      " (results.csv, summary.csv, plots/)"),
-          file=sys.stderr if as_json else sys.stdout)
+    where = sys.stderr if as_json else sys.stdout
+    if compare:
+        first = _draw_schedules(out)
+        print(f"schedules: {out / 'gantt.png'} (each scheduler's first run, stacked)\n"
+              f"           {first / 'gantt.png'} (and the like: each run's own)", file=where)
+    print(f"plots:     {out / 'plots'}/ (one per figure, a point per scheduler)", file=where)
+    print(f"run directory: {out} (results.csv, summary.csv)", file=where)
     return EXIT_INTERRUPTED if interrupted else 0
+
+def _draw_schedules(out: Path) -> Path:
+    """Draw the schedule (Gantt chart, runtime and wait plots) of each label's first run in
+    its run directory and side by side in ``out``; the first label's run directory."""
+    from testbed.results.plots import write_plots  # matplotlib: only when drawing
+
+    firsts = first_runs(out)
+    logs = {label: read_events(path / "events.jsonl") for label, path in firsts.items()}
+    for label, path in firsts.items():
+        write_plots({label: logs[label]}, path)
+    write_plots(logs, out)
+    return next(iter(firsts.values()))
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
     """Run an experiment file (a factorial of workloads, schedulers, options and repeats),
