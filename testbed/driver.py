@@ -12,7 +12,9 @@ jobs end:
   its virtual clock to the next thing that happens.
 
 As in SimPy, where the real-time environment overrides only ``step``, the loop is the same for
-both; only ``advance`` (wait until a time, or until something happens) differs.
+both; only ``advance`` (wait until a time, or until something happens) differs.  What an
+executor and an observer are is in ``testbed.ports``; an operator's commands reach a serving
+driver through ``testbed.control``; only the run library (``testbed.run``) builds a driver.
 """
 
 from __future__ import annotations
