@@ -80,6 +80,7 @@ from benchmarks.harness import (
     now_iso,
     page_head,
     table,
+    write_page,
 )
 from benchmarks.service import commit
 from testbed.emulation.mpi_info import detect_mpi
@@ -766,9 +767,7 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(doc, indent=2)
     to_stdout = args.json == "-"
     print(render(doc), file=sys.stderr if to_stdout else sys.stdout)
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(doc, invocation("benchmarks.conformance", argv)))
+    write_page(args.markdown, lambda: markdown(doc, invocation("benchmarks.conformance", argv)))
     if to_stdout:
         print(text)
     elif args.json or args.source is None:

@@ -26,23 +26,22 @@ recorded.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
-    default_out,
+    Session,
+    emit,
     events,
     host,
-    invocation,
     markdown_table,
     page_head,
+    parser,
     table,
     testbed,
 )
@@ -191,9 +190,8 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the configurations, print the table and save the JSON and the figure."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.nersc", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="a 15 s mix: shows that it works")
+    p = parser("benchmarks.nersc", __doc__, raw=True, quick="a 15 s mix: shows that it works",
+               json_help="one JSON record per run")
     p.add_argument("--seed", type=int, default=1, help="first seed")
     p.add_argument("--seeds", type=int, default=None,
                    help="seeds to run (default: 1 on real processes, 5 simulated)")
@@ -202,32 +200,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulate", action="store_true", help="run in the simulator")
     p.add_argument("--pes", type=int, default=None,
                    help="PEs (default: 2 on real processes, 128 simulated)")
-    p.add_argument("--json", action="store_true", help="one JSON record per run")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the table as a Markdown page")
     args = p.parse_args(argv)
     pes = args.pes or (128 if args.simulate else 2)
     span = 15.0 if args.quick else args.span or (2000.0 if args.simulate else 60.0)
     seeds = args.seeds or (5 if args.simulate else 1)
-    out = args.out or default_out("nersc")
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.time()
+    session = Session.start("benchmarks.nersc", argv, args.out, "nersc")
+    out = session.out
+    assert out is not None
     records = [r for seed in range(args.seed, args.seed + seeds)
                for r in run(out, pes, span, seed, args.simulate)]
     (out / "nersc.json").write_text(json.dumps(records, indent=1))
     where = "simulated" if args.simulate else "real processes"
     plot(records, out / "nersc.png",
          f"NERSC's psched configuration against gang: {pes} PEs, {where}, {seeds} seed(s)")
-    if args.markdown is not None:
-        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
-                    f"{time.time() - started:.0f} s")
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(records, pes, span, args.simulate,
-                                          invocation("benchmarks.nersc", argv), measured))
-    if args.json:
-        for r in records:
-            print(json.dumps(r))
+    session.page(args.markdown, lambda: markdown(records, pes, span, args.simulate,
+                                                 session.command, session.measured()))
+    if emit(records, args.json):
         return 0
     print(table(["config", *METRICS], summarize(records)))
     print(f"\n{pes} PEs, {where}, {seeds} seed(s) of {span:g} s; figure: {out / 'nersc.png'}")

@@ -65,6 +65,7 @@ from benchmarks.harness import (
     page_head,
     run_workload,
     table,
+    write_page,
 )
 from testbed.emulation import injection
 from testbed.experiments.regression import MARGIN, Finding, check, least_rounds
@@ -552,10 +553,8 @@ def main(argv: list[str] | None = None) -> int:
     margins = figure_margins(sample_sets(result), args.margin, given)
     findings = None if baseline is None else check(sample_sets(result), sample_sets(baseline),
                                                    margins=margins)
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(result, findings,
-                                          invocation("benchmarks.overheads", argv)))
+    write_page(args.markdown, lambda: markdown(result, findings,
+                                               invocation("benchmarks.overheads", argv)))
     return 0 if baseline is None else compare(result, baseline, margins, findings)
 
 
