@@ -5,9 +5,10 @@ One way to run::
     prepared = run.prepare(options, workload_path_or_workload)   # checked: UsageError
     result = run.execute(prepared, out)                          # status, run_dir, summary
 
-``Options`` holds every setting of a run (keyword-only; the defaults of ``testbed run``,
-which argparse takes from here), made from parsed arguments (``Options.of``) or from a
-mapping of plain values (``Options.from_mapping``: experiment cells, benchmarks).
+``Options`` (``testbed.run_options``) holds every setting of a run, its default, text form
+and choices (argparse takes them from there), made from parsed arguments (``Options.of``) or
+from a mapping of plain values (``Options.from_mapping``: experiment cells, benchmarks); the
+ranges are checked here, each in one place with one message.
 ``prepare`` checks the options and the workload against the machine (emulated) or the
 simulator, and ``execute`` runs it into a new run directory, owning what the run needs on
 the way (cgroups and a swap file, the service's socket, the executor, the driver) and
@@ -31,7 +32,6 @@ import platform
 import socket
 import sys
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,9 +52,7 @@ from testbed.emulation.memory import (
 )
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.emulation.paging import may_page_out
-from testbed.emulation.procs import RankPriority
 from testbed.emulation.remote import NodesError
-from testbed.emulation.tree import DEFAULT_WIDTH
 from testbed.events import EventLog, WriteFailed, read_events
 from testbed.exit_codes import (
     EXIT_BAD_INPUT,
@@ -65,7 +63,7 @@ from testbed.exit_codes import (
     job_exit_code,
     run_exit_code,
 )
-from testbed.hang import DEFAULT_HANG_AFTER, describe
+from testbed.hang import describe
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
@@ -76,164 +74,12 @@ from testbed.policies.matrix import UNBOUNDED
 from testbed.ports import Executor, Stalled
 from testbed.results.metrics import job_rows
 from testbed.results.report import write_results
+from testbed.run_options import CHOICES, Options, UsageError
 from testbed.simulation.executor import SimulationExecutor
-from testbed.sizes import parse_size
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
 from testbed.workloads.swf import SwfError, trace_workload
 
 SWAP_DIR = Path("/var/tmp")
-CHOICES = {"executor": ("emulation", "simulation"), "allocator": ("buddy", "first-fit"),
-           "estimates": ("given", "perfect"), "overrun": ("kill", "run")}
-"""The options that take one of a few words, and those words (the first is the default)."""
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit code 2."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Options:
-    """Every setting of a run; times in seconds, sizes in bytes, None: not set."""
-
-    scheduler: str = "gang"
-    executor: str = "emulation"     # or simulation
-    mpl: int = 2                # UNBOUNDED (0): no limit (the simulator only)
-    timeslice: float = 0.2
-    pes: int | None = None
-    allocator: str = "buddy"
-    job_timeout: float | None = None
-    estimates: str = "given"
-    overrun: str = "kill"
-    prime_shift: float = PrimeTime.shift_s
-    prime_large: int | None = None
-    prime_free: int | None = None
-    prime_large_limit: float = PrimeTime.large_limit_s
-    prime_small_limit: float = PrimeTime.small_limit_s
-    classes: Path | None = None
-    variation: float = 0.0
-    balance: float = 0.0
-    migration_delay: float = 10.0
-    app_max: int = 1
-    abs_app_max: int = 2
-    owners: tuple[float, float] | None = None
-    owner_seed: int = 1
-    # emulation
-    nodes: int = 1
-    rank_priority: str = "auto"
-    hosts: Path | None = None
-    launcher: str | None = None
-    tree_width: int = DEFAULT_WIDTH
-    spin: float | None = None
-    hang_after: float = DEFAULT_HANG_AFTER
-    node_mem: int | None = None
-    swap: int | None = None
-    memory_admission: float | None = None
-    memory_history: Path | None = None
-    # simulation
-    switch_cost: float = 0.0
-    launch_cost: float = 0.0
-    uncompress: bool = False
-
-    @classmethod
-    def of(cls, settings: Any, **changes: Any) -> Options:
-        """Options from any object with some of these fields as attributes (an argparse
-        namespace), the rest at their defaults, then ``changes``."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        given = {n: getattr(settings, n) for n in names if hasattr(settings, n)}
-        return cls(**{**given, **changes})
-
-    @classmethod
-    def from_mapping(cls, settings: Mapping[str, Any]) -> Options:
-        """Options from plain values by field name (an experiment cell's TOML, a benchmark's
-        settings): numbers, booleans, and text where the command line takes text (``mpl``
-        ``unbounded``, sizes such as ``512M``, ``owners`` ``RATE:MEAN``, paths); the rest
-        at their defaults.  ``UsageError`` naming the field for an unknown field or a value
-        of the wrong kind (ranges are checked by ``prepare``)."""
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        values = {}
-        for name, value in settings.items():
-            if name not in fields:
-                raise UsageError(f"{name}: not an option of a run (known: "
-                                 f"{', '.join(sorted(fields))})")
-            try:
-                values[name] = _from_plain(name, value, str(fields[name].type))
-            except ValueError as err:
-                raise UsageError(f"{name}: {err}") from None
-        return cls(**values)
-
-
-def parse_mpl(text: str) -> int:
-    """The MPL from its text: a number of rows, or ``unbounded`` (``UNBOUNDED``)."""
-    if text == "unbounded":
-        return UNBOUNDED
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"expected a number of rows or 'unbounded', got {text!r}") from None
-
-
-def parse_owners(text: str) -> tuple[float, float]:
-    """An owner stream's ``RATE:MEAN`` (per s, s), both > 0."""
-    try:
-        rate, mean = (float(x) for x in text.split(":"))
-    except ValueError:
-        raise ValueError(f"expected RATE:MEAN, got {text!r}") from None
-    if not (rate > 0 and mean > 0 and math.isfinite(rate) and math.isfinite(mean)):
-        raise ValueError(f"RATE and MEAN must be > 0, got {text!r}")
-    return rate, mean
-
-
-def parse_rank_priority(text: str) -> str:
-    """``auto`` or a rank priority (``RankPriority.parse``'s forms)."""
-    if text != "auto":
-        RankPriority.parse(text)
-    return text
-
-
-def parse_tree_width(text: str) -> int:
-    """A fan-out tree's width, at least 1."""
-    try:
-        width = int(text)
-    except ValueError:
-        raise ValueError(f"expected a whole number, got {text!r}") from None
-    if width < 1:
-        raise ValueError(f"must be at least 1, got {width}")
-    return width
-
-
-TEXT_FORMS: dict[str, Callable[[str], Any]] = {
-    "mpl": parse_mpl, "node_mem": parse_size, "swap": parse_size, "owners": parse_owners,
-    "rank_priority": parse_rank_priority, "tree_width": parse_tree_width,
-    "classes": Path, "hosts": Path, "memory_history": Path,
-}
-"""The options whose text form is not the plain value: what parses each (``ValueError``
-saying why not), shared by argparse and ``Options.from_mapping``."""
-
-
-def _from_plain(name: str, value: Any, kind: str) -> Any:
-    """The option ``name``'s value from a plain ``value``; ``kind`` is its field's type as
-    written (``float | None``); ``ValueError`` saying why not."""
-    if name in TEXT_FORMS and isinstance(value, (str, int)) and not isinstance(value, bool):
-        return TEXT_FORMS[name](str(value))
-    if name == "owners" and isinstance(value, (list, tuple)):
-        return parse_owners(":".join(str(v) for v in value))
-    base = kind.split("|")[0].strip()
-    if base == "bool":
-        if not isinstance(value, bool):
-            raise ValueError(f"expected true or false, got {value!r}")
-        return value
-    if base in ("int", "float") and not isinstance(value, bool):
-        number = int if base == "int" else float
-        try:
-            if isinstance(value, (str, int)) or (isinstance(value, float) and base == "float"):
-                return number(value)
-        except ValueError:
-            pass
-        raise ValueError(f"expected {'a whole number' if base == 'int' else 'a number'}, "
-                         f"got {value!r}")
-    if base == "str" and isinstance(value, str):
-        return value
-    raise ValueError(f"unexpected value {value!r}")
 
 
 def exit_code(err: BaseException) -> int | None:

@@ -47,6 +47,7 @@ from testbed.experiments.runner import Interrupted as ExperimentInterrupted
 from testbed.experiments.runner import Runner, RunOne, collect
 from testbed.results.report import first_runs, format_table
 from testbed.run import UsageError
+from testbed.run_options import CHOICES
 from testbed.workloads.files import Workload
 
 T = TypeVar("T")
@@ -251,7 +252,7 @@ def setup_compare(p: argparse.ArgumentParser) -> None:
                         "repeat (default; the simulator's), or by round")
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per scheduler and metric instead of the table")
-    p.add_argument("--executor", choices=run.CHOICES["executor"], default=DEFAULTS.executor,
+    p.add_argument("--executor", choices=CHOICES["executor"], default=DEFAULTS.executor,
                    help="real ranks (default) or the simulator (repeats differ by seed)")
     simulator_options(p, "simulation: ")
     owner_options(p)

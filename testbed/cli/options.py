@@ -10,7 +10,7 @@ from typing import Any
 
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.policies import POLICIES
-from testbed.run import CHOICES, TEXT_FORMS, Options
+from testbed.run_options import CHOICES, TEXT_FORMS, Options
 
 DEFAULTS = Options()
 
