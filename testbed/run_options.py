@@ -17,7 +17,7 @@ from typing import Any
 from testbed.emulation.procs import RankPriority
 from testbed.emulation.tree import DEFAULT_WIDTH
 from testbed.hang import DEFAULT_HANG_AFTER
-from testbed.policies import PrimeTime
+from testbed.policies import PolicyConfig, PrimeTime
 from testbed.policies.matrix import UNBOUNDED
 from testbed.sizes import parse_size
 
@@ -32,28 +32,29 @@ class UsageError(Exception):
 
 @dataclass(frozen=True, kw_only=True)
 class Options:
-    """Every setting of a run; times in seconds, sizes in bytes, None: not set."""
+    """Every setting of a run; times in seconds, sizes in bytes, None: not set.  The policy's
+    settings default to ``PolicyConfig``'s."""
 
     scheduler: str = "gang"
     executor: str = "emulation"     # or simulation
-    mpl: int = 2                # UNBOUNDED (0): no limit (the simulator only)
-    timeslice: float = 0.2
+    mpl: int = PolicyConfig.mpl     # UNBOUNDED (0): no limit (the simulator only)
+    timeslice: float = PolicyConfig.timeslice
     pes: int | None = None
-    allocator: str = "buddy"
+    allocator: str = PolicyConfig.allocator
     job_timeout: float | None = None
     estimates: str = "given"
-    overrun: str = "kill"
+    overrun: str = PolicyConfig.overrun
     prime_shift: float = PrimeTime.shift_s
     prime_large: int | None = None
     prime_free: int | None = None
     prime_large_limit: float = PrimeTime.large_limit_s
     prime_small_limit: float = PrimeTime.small_limit_s
     classes: Path | None = None
-    variation: float = 0.0
-    balance: float = 0.0
-    migration_delay: float = 10.0
-    app_max: int = 1
-    abs_app_max: int = 2
+    variation: float = PolicyConfig.variation
+    balance: float = PolicyConfig.balance_s
+    migration_delay: float = PolicyConfig.migration_delay_s
+    app_max: int = PolicyConfig.app_max
+    abs_app_max: int = PolicyConfig.abs_app_max
     owners: tuple[float, float] | None = None
     owner_seed: int = 1
     # emulation
