@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
+    commit_of,
     default_out,
     host,
     invocation,
@@ -82,7 +83,6 @@ from benchmarks.harness import (
     table,
     write_page,
 )
-from benchmarks.service import commit
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.policies import POLICIES
 
@@ -711,7 +711,7 @@ def measure(args: argparse.Namespace, p: argparse.ArgumentParser,
         copies, wall, error = run_mode(suite, mode, chosen, runs / mode.name, timeouts)
         records.append(summarise(mode, copies, wall, plain, plain_wall, error))
     return {"benchmark": "conformance", "host": host(), "date": date,
-            "command": invocation("benchmarks.conformance", argv), "commit": commit(ROOT),
+            "command": invocation("benchmarks.conformance", argv), "commit": commit_of(ROOT),
             "mpi": {"vendor": mpi.vendor, "version": " ".join(mpi.version.split("\n")[0].split()),
                     "library": mpi.library, "standard": mpi.standard, "mpi4py": mpi.mpi4py},
             "suite": {**source, "directory": str(directory)}, "ranks": RANKS,
