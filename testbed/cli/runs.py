@@ -4,6 +4,7 @@ the service) run by the run library."""
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from testbed import run
 from testbed.cli.options import options_of, owner_options, policy_options, scheduler_options
 from testbed.events import read_events
 from testbed.policies import POLICIES
-from testbed.results.report import format_table, write_results
+from testbed.results.report import format_table
 from testbed.run import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
 from testbed.service.client import socket_path
 from testbed.service.server import ServiceError, listen
@@ -56,7 +57,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     status = run.simulate(workload, options, pes, run_dir)
     if status == "error":
         return EXIT_FAILED
-    print(format_table({args.scheduler: write_results(run_dir)}))
+    # run.simulate has written the results: the table is read back, not derived again
+    summary = json.loads((run_dir / "summary.json").read_text())
+    print(format_table({args.scheduler: summary}))
     print(f"run directory: {run_dir}")
     return 0
 
