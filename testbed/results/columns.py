@@ -57,6 +57,12 @@ _LINES = {
         rf'"lag_us": {_OPT}, "slice_s": {_OPT}\}}\n'),
 }
 _KIND_AT = len('{"t": ')
+# a job's figures before any event about it (immutable values: columns repeat them)
+_FRESH = {"start": None, "end": None, "status": "not started", "exit_code": None, "reason": "",
+          "cpu_s": None, "swap_in": None, "swap_out": None, "stops": 0, "dedicated": None,
+          "comm_wait_s": None, "minor_faults": None, "major_faults": None,
+          "peak_rss_kib": None, "restarts": 0, "lost_s": 0.0, "lost_cpu": None,
+          "paging_s": 0.0, "measured": False}
 _EVENT = ', "event": "'
 
 
@@ -114,25 +120,38 @@ class Columns:
         """A ``workload`` event: its jobs are added (one given again is made afresh)."""
         if self.compress is None:
             self.compress = float(event["meta"].get("compress", 1.0))
-        for job in event["jobs"]:
-            values = {"ids": job["job"], "size": job["pes"], "arrival": job["arrival"],
-                      "work": job["work"], "limit": job.get("limit"),
-                      "source_id": job.get("source_id"), "estimate": job.get("estimate"),
-                      "job_class": job.get("class") or "", "prime": bool(job.get("prime")),
-                      "start": None, "end": None, "status": "not started", "exit_code": None,
-                      "reason": "", "cpu_s": None, "swap_in": None, "swap_out": None,
-                      "stops": 0, "dedicated": None, "comm_wait_s": None,
-                      "minor_faults": None, "major_faults": None, "peak_rss_kib": None,
-                      "restarts": 0, "lost_s": 0.0, "lost_cpu": None, "paging_s": 0.0,
-                      "measured": False}
-            at = self.index.get(job["job"])
-            if at is None:
-                self.index[job["job"]] = len(self.ids)
-                for name, value in values.items():
-                    getattr(self, name).append(value)
-            else:
-                for name, value in values.items():
-                    getattr(self, name)[at] = value
+        jobs = event["jobs"]
+        given = {"ids": [job["job"] for job in jobs], "size": [job["pes"] for job in jobs],
+                 "arrival": [job["arrival"] for job in jobs],
+                 "work": [job["work"] for job in jobs],
+                 "limit": [job.get("limit") for job in jobs],
+                 "source_id": [job.get("source_id") for job in jobs],
+                 "estimate": [job.get("estimate") for job in jobs],
+                 "job_class": [job.get("class") or "" for job in jobs],
+                 "prime": [bool(job.get("prime")) for job in jobs]}
+        ids, count = given["ids"], len(jobs)
+        if len(set(ids)) < count or not self.index.keys().isdisjoint(ids):
+            for at in range(count):
+                self._add_job({name: column[at] for name, column in given.items()})
+            return
+        first = len(self.ids)
+        self.index.update(zip(ids, range(first, first + count), strict=True))
+        for name, column in given.items():
+            getattr(self, name).extend(column)
+        for name, value in _FRESH.items():
+            getattr(self, name).extend([value] * count)
+
+    def _add_job(self, given: dict[str, Any]) -> None:
+        """One job of a workload (``given``: its figures there), made afresh if known."""
+        values = {**given, **_FRESH}
+        at = self.index.get(given["ids"])
+        if at is None:
+            self.index[given["ids"]] = len(self.ids)
+            for name, value in values.items():
+                getattr(self, name).append(value)
+        else:
+            for name, value in values.items():
+                getattr(self, name)[at] = value
 
     def arrived(self, job: str, due: float) -> None:
         """``job`` arrived, due at ``due`` (s)."""
