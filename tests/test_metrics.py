@@ -169,3 +169,20 @@ def test_the_one_pass_reader_reads_what_json_reads(tmp_path):
         (6.5, 8.0, 2, 'said "ok"')
     assert fast.switch_latencies == [12.5] and fast.ends_at == 8.0
     assert fast.derived["wait"][at] == 6.0 and fast.cpu_s[2] == 1.25
+
+
+def test_a_job_given_again_by_a_later_workload_is_made_afresh_in_its_place():
+    start = EVENTS[0]
+    events = [start,
+              {"t": 0.0, "event": "workload", "meta": {}, "jobs": [
+                  {"job": "a", "arrival": 0.0, "pes": 1, "work": 1.0},
+                  {"job": "b", "arrival": 0.0, "pes": 1, "work": 2.0}]},
+              {"t": 0.0, "event": "arrival", "job": "b", "due": 0.0},
+              {"t": 0.0, "event": "start", "job": "b"},
+              {"t": 1.0, "event": "workload", "meta": {}, "jobs": [
+                  {"job": "c", "arrival": 0.0, "pes": 2, "work": 3.0},
+                  {"job": "b", "arrival": 0.5, "pes": 2, "work": 4.0}]}]
+    rows = job_rows(events)
+    assert [(r.id, r.size, r.work, r.status, r.start) for r in rows] == [
+        ("a", 1, 1.0, "not started", None), ("b", 2, 4.0, "not started", None),
+        ("c", 2, 3.0, "not started", None)]
