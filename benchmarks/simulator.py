@@ -17,8 +17,8 @@ is a fresh process (this file with ``--json``, one policy), N of them a policy a
 for sizes of ``--once-from`` jobs or more, default 1,000,000), and the table gives the median
 jobs/s with its 95 % interval (``testbed.experiments.stats``; with fewer than 6 runs the
 interval is their range and states its own, lower confidence).  ``--end-to-end POLICIES``
-also times, N times each, what a user waits for: ``python -m testbed simulate`` of the first
-size's workload written as an SWF file (``testbed workload lublin --format swf``, perfect
+also times, N times each, what a user waits for: ``python -m testbed simulate`` of the largest
+repeated size's workload written as an SWF file (``testbed workload lublin --format swf``, perfect
 estimates), from the command's start to its exit, its results written.
 ``--against CHECKOUT`` also runs this benchmark over that checkout's ``testbed`` the same way
 (the same workload and measurement, the other code; the sizes repeated, and the end-to-end
@@ -173,6 +173,11 @@ def run_in(checkout: Path, scheduler: str, jobs: int, pes: int, log: bool) -> di
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def end_to_end_jobs(sizes: list[int], once_from: int) -> int:
+    """The size whose workload ``testbed simulate`` is timed on: the largest repeated one."""
+    return max((jobs for jobs in sizes if jobs < once_from), default=min(sizes))
+
+
 def simulate_command(checkout: Path, scheduler: str, swf: Path, pes: int) -> dict[str, Any]:
     """One ``python -m testbed simulate`` of ``swf`` under ``scheduler`` by ``checkout``'s
     testbed, timed from the command's start to its exit (its results written); its record."""
@@ -207,7 +212,8 @@ def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
         swf = Path(tmp) / "lublin.swf"
         if args.end_to_end:
             subprocess.run([sys.executable, "-m", "testbed", "workload", "lublin", "--jobs",
-                            str(args.jobs[0]), "--pes", str(args.pes), "--seed", str(SEED),
+                            str(end_to_end_jobs(args.jobs, args.once_from)), "--pes",
+                            str(args.pes), "--seed", str(SEED),
                             "--load", str(LOAD), "--format", "swf", "--output", str(swf)],
                            cwd=HERE, check=True, capture_output=True)
         for repeat in range(args.repeats):
@@ -386,7 +392,8 @@ def markdown(document: dict[str, Any], command: str) -> str:
         header, body = end_to_end_rows(document)
         lines += [f"What a user waits for: `python -m testbed simulate lublin.swf --scheduler "
                   f"POLICY --pes {document['pes']} --estimates perfect` on the "
-                  f"{document['jobs'][0]:,}-job workload written as SWF (times rounded to "
+                  f"{end_to_end_jobs(document['jobs'], document['once_from']):,}-job workload "
+                  "written as SWF (times rounded to "
                   "seconds), from the command's start to its exit with `jobs.csv` and "
                   "`summary.json` written: starting Python, reading the trace, simulating and "
                   "deriving the results.  Wall seconds, medians with intervals as above.", "",

@@ -380,7 +380,8 @@ def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
     page = simulator.markdown(document, "python -m benchmarks.simulator --repeats 3")
     assert page.startswith("# Simulator speed") and "| 1,000 | easy | 3 | 25,000 [" in page
     assert "except the 10,000-job rows: one run each" in page
-    assert "`python -m testbed simulate lublin.swf" in page
+    assert "`python -m testbed simulate lublin.swf" in page and "the 1,000-job workload" in page
+    assert simulator.end_to_end_jobs([10_000, 100_000, 1_000_000], 1_000_000) == 100_000
 
 
 def test_the_simulator_s_null_log_writes_nothing(tmp_path):
