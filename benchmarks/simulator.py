@@ -269,6 +269,9 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
         entry.update({side: _interval(median_interval(values)) for side, values in rates.items()})
         for key in ("report_s", "span_per_wall_s", "peak_rss_mib"):
             entry[key] = _interval(median_interval([r[key] for r in here]))
+        if "against" in by:
+            entry["against_report_s"] = _interval(median_interval(
+                [r["report_s"] for r in by["against"]]))
         entry["span_s"] = here[0]["span_s"]
         for side in rates:
             if side != "this":
@@ -316,7 +319,7 @@ def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     header = ["jobs", "policy", "runs", "jobs/s", "us a job", "results s", "simulated span",
               "simulated / wall", "peak RSS MiB"]
     if "against" in sides:
-        header += ["against jobs/s", "this / against"]
+        header += ["against jobs/s", "this / against", "against results s"]
     if "no_log" in sides:
         header += ["without log jobs/s", "log's share"]
     out = []
@@ -326,7 +329,8 @@ def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
                f"{1e6 / this['value']:.1f}", _rate(entry["report_s"], 1), _span(entry["span_s"]),
                _rate(entry["span_per_wall_s"]), _rate(entry["peak_rss_mib"])]
         if "against" in sides:
-            row += [_rate(entry.get("against")), _rate(entry.get("this_over_against"), 2)]
+            row += [_rate(entry.get("against")), _rate(entry.get("this_over_against"), 2),
+                    _rate(entry.get("against_report_s"), 1)]
         if "no_log" in sides:
             no_log = entry.get("no_log")
             share = "-" if no_log is None else f"{1 - this['value'] / no_log['value']:.0%}"

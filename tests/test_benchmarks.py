@@ -369,6 +369,7 @@ def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
     assert row["jobs/s"].startswith("25,000 [") and row["us a job"] == "40.0"
     assert row["jobs/s"].endswith("] (75 %)")
     assert row["this / against"].startswith("2.50") and row["log's share"] == "50%"
+    assert row["against results s"].startswith("1.0")
     assert row["simulated span"] == "30 d" and row["simulated / wall"].startswith("1,000,000")
     single = dict(zip(header, rows[1], strict=True))
     assert single["jobs"] == "10,000" and single["runs"] == "1"
