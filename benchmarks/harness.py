@@ -175,6 +175,18 @@ def host() -> dict[str, Any]:
             "uname": " ".join(os.uname())}
 
 
+def checkout_type(needs: str) -> Callable[[str], Path]:
+    """An argparse type for ``--against CHECKOUT``: the path, when it is a checkout of the
+    testbed holding the file ``needs`` (relative to it); else argparse's error naming both."""
+    def checkout(text: str) -> Path:
+        path = Path(text)
+        if not (path / needs).is_file():
+            raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
+                                             f"{needs})")
+        return path
+    return checkout
+
+
 def commit_of(checkout: Path) -> str:
     """The commit ``checkout`` has out (short), with ``+`` when its files differ from it."""
     def git(*args: str) -> str:

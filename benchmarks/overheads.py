@@ -58,6 +58,7 @@ from typing import Any
 
 from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
 from benchmarks.harness import (
+    checkout_type,
     commit_of,
     events,
     host,
@@ -465,14 +466,6 @@ def against(checkout: Path, plan: dict[str, Any], quick: bool,
             "sides": sides}
 
 
-def _checkout(text: str) -> Path:
-    path = Path(text)
-    if not (path / "benchmarks" / "overheads.py").is_file():
-        raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
-                                         "benchmarks/overheads.py)")
-    return path
-
-
 def _parts(text: str) -> tuple[str, ...]:
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
     unknown = [p for p in parts if p not in PARTS]
@@ -491,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parts", type=_parts, default=PARTS,
                    help=f"comma-separated, of {','.join(PARTS)} (default all)")
     p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
-    p.add_argument("--against", type=_checkout, default=None, metavar="CHECKOUT",
+    p.add_argument("--against", type=checkout_type("benchmarks/overheads.py"), default=None,
+                   metavar="CHECKOUT",
                    help="measure that checkout's code too, rounds interleaved with this one's, "
                         "and compare this one against it")
     p.add_argument("--margin", type=float, default=None,

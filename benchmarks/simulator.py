@@ -48,7 +48,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import commit_of, host, invocation, page_head, table
+from benchmarks.harness import checkout_type, commit_of, host, invocation, page_head, table
 from testbed import run
 from testbed.events import EventLog
 from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
@@ -416,14 +416,6 @@ def _sizes(text: str) -> list[int]:
     return sizes
 
 
-def _checkout(text: str) -> Path:
-    path = Path(text)
-    if not (path / "benchmarks" / "simulator.py").is_file():
-        raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
-                                         "benchmarks/simulator.py)")
-    return path
-
-
 def main(argv: list[str] | None = None) -> int:
     """Measure and print simulated jobs per second for each policy."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.simulator", description=__doc__)
@@ -437,7 +429,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --repeats: sizes of JOBS jobs or more run once, on this side only")
     p.add_argument("--end-to-end", default="", metavar="POLICIES",
                    help="with --repeats: also time testbed simulate under these policies")
-    p.add_argument("--against", type=_checkout, default=None, metavar="CHECKOUT",
+    p.add_argument("--against", type=checkout_type("benchmarks/simulator.py"), default=None,
+                   metavar="CHECKOUT",
                    help="with --repeats: also run that checkout's simulator, taking turns")
     p.add_argument("--without-log", action="store_true",
                    help="with --repeats: also run every policy with --no-log")
