@@ -20,6 +20,7 @@ from testbed.cli.experiments import (
     setup_experiment_dir,
     setup_experiment_report,
     setup_experiment_run,
+    setup_experiment_status,
 )
 from testbed.cli.results import cmd_report, cmd_shim, cmd_top, setup_report, setup_shim, setup_top
 from testbed.cli.runs import (
@@ -81,7 +82,7 @@ COMMANDS: dict[str, Command] = {
 EXPERIMENT_COMMANDS: dict[str, Command] = {
     "run": (setup_experiment_run, cmd_experiment_run),
     "report": (setup_experiment_report, cmd_experiment_report),
-    "status": (setup_experiment_dir, cmd_experiment_status),
+    "status": (setup_experiment_status, cmd_experiment_status),
     "cancel": (setup_experiment_dir, cmd_experiment_cancel),
     "block": (setup_experiment_block, cmd_experiment_block),
 }

@@ -9,6 +9,7 @@ import os
 import re
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
@@ -275,27 +276,32 @@ def cmd_experiment_report(args: argparse.Namespace) -> int:
 
 def cmd_experiment_status(args: argparse.Namespace) -> int:
     """Show an experiment's runs: done, and with --slurm its blocks running (with their
-    Slurm jobs), queued, failed (and why) and pending, and about how long is left."""
+    Slurm jobs), queued, failed (and why) and pending, and about how long is left (--wait:
+    once none is queued or running)."""
     info = _experiment_json(args.dir)
     cells, repeats = info.get("cells", []), int(info.get("repeats", 0))
     runs = [args.dir / c["dir"] / str(n) for c in cells for n in range(1, repeats + 1)]
-    done = [r for r in runs if completed(r)]
-    walls = [float(json.loads((r / "run.json").read_text()).get("wall_s", 0.0)) for r in done]
-    print(f"{len(done)} of {len(runs)} runs done")
+    lines = []
     if (args.dir / "slurm" / "plan.pickle").exists():
         experiment = _slurm_experiment(args.dir)
         try:
             state = experiment.status()
+            while args.wait and (state["running"] or state["queued"]):
+                time.sleep(1.0)
+                state = experiment.status()
         except slurm_jobs.SlurmError as err:
             print(f"testbed: {err}", file=sys.stderr)
             return EXIT_FAILED
         for name, found in state.items():
-            print(f"{name:8} {len(found)} blocks" + (
+            lines.append(f"{name:8} {len(found)} blocks" + (
                 "" if not found or name == "done" else ":"))
             for block, note in ([] if name == "done" else found):
                 where = (f"round {block.number}" if block.cell is None else
                          f"round {block.number}, cell {block.cell + 1}")
-                print(f"  block {block.index} ({where})" + (f": {note}" if note else ""))
+                lines.append(f"  block {block.index} ({where})" + (f": {note}" if note else ""))
+    done = [r for r in runs if completed(r)]
+    walls = [float(json.loads((r / "run.json").read_text()).get("wall_s", 0.0)) for r in done]
+    print("\n".join([f"{len(done)} of {len(runs)} runs done", *lines]))
     if walls and len(done) < len(runs):
         print(f"about {duration(sum(walls) / len(walls) * (len(runs) - len(done)))} of runs "
               "left (the mean run so far times the runs not done)")
@@ -414,6 +420,12 @@ def setup_experiment_run(p: argparse.ArgumentParser) -> None:
 
 def setup_experiment_dir(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="an experiment's directory")
+
+
+def setup_experiment_status(p: argparse.ArgumentParser) -> None:
+    setup_experiment_dir(p)
+    p.add_argument("--wait", action="store_true",
+                   help="with --slurm: wait until none of its blocks is queued or running")
 
 
 def setup_experiment_block(p: argparse.ArgumentParser) -> None:

@@ -390,7 +390,8 @@ def _slurm(args: list[str], check: bool = True) -> subprocess.CompletedProcess[s
     except subprocess.TimeoutExpired:
         raise SlurmError(f"{args[0]}: Slurm's controller did not answer within 60 s") from None
     if check and done.returncode != 0:
-        raise SlurmError(f"{args[0]}: {done.stderr.strip() or f'exit {done.returncode}'}")
+        said = done.stderr.strip() or f"exit {done.returncode}"
+        raise SlurmError(said if said.startswith(f"{args[0]}:") else f"{args[0]}: {said}")
     return done
 
 
