@@ -234,8 +234,8 @@ def _submit(plan: Plan, out: Path, run_one: CellRun, pes: int, args: argparse.Na
         print(f"submitted {len(submitted)} of {len(every)} blocks ({kind}) as job array {job}")
     else:
         print(f"nothing to submit: every block of {len(every)} is done or queued")
-    print(f"testbed experiment status {out}   shows them; testbed experiment report {out} "
-          "makes the tables once they are done")
+    print(f"see: testbed experiment status {out}; once they are done: testbed experiment "
+          f"report {out}")
     return 0
 
 

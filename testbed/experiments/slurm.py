@@ -250,8 +250,8 @@ class Experiment:
                 if entry.state in ("RUNNING", "COMPLETING"):
                     out["running"].append((block, f"{task} on {entry.nodes}, {entry.left} left"))
                 else:
-                    out["queued"].append((block, f"{task} {entry.state.lower()} "
-                                                 f"({entry.reason})"))
+                    why = "" if entry.reason in ("None", "") else f" ({entry.reason})"
+                    out["queued"].append((block, f"{task} {entry.state.lower()}{why}"))
             elif self.last_job(block.index) is not None:
                 out["failed"].append((block, self.why_failed(block.index)))
             else:
