@@ -10,11 +10,17 @@ from collections.abc import Callable
 from testbed import __version__, run
 from testbed.cli.experiments import (
     cmd_compare,
+    cmd_experiment_block,
+    cmd_experiment_cancel,
     cmd_experiment_report,
     cmd_experiment_run,
+    cmd_experiment_status,
     setup_compare,
+    setup_experiment_block,
+    setup_experiment_dir,
     setup_experiment_report,
     setup_experiment_run,
+    setup_experiment_status,
 )
 from testbed.cli.results import cmd_report, cmd_shim, cmd_top, setup_report, setup_shim, setup_top
 from testbed.cli.runs import (
@@ -77,6 +83,9 @@ COMMANDS: dict[str, Command] = {
 EXPERIMENT_COMMANDS: dict[str, Command] = {
     "run": (setup_experiment_run, cmd_experiment_run),
     "report": (setup_experiment_report, cmd_experiment_report),
+    "status": (setup_experiment_status, cmd_experiment_status),
+    "cancel": (setup_experiment_dir, cmd_experiment_cancel),
+    "block": (setup_experiment_block, cmd_experiment_block),
 }
 WORKLOAD_COMMANDS: dict[str, Command] = {
     "mix": (setup_mix, cmd_mix),

@@ -9,7 +9,9 @@ import os
 import re
 import sys
 import tempfile
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -24,6 +26,8 @@ from testbed.cli.options import (
 from testbed.cli.workloads import write_text
 from testbed.events import read_events
 from testbed.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED
+from testbed.experiments import engine
+from testbed.experiments import slurm as slurm_jobs
 from testbed.experiments.comparison import FAMILIES, FAMILY
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
 from testbed.experiments.figures import check_names
@@ -44,7 +48,7 @@ from testbed.experiments.report import markdown as experiment_markdown
 from testbed.experiments.report import summaries as experiment_summaries
 from testbed.experiments.report import write_report as write_experiment_report
 from testbed.experiments.runner import Interrupted as ExperimentInterrupted
-from testbed.experiments.runner import Runner, RunOne, collect
+from testbed.experiments.runner import Runner, RunOne, collect, completed, duration
 from testbed.results.report import first_runs, format_table
 from testbed.run import UsageError
 from testbed.run_options import CHOICES
@@ -106,11 +110,11 @@ def _workload_spec(text: str) -> tuple[WorkloadSpec, int | None]:
         raise UsageError(str(err)) from None
 
 def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
-              compare: bool = False) -> int:
-    """Run ``plan`` into ``out``, then print its tables (or ``--json`` records: then they are
-    all that goes to standard output) and where the results are (on standard error); the
-    exit code (130 when interrupted)."""
-    runner = Runner(plan, out, run_one, code_version(), pes)
+              compare: bool = False, workers: int = 1) -> int:
+    """Run ``plan`` into ``out`` (simulated runs over ``workers`` processes), then print its
+    tables (or ``--json`` records: then they are all that goes to standard output) and where
+    the results are (on standard error); the exit code (130 when interrupted)."""
+    runner = Runner(plan, out, run_one, code_version(), pes, workers=workers)
     left: list[str] = []
     interrupted = False
     try:
@@ -182,12 +186,57 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
     if out.exists() and any(out.iterdir()) and not (out / "experiment.json").exists():
         raise UsageError(f"{out}: exists, is not empty and holds no experiment")
     pes = len(os.sched_getaffinity(0))
+    run_one = CellRun(args.file, plan.executor)
+    if args.slurm:
+        return _submit(plan, out, run_one, pes, args)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    return _run_plan(plan, out, run_one, pes, args.json, workers=args.workers)
 
-    def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
-        options = _cell_options(args.file, plan.executor, cell)
+
+@dataclass(frozen=True)
+class CellRun:
+    """Runs one repeat of a cell of experiment file ``file`` (a ``RunOne`` that pickles, for
+    worker processes and Slurm jobs)."""
+
+    file: Path
+    executor: str
+
+    def __call__(self, cell: Cell, path: Path, run_dir: Path) -> str:
+        """Run ``cell`` on workload ``path`` into ``run_dir``; the driver's status."""
+        options = _cell_options(self.file, self.executor, cell)
         return run.execute(run.prepare(options, path), run_dir).status
 
-    return _run_plan(plan, out, run_one, pes, args.json)
+
+def _submit(plan: Plan, out: Path, run_one: CellRun, pes: int, args: argparse.Namespace) -> int:
+    """Submit ``plan``'s blocks not done nor queued as Slurm jobs writing into ``out``."""
+    try:
+        settings = slurm_jobs.settings_of(args.file).merged(args.partition, args.account,
+                                                            args.time, args.sbatch)
+    except PlanError as err:
+        raise UsageError(str(err)) from None
+    runner = Runner(plan, out, run_one, code_version(), pes)
+    out.mkdir(parents=True, exist_ok=True)
+    experiment = slurm_jobs.Experiment(out, runner, settings)
+    try:
+        if not (out / "experiment.json").exists():
+            runner.root.mkdir(parents=True, exist_ok=True)
+            (out / "experiment.json").write_text(json.dumps(runner.describe(), indent=2,
+                                                            default=str) + "\n")
+        submitted = experiment.submit(run_one)
+    except slurm_jobs.SlurmError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    every = experiment.all_blocks()
+    kind = "runs" if plan.executor == "simulation" else "rounds"
+    if submitted:
+        job = experiment.jobs()[-1]["job"]
+        print(f"submitted {len(submitted)} of {len(every)} blocks ({kind}) as job array {job}")
+    else:
+        print(f"nothing to submit: every block of {len(every)} is done or queued")
+    print(f"see: testbed experiment status {out}; once they are done: testbed experiment "
+          f"report {out}")
+    return 0
 
 
 def _cell_options(where: Path, executor: str, cell: Cell) -> run.Options:
@@ -221,6 +270,87 @@ def cmd_experiment_report(args: argparse.Namespace) -> int:
         write_text(experiment_markdown(args.dir, tables), args.markdown)
     print(f"results.csv, summary.csv and plots/ written under {args.dir}")
     return 0
+
+def cmd_experiment_status(args: argparse.Namespace) -> int:
+    """Show an experiment's runs: done, and with --slurm its blocks running (with their
+    Slurm jobs), queued, failed (and why) and pending, and about how long is left (--wait:
+    once none is queued or running)."""
+    info = _experiment_json(args.dir)
+    cells, repeats = info.get("cells", []), int(info.get("repeats", 0))
+    runs = [args.dir / c["dir"] / str(n) for c in cells for n in range(1, repeats + 1)]
+    lines = []
+    if (args.dir / "slurm" / "plan.pickle").exists():
+        experiment = _slurm_experiment(args.dir)
+        try:
+            state = experiment.status()
+            while args.wait and (state["running"] or state["queued"]):
+                time.sleep(1.0)
+                state = experiment.status()
+        except slurm_jobs.SlurmError as err:
+            print(f"testbed: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        for name, found in state.items():
+            lines.append(f"{name:8} {len(found)} blocks" + (
+                "" if not found or name == "done" else ":"))
+            for block, note in ([] if name == "done" else found):
+                where = (f"round {block.number}" if block.cell is None else
+                         f"round {block.number}, cell {block.cell + 1}")
+                lines.append(f"  block {block.index} ({where})" + (f": {note}" if note else ""))
+    done = [r for r in runs if completed(r)]
+    walls = [float(json.loads((r / "run.json").read_text()).get("wall_s", 0.0)) for r in done]
+    print("\n".join([f"{len(done)} of {len(runs)} runs done", *lines]))
+    if walls and len(done) < len(runs):
+        print(f"about {duration(sum(walls) / len(walls) * (len(runs) - len(done)))} of runs "
+              "left (the mean run so far times the runs not done)")
+    return 0
+
+
+def cmd_experiment_cancel(args: argparse.Namespace) -> int:
+    """Cancel the queued and running Slurm jobs of an experiment run with --slurm; the runs
+    they completed are kept (running the experiment again submits the rest)."""
+    _experiment_json(args.dir)
+    try:
+        tasks = _slurm_experiment(args.dir).cancel()
+    except slurm_jobs.SlurmError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"cancelled {', '.join(tasks)}" if tasks else "nothing queued or running")
+    return 0
+
+
+def cmd_experiment_block(args: argparse.Namespace) -> int:
+    """Run one block of an experiment run with --slurm (what each of its Slurm array tasks
+    runs; the block is SLURM_ARRAY_TASK_ID unless --block gives it)."""
+    index = args.block or int(os.environ.get("SLURM_ARRAY_TASK_ID", "0"))
+    if index < 1:
+        raise UsageError("no block: give --block N or run inside a Slurm array task")
+    try:
+        return slurm_jobs.run_block(args.dir, index, code_version())
+    except slurm_jobs.SlurmError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except ExperimentInterrupted:
+        print("testbed: interrupted; the runs completed are kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _experiment_json(root: Path) -> dict:
+    try:
+        return json.loads((root / "experiment.json").read_text())
+    except OSError:
+        raise UsageError(f"{root}: holds no experiment (no experiment.json)") from None
+    except ValueError as err:
+        raise UsageError(f"{root}/experiment.json: not JSON: {err}") from None
+
+
+def _slurm_experiment(root: Path) -> slurm_jobs.Experiment:
+    try:
+        saved = slurm_jobs.load_submission(root)
+    except slurm_jobs.SlurmError as err:
+        raise UsageError(str(err)) from None
+    return slurm_jobs.Experiment(root, Runner(saved["plan"], root, saved["run_one"],
+                                              saved["code"], saved["pes"]))
+
 
 def setup_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a workload file, or a generator such as "
@@ -264,6 +394,36 @@ def setup_experiment_run(p: argparse.ArgumentParser) -> None:
                    help="the experiment's directory (default runs/NAME, NAME the file's stem); "
                         "an interrupted experiment resumes there")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help=f"simulated runs in N processes at once (this machine has "
+                        f"{engine.cores()} CPUs); emulated runs stay one at a time")
+    p.add_argument("--slurm", action="store_true",
+                   help="submit the runs as Slurm jobs (a block, one round, per allocation "
+                        "when emulated; a run per CPU when simulated) instead of running them; "
+                        "again: submits what is neither done nor queued")
+    p.add_argument("--partition", default=None, help="--slurm: the partition ([slurm] "
+                                                      "partition)")
+    p.add_argument("--account", default=None, help="--slurm: the account ([slurm] account)")
+    p.add_argument("--time", default=None, metavar="LIMIT",
+                   help="--slurm: each block's time limit, as sbatch --time ([slurm] time)")
+    p.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
+                   help="--slurm: one more sbatch option (--sbatch=--constraint=ib); repeatable")
+
+
+def setup_experiment_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="an experiment's directory")
+
+
+def setup_experiment_status(p: argparse.ArgumentParser) -> None:
+    setup_experiment_dir(p)
+    p.add_argument("--wait", action="store_true",
+                   help="with --slurm: wait until none of its blocks is queued or running")
+
+
+def setup_experiment_block(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="the directory of an experiment run with --slurm")
+    p.add_argument("--block", type=int, default=None, metavar="N",
+                   help="the block (default: SLURM_ARRAY_TASK_ID)")
 
 def setup_experiment_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="an experiment's (or a compare's) directory")

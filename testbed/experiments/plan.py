@@ -31,6 +31,13 @@ An experiment file is TOML::
     [options]                       # the same for every cell
     timeslice = 0.2
 
+    [slurm]                         # with --slurm (experiments.slurm); the command line wins
+    partition = "batch"
+    account = "sched"
+    time = "1:00:00"                # each block's limit
+    options = ["--constraint=ib"]   # more sbatch options
+    hosts = 1                       # hosts per emulated run (exclusive nodes per block)
+
 Factor and option names are ``testbed run`` (or ``simulate``) options without the dashes
 (``job_timeout`` is ``--job-timeout``); ``true`` gives a flag.  A generator's ``pes`` defaults
 to the machine's PEs.  Under the simulation executor each repeat of a generated workload uses
@@ -296,7 +303,7 @@ def labels(schedulers: list[str]) -> list[str]:
 
 TOP_KEYS = {"executor", "repeats", "order", "seed", "reference", "metrics", "vary_seed",
             "until_ci", "budget", "max_repeats", "family", "pair_by", "workload", "factors",
-            "options", "description"}
+            "options", "description", "slurm"}
 
 
 def load_plan(path: Path) -> Plan:
