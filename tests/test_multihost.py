@@ -242,7 +242,8 @@ def _slurm_ready() -> str | None:
     except subprocess.TimeoutExpired:
         return "Slurm is installed but its controller does not answer"
     if state.returncode != 0 or "idle" not in state.stdout:
-        return f"Slurm is installed but no node is idle: {state.stderr.strip() or state.stdout}"
+        said = (state.stderr.strip() or state.stdout.strip() or "no output").splitlines()[-1]
+        return f"Slurm is installed but no node is idle ({said}; scripts/slurm-local start)"
     return None
 
 
