@@ -30,6 +30,7 @@ from benchmarks.reproduce.claims import (
 from benchmarks.reproduce.context import Context, failure
 from testbed.experiments.stats import Interval
 from testbed.experiments.stats import Test as RankTest
+from testbed.results.metrics import JobRow
 
 
 def test_an_interval_inside_the_claimed_region_agrees_outside_disagrees_across_cannot_tell():
@@ -125,7 +126,8 @@ def test_classes_match_rank_by_rank_with_none_for_any():
 def _fig6(points: dict[str, list[tuple[float, float | None, bool]]],
           loads: tuple[float, ...] = (0.3, 0.9)) -> list[dict]:
     """``t3d_fig6`` records: per scheme, (slowdown, half-width, saturated) at each load."""
-    return [{"policy": p, "load": x, "slowdown": s, "ci": ci, "saturated": sat,
+    return [{"policy": p, "load": x, "slowdown": s, "ci": ci, "growth": 2.5 if sat else 1.05,
+             "saturated": t3d_fig6.saturated(2.5 if sat else 1.05),
              "delivered": x * (0.8 if sat else 0.99)}
             for p, curve in points.items() for x, (s, ci, sat) in zip(loads, curve, strict=True)]
 
@@ -154,10 +156,21 @@ def test_t3d_claims_are_judged_on_the_unbounded_gang_with_the_bounded_beside():
     assert gang.decision.why.startswith("gang 10 s ∞ holds: below every batch scheme at 0.3, "
                                         "0.9; not at none; above one at none; gang 600 s ∞ ")
     near = found["t3d-gang-near-one"]
-    assert "16 rows: gang 10 s: 0.3: 0.99, 0.9: 0.8 (sat.) (holds)" in near.ours
+    assert "16 rows: gang 10 s: 0.3: 1.05 (0.99), 0.9: 2.5 (0.8) (sat.) (holds)" in near.ours
     assert near.decision.why == "gang 10 s ∞ holds: saturated never; gang 600 s ∞ holds: " \
                                 "saturated never"
     assert "gang 10 s" not in found["t3d-fcfs-first"].decision.why.replace("gang 10 s ∞", "")
+
+
+def test_t3d_saturation_is_a_queue_that_keeps_growing():
+    steady = [JobRow(f"j{i}", 1, float(i), end=i + 0.5) for i in range(100)]
+    assert t3d_fig6.growth(steady) == pytest.approx(1.0, rel=0.05)
+    assert not t3d_fig6.saturated(t3d_fig6.growth(steady))
+    # one job served per 2 s of arrivals at one a second: the backlog grows linearly from empty
+    backlog = [JobRow(f"j{i}", 1, float(i), end=2.0 * i + 1) for i in range(100)]
+    grows = t3d_fig6.growth(backlog)
+    assert 2.5 < grows < 3.5 and t3d_fig6.saturated(grows)
+    assert not t3d_fig6.saturated(t3d_fig6.GROWTH)
 
 
 def test_t3d_rows_read_t3d_fig6_verdicts_holds_partly_fails():
@@ -196,7 +209,8 @@ def _cow_records(cells: list[tuple[float, float, float]], rt: dict[str, list[flo
             us = [u[p][i] + 0.001 * k for k in range(len(SEEDS))]
             out.append({"policy": p, "inv_lambda": lam, "inv_lambda_owner": own,
                         "inv_mu_owner": mu, "rt": sum(rts) / 5, "rt_ci": cow_bench.interval(rts),
-                        "u": sum(us) / 5, "u_ci": cow_bench.interval(us), "rts": rts, "us": us})
+                        "u": sum(us) / 5, "u_ci": cow_bench.interval(us), "rts": rts, "us": us,
+                        "us_owners": [0.1 / own] * len(SEEDS), "growth": 1.05})
     return out
 
 
@@ -225,6 +239,53 @@ def test_cow_claims_are_judged_on_paired_replications():
     one = cow.judge_records(_cow_records([(1.0, 1.0, 1.0)], {"afcfs": [20], "lgfs": [20]},
                                          {"afcfs": [0.5], "lgfs": [0.5]}), [], "given")
     assert one["cow-rt-set1"].decision.verdict == CANNOT_TELL
+
+
+def test_cow_cells_that_did_not_settle_say_so_and_cannot_tell():
+    cells = [(1.0, x, 1.0) for x in (1.0, 0.8, 0.6, 0.4)]
+    set1 = _cow_records(cells, {"afcfs": [20, 80, 170, 500], "lgfs": [15, 70, 160, 470]},
+                        {"afcfs": [0.5, 0.45, 0.37, 0.23], "lgfs": [0.52, 0.47, 0.36, 0.24]})
+    for r in set1:
+        if r["inv_lambda_owner"] == 0.4:
+            r["growth"] = cow_bench.SETTLED + 0.5
+    found = cow.judge_records(set1, [], "given")
+    assert found["cow-rt-set1"].decision.verdict == CANNOT_TELL
+    assert "(1, 0.4): did not settle" in found["cow-rt-set1"].ours
+    assert "0.4: did not settle" in found["cow-shape-owners"].ours
+
+
+def test_cow_u_counts_every_busy_processor_with_the_gangs_beside():
+    cells = [(1.0, 1.0, 1.0)]
+    # the gangs' U higher under AFCFS, but LGFS's owners busier: every busy processor counts
+    set1 = _cow_records(cells, {"afcfs": [20], "lgfs": [15]}, {"afcfs": [0.5], "lgfs": [0.48]})
+    for r in set1:
+        r["us_owners"] = [0.2 if r["policy"] == "lgfs" else 0.1] * len(SEEDS)
+    found = cow.judge_records(set1, [], "given")
+    assert found["cow-u"].decision.verdict == AGREES
+    assert "the gangs' U alone (not judged): (1, 1): 0.96" in found["cow-u"].ours
+
+
+def test_cow_advantage_largest_with_owners_as_often_as_gangs_and_constant_below_08():
+    cells = [(1.0, x, 1.0) for x in (1.0, 0.8, 0.6, 0.4)]
+    u = {"afcfs": [0.5] * 4, "lgfs": [0.5] * 4}
+    holds = _cow_records(cells, {"afcfs": [20, 80, 170, 500], "lgfs": [14, 72, 158, 462]}, u)
+    assert cow.judge_records(holds, [], "given")["cow-advantage-owners"].decision.verdict \
+        == AGREES
+    apart = _cow_records(cells, {"afcfs": [20, 80, 170, 500], "lgfs": [14, 72, 100, 480]}, u)
+    assert cow.judge_records(apart, [], "given")["cow-advantage-owners"].decision.verdict \
+        == DISAGREES                                  # 0.59 at 0.6 against 0.96 at 0.4
+
+
+def test_cow_tie_at_06_2_and_the_u_gap_at_06():
+    cells2 = [(lam, k, k) for lam in (1.0, 0.8, 0.6) for k in (1.0, 2.0)]
+    rt = {"afcfs": [20, 22, 95, 75, 240, 225], "lgfs": [17, 15, 84, 52, 207, 226]}
+    u = {"afcfs": [0.5] * 6, "lgfs": [0.52, 0.52, 0.53, 0.53, 0.6, 0.6]}
+    found = cow.judge_records([], _cow_records(cells2, rt, u), "given")
+    assert found["cow-equal-06-2"].decision.verdict == AGREES
+    assert found["cow-u-gap"].decision.verdict == AGREES
+    apart = {"afcfs": rt["afcfs"], "lgfs": [17, 15, 84, 52, 207, 150]}
+    assert cow.judge_records([], _cow_records(cells2, apart, u), "given")[
+        "cow-equal-06-2"].decision.verdict == DISAGREES
 
 
 def test_t3e_claims_are_paired_by_seed():

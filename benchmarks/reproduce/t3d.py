@@ -2,8 +2,10 @@
 
 The claims are judged by ``t3d_fig6.claims``, the one place their rules live: a scheme is below
 another at a load when the 90 % batch-means interval of their slowdowns' difference, job by job
-(both ran the same jobs), lies wholly below 0, and a point
-is saturated when the machine delivered less than 90 % of the offered load.  Its verdicts read
+(both ran the same jobs), lies wholly below 0, and a point is saturated when its queue keeps
+growing through the run (the mean number of jobs in the system over the second half of the
+arrivals more than ``t3d_fig6.GROWTH`` times that over the first half: T3D's "the system cannot
+handle the load"); the delivered load is shown beside it.  Its verdicts read
 as the report's: holds as agrees, partly as cannot tell, fails as disagrees (a slowdown claim
 fails there only where the opposite is shown at some load).  They are judged on T3D's model,
 gang with an unbounded matrix (the ∞ curves: T3D's simulated gang scheduler had no bound on
@@ -31,7 +33,8 @@ PAPER = "T3D"
 VERDICTS = {"holds": AGREES, "partly": CANNOT_TELL, "fails": DISAGREES}
 UNBOUNDED = tuple(s.label for s in t3d_fig6.SCHEMES if s.unbounded)
 BOUNDED = tuple(s.label for s in t3d_fig6.SCHEMES if s.policy == "gang" and not s.unbounded)
-DELIVERED = "delivered / offered load by load, "
+GROWTH = ("queue growth (jobs in the system, second half / first half; delivered / offered "
+          "load) by load, ")
 # the t3d_fig6.claims key each row reads
 CLAIMS = {"t3d-fcfs-first": "fcfs-first", "t3d-fcfs-highest": "fcfs-highest",
           "t3d-easy-prime": "easy-prime", "t3d-gang": "gang-lowest",
@@ -72,16 +75,17 @@ def run(ctx: Context) -> dict[str, Finding]:
              f"{batch} terminations (first dropped), 90 % batch-means intervals; loads {shown}; "
              f"gang judged with an unbounded matrix (∞), beside it gang with {t3d_fig6.MPL} "
              "rows; a scheme is below another where the interval of their per-job difference "
-             "lies wholly below 0 (paired: the same jobs); saturated: "
-             f"delivered under {t3d_fig6.SATURATED:.0%} of the offered load")
+             "lies wholly below 0 (paired: the same jobs); saturated: the queue keeps growing, "
+             "the mean number of jobs in the system over the second half of the arrivals "
+             f"over that over the first half above {t3d_fig6.GROWTH:g}")
     return judge_records(records, setup, plots)
 
 
 def judge_records(records: list[dict[str, Any]], setup: str,
                   plots: tuple[str, ...] = ()) -> dict[str, Finding]:
     """The claims judged by ``t3d_fig6.claims`` on ``t3d_fig6``'s records (``policy``,
-    ``load``, ``slowdown``, ``ci``, ``delivered``, ``saturated``) without the bounded gang's,
-    whose figures and verdicts are shown beside the unbounded gang's."""
+    ``load``, ``slowdown``, ``ci``, ``delivered``, ``growth``, ``saturated``) without the
+    bounded gang's, whose figures and verdicts are shown beside the unbounded gang's."""
     judged = t3d_fig6.claims([r for r in records if r["policy"] not in BOUNDED])
     beside = [c for c in t3d_fig6.claims(records) if c["scheme"] in BOUNDED]
     by = {(r["policy"], r["load"]): r for r in records}
@@ -102,13 +106,13 @@ def judge_records(records: list[dict[str, Any]], setup: str,
                        plots)
 
     return {
-        "t3d-fcfs-first": finding("t3d-fcfs-first", DELIVERED + curve("fcfs", "delivered")),
+        "t3d-fcfs-first": finding("t3d-fcfs-first", GROWTH + curve("fcfs", "growth")),
         "t3d-fcfs-highest": finding("t3d-fcfs-highest", curve("fcfs", "slowdown")),
         "t3d-easy-prime": finding("t3d-easy-prime", "; ".join(
             curve(label, "slowdown") for label in ("easy", "prime"))),
         "t3d-gang": finding("t3d-gang", gang("gang-lowest", "slowdown")),
         "t3d-gang-near-one": finding("t3d-gang-near-one",
-                                     DELIVERED + gang("gang-near-one", "delivered")),
+                                     GROWTH + gang("gang-near-one", "growth")),
     }
 
 
@@ -125,8 +129,8 @@ def decide(found: list[dict[str, Any]]) -> Decision:
 
 
 def _figure(record: dict[str, Any], figure: str) -> str:
-    if figure == "delivered":
-        return (f"{record['delivered'] / record['load']:.3g}"
+    if figure == "growth":
+        return (f"{record['growth']:.3g} ({record['delivered'] / record['load']:.3g})"
                 + (" (sat.)" if record["saturated"] else ""))
     half = "" if record["ci"] is None else f" ± {num(record['ci'])}"
     return num(record["slowdown"]) + half + (" (sat.)" if record["saturated"] else "")
