@@ -4,9 +4,13 @@
 [--seeds K] [--json] [--out DIR] [--markdown PAGE]``
 
 A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
-(half the machine or all of it, work 4-10 s), Poisson arrivals over ``--span`` seconds offering
-about 0.55 and 0.45 of the machine.  Three configurations run the same jobs:
+(half the machine, or 512/644 of it: NERSC's largest queue, pe512, on its 644-PE region; work
+4-10 s), Poisson arrivals over ``--span`` seconds offering about 0.55 and 0.45 of the machine.
+Four configurations run the same jobs, all placing an application on any free PEs (first fit:
+the T3E's torus had no buddy blocks):
 
+* ``before``: psched as NERSC ran it before UNICOS/mk 2.0.4: the load balancer only, no gang
+  scheduling, the PEs split into a Batch and a Mixed domain (``psched-split``);
 * ``gang``: plain gang scheduling, MPL 2, 0.2 s slices, no load balancer;
 * ``nersc``: psched as NERSC ran it: app_max=1, abs_app_max=2, the large jobs ``prime``, the
   load balancer every 2 s;
@@ -46,13 +50,17 @@ from benchmarks.harness import (
     table,
     testbed,
 )
+from testbed.policies.psched import batch_pes
 from testbed.results.metrics import job_rows
 
 SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
 SMALL_WORK, LARGE_WORK = (1.0, 6.0), (4.0, 10.0)
-PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2")
+FIRST_FIT = ("--allocator", "first-fit")
+PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2",
+          *FIRST_FIT)
 CONFIGS: dict[str, tuple[bool, tuple[str, ...]]] = {       # name: (large jobs prime, options)
-    "gang": (False, ("--scheduler", "gang", "--mpl", "2")),
+    "before": (False, ("--scheduler", "psched-split", "--balance", "2", *FIRST_FIT)),
+    "gang": (False, ("--scheduler", "gang", "--mpl", "2", *FIRST_FIT)),
     "nersc": (True, PSCHED),
     "no-prime": (False, PSCHED),
 }
@@ -62,11 +70,11 @@ METRICS = ("utilization", "large_mean", "large_median", "small_mean", "small_med
 
 def sizes(pes: int) -> tuple[list[int], list[int]]:
     """The small sizes (powers of two up to a quarter of the machine) and the large ones
-    (half the machine and all of it)."""
+    (half the machine, and NERSC's largest queue's share of it, 512 of 644 PEs)."""
     small = [1]
     while small[-1] * 2 <= pes // 4:
         small.append(small[-1] * 2)
-    return small, sorted({max(2, pes // 2), pes})
+    return small, sorted({max(2, pes // 2), batch_pes(pes)})
 
 
 def mix(pes: int, span: float, seed: int, prime: bool) -> str:
@@ -154,8 +162,11 @@ def markdown(records: list[dict[str, Any]], pes: int, span: float, simulate: boo
                    host(), measured),
         f"- {pes} PEs, {where}; seeds {', '.join(map(str, seeds))}, {span:g} s of Poisson "
         f"arrivals each: small jobs (1 PE to a quarter of the machine) offering "
-        f"{SMALL_LOAD:g} of the machine, large ones (half of it or all) {LARGE_LOAD:g}",
-        "- gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, abs_app_max 2, the "
+        f"{SMALL_LOAD:g} of the machine, large ones (half of it or 512/644 of it) "
+        f"{LARGE_LOAD:g}; every configuration places on any free PEs (first fit)",
+        "- before: psched-split, the balancer only on a Batch and a Mixed domain, one "
+        "application a PE; gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, "
+        "abs_app_max 2, the "
         "balancer every 2 s, the large jobs prime; no-prime: the same without prime jobs", "",
         "Utilization: " + ("work done over PEs x makespan" if simulate else
                            "CPU seconds over PEs x makespan") + "; turnaround: response time "

@@ -291,7 +291,7 @@ def test_cow_tie_at_06_2_and_the_u_gap_at_06():
 def test_t3e_claims_are_paired_by_seed():
     records = []
     for seed in range(1, 9):
-        records += [{"config": "gang", "seed": seed, "utilization": 0.80 + seed / 1000,
+        records += [{"config": "before", "seed": seed, "utilization": 0.80 + seed / 1000,
                      "large_mean": 260.0 + seed},
                     {"config": "nersc", "seed": seed, "utilization": 0.95 + seed / 1000,
                      "large_mean": 11.0 + seed},

@@ -1,9 +1,11 @@
 """T3E (Blakeborough and Welcome 1999): NERSC's psched configuration in the simulator, through
 ``benchmarks.nersc --simulate``.
 
-Each seed is one mix run under the three configurations (plain gang, NERSC's, the same without
-prime jobs), so the configurations pair up by seed: ratios are Hodges-Lehmann on the pairs
-with the interval of the Wilcoxon signed-rank test, which judges them.
+Each seed is one mix run under the four configurations (NERSC's before UNICOS/mk 2.0.4, plain
+gang, NERSC's after, the same without prime jobs), so the configurations pair up by seed:
+ratios are Hodges-Lehmann on the pairs with the interval of the Wilcoxon signed-rank test,
+which judges them.  The "before" is the paper's: the load balancer only, on split Batch and
+Mixed domains, no gang scheduling (``psched-split``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from testbed.experiments import stats
 
 PAPER = "T3E"
 HIGH_UTILIZATION = 0.9
+PUBLISHED_GAIN = 90.0 / 78.9
 
 SPECS = specs(
     PAPER,
@@ -27,7 +30,11 @@ SPECS = specs(
      "balancer, utilization stays above 90 % when there is enough work",
      "90.0 % (current configuration), over 92 % in acceptance"),
     ("t3e-utilization-gain", "NERSC section, Table 6", "The psched configuration "
-     "raises utilization over the one before", "78.9 % before 2.0.4, 90.0 % after"),
+     "raises utilization over the one before 2.0.4 (the balancer only, on split Batch and "
+     "Mixed domains, no gang); direction: the paper's ratio 90.0 / 78.9 = 1.14 comes from "
+     "months of NERSC's production load, which our mix does not copy, so its size is shown, "
+     "not judged", "\"10/01/98 - 03/04/99 78.9% Prior to 2.0.4 ... 03/25/99 - 05/10/99 90.0% "
+     "Current Configuration\" (Table 6)"),
     ("t3e-large-turnaround", "NERSC section, Fig 5", "Making large jobs prime "
      "reduces their turnaround", "large-queue waits reduced, under 16 h"),
 )
@@ -46,8 +53,11 @@ def run(ctx: Context) -> dict[str, Finding]:
     records = json.loads((out / "nersc.json").read_text())
     plots = tuple(p for p in (ctx.plot(out / "nersc.png", "t3e-nersc.png"),) if p)
     setup = (f"{pes} PEs simulated, {seeds} seeds of {span:g} s of arrivals (small jobs "
-             "offering 0.55, large 0.45); nersc: app_max 1, abs_app_max 2, large jobs prime, "
-             "balancer every 2 s; gang: MPL 2; paired by seed")
+             "offering 0.55, large 0.45, the largest 512/644 of the machine); before: "
+             "psched-split (Batch domain 512/644 of the PEs, Mixed the rest taking jobs of up "
+             "to 64/644, one application a PE, balancer every 2 s); nersc: app_max 1, "
+             "abs_app_max 2, large jobs prime, balancer every 2 s; gang: MPL 2; first fit "
+             "everywhere; paired by seed")
     return judge_records(records, setup, plots)
 
 
@@ -66,8 +76,8 @@ def judge_records(records: list[dict[str, Any]], setup: str,
 
     utilization = [by[("nersc", s)]["utilization"] for s in seeds if ("nersc", s) in by]
     level = stats.median_interval(utilization) if utilization else None
-    mine, gang = paired("nersc", "gang", "utilization")
-    gain = stats.ratio_interval(mine, gang, paired=True)
+    mine, before = paired("nersc", "before", "utilization")
+    gain = stats.ratio_interval(mine, before, paired=True)
     large, plain = paired("nersc", "no-prime", "large_mean")
     faster = stats.ratio_interval(large, plain, paired=True)
     return {
@@ -75,8 +85,9 @@ def judge_records(records: list[dict[str, Any]], setup: str,
             f"nersc utilization {show(level)} (median over seeds)",
             judge(level, above(HIGH_UTILIZATION)), setup, plots),
         "t3e-utilization-gain": Finding(
-            f"utilization nersc / plain gang (our stand-in for before): {show(gain)}",
-            judge(gain, above(1.0), p_of(stats.signed_rank_test(mine, gang)), null=1.0),
+            f"utilization nersc / before: {show(gain)} (the paper's: "
+            f"{PUBLISHED_GAIN:.3g})",
+            judge(gain, above(1.0), p_of(stats.signed_rank_test(mine, before)), null=1.0),
             setup, plots),
         "t3e-large-turnaround": Finding(
             f"large-job turnaround nersc / no-prime: {show(faster)}",
