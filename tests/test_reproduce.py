@@ -395,3 +395,40 @@ def test_a_failed_part_loses_only_its_own_rows(tmp_path):
     assert found["a"].decision == Decision(CANNOT_TELL,
                                            "the run failed: testbed run exited 1 (runs/x)")
     assert failure(ValueError("bad walk")) == "bad walk"
+
+
+def test_a_figure_row_checks_the_magnitude_and_says_when_a_miniature_cannot_match():
+    band = claims.magnitude(1.26)                    # +26 %: the effect within 1/1.5 to 1.5 x
+    assert (round(band.low, 4), round(band.high, 4)) == (1.1733, 1.39)
+    assert claims.magnitude(0.8).low == pytest.approx(0.7) and \
+        claims.magnitude(0.8).high == pytest.approx(1 - 0.2 / 1.5)
+    up = Decision(AGREES, "all > 1")
+    near = Interval(1.25, 1.2, 1.3)
+    assert claims.figure(up, near, 1.26, band).verdict == AGREES
+    small = Interval(1.025, 1.02, 1.03)            # the right side, a tenth of the size
+    assert claims.figure(up, small, 1.26, band).verdict == DISAGREES
+    why = claims.figure(up, small, 1.26, band, "2 ranks against 32")
+    assert why.verdict == CANNOT_TELL and why.why.endswith("not expected to match: 2 ranks "
+                                                           "against 32")
+    # a wrong direction disagrees whatever the setup
+    down = Decision(DISAGREES, "all < 1")
+    assert claims.figure(down, Interval(0.9, 0.8, 0.95), 1.26, band, "miniature").verdict \
+        == DISAGREES
+    # the figure in the band but the direction's rank test not backing it: cannot tell
+    unsure = Decision(CANNOT_TELL, "p = 0.1")
+    assert claims.figure(unsure, near, 1.26, band).verdict == CANNOT_TELL
+
+
+def _slowdowns(curves: dict[str, list[float]], loads=(0.3, 0.9)) -> list[dict]:
+    return [{"policy": p, "load": x, "slowdown": s, "ci": s / 20, "growth": 1.0,
+             "saturated": False, "delivered": x} for p, curve in curves.items()
+            for x, s in zip(loads, curve, strict=True)]
+
+
+def test_easy_and_prime_much_better_than_fcfs_needs_half_its_slowdown_at_every_load():
+    much = _slowdowns({"fcfs": [1000, 9000], "easy": [100, 500], "prime": [300, 900]})
+    assert t3d.better_than_fcfs(much).verdict == AGREES
+    little = _slowdowns({"fcfs": [1000, 9000], "easy": [100, 500], "prime": [700, 900]})
+    assert t3d.better_than_fcfs(little).verdict == CANNOT_TELL     # prime 0.7 of fcfs at 0.3
+    worse = _slowdowns({"fcfs": [1000, 9000], "easy": [2000, 500], "prime": [300, 900]})
+    assert t3d.better_than_fcfs(worse).verdict == DISAGREES

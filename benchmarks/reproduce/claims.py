@@ -125,6 +125,37 @@ def judge(interval: Interval | None, region: Region, p: float | None = None,
     return Decision(verdict, why)
 
 
+def magnitude(published: float, factor: float = 1.5) -> Region:
+    """Where a ratio whose published value is ``published`` lies at "the same magnitude":
+    its effect (ratio - 1) between 1 / ``factor`` and ``factor`` times the published one."""
+    effect = published - 1
+    low, high = sorted((1 + effect / factor, 1 + effect * factor))
+    return within(low, high)
+
+
+def figure(direction: Decision, interval: Interval | None, published: float, region: Region,
+           not_comparable: str | None = None) -> Decision:
+    """The verdict on a figure the paper gives (``published``) whose direction is judged by
+    ``direction`` (the verdict on its side of "no difference", with its rank test): disagrees
+    when the direction does; agrees when the direction agrees and our ``interval`` lies wholly
+    in ``region`` (the figure's tolerance); disagrees when the interval lies wholly outside
+    it, unless our setup ``not_comparable`` (why, or None) cannot be expected to reach the
+    paper's magnitude, which makes it "cannot tell" with that reason; else cannot tell."""
+    if direction.verdict == DISAGREES:
+        return Decision(DISAGREES, f"direction: {direction.why}")
+    size = judge(interval, region)
+    why = f"figure {num(published)}: {size.why}"
+    if size.verdict == AGREES and direction.verdict == AGREES:
+        return Decision(AGREES, why)
+    if size.verdict == DISAGREES:
+        if not_comparable is None:
+            return Decision(DISAGREES, why)
+        return Decision(CANNOT_TELL, f"{why}; not expected to match: {not_comparable}")
+    if direction.verdict != AGREES:
+        return Decision(CANNOT_TELL, f"direction: {direction.why}; {why}")
+    return Decision(CANNOT_TELL, why)
+
+
 def p_of(test: Test | None) -> float | None:
     """A rank test's p-value (None without a test)."""
     return None if test is None else test.p

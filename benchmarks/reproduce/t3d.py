@@ -31,6 +31,7 @@ from benchmarks.reproduce.context import Context
 
 PAPER = "T3D"
 VERDICTS = {"holds": AGREES, "partly": CANNOT_TELL, "fails": DISAGREES}
+MUCH = 0.5      # "much better": at most half FCFS's mean slowdown
 UNBOUNDED = tuple(s.label for s in t3d_fig6.SCHEMES if s.unbounded)
 BOUNDED = tuple(s.label for s in t3d_fig6.SCHEMES if s.policy == "gang" and not s.unbounded)
 GROWTH = ("queue growth (jobs in the system, second half / first half; delivered / offered "
@@ -54,6 +55,10 @@ SPECS = specs(
     ("t3d-gang-near-one", "§3.3, Fig 6", "Gang scheduling (slots unbounded) saturates only near "
      f"load 1: at no load below {t3d_fig6.NEAR_ONE:g}",
      "saturation delayed until system load approaches 1"),
+    ("t3d-better-than-fcfs", "§3.3, Fig 6", "Backfilling (EASY) and prime/non-prime are both "
+     "much better than FCFS: below it at every load (paired per-job interval) and at most "
+     f"{MUCH:g} of its mean slowdown; direction and a stated band",
+     "\"Backfilling and delaying large jobs to non-prime time are both much better\""),
 )
 
 
@@ -113,7 +118,43 @@ def judge_records(records: list[dict[str, Any]], setup: str,
         "t3d-gang": finding("t3d-gang", gang("gang-lowest", "slowdown")),
         "t3d-gang-near-one": finding("t3d-gang-near-one",
                                      GROWTH + gang("gang-near-one", "growth")),
+        "t3d-better-than-fcfs": Finding(
+            "slowdown over fcfs's by load: " + "; ".join(
+                f"{label}: " + ", ".join(f"{num(x)}: {num(_over_fcfs(by, label, x))}"
+                                         for x in loads if (label, x) in by and ("fcfs", x) in by)
+                for label in ("easy", "prime")),
+            better_than_fcfs(records), setup, plots),
     }
+
+
+def better_than_fcfs(records: list[dict[str, Any]]) -> Decision:
+    """EASY and prime each much better than FCFS: agrees when at every load each lies below
+    FCFS (``t3d_fig6.compare``, 90 %) with at most ``MUCH`` of its mean slowdown; disagrees
+    when one lies above FCFS at some load (at the Bonferroni confidence over the claim's
+    comparisons); else cannot tell."""
+    by = {(r["policy"], r["load"]): r for r in records}
+    pairs = [(label, x) for x in sorted({r["load"] for r in records})
+             for label in ("easy", "prime") if (label, x) in by and ("fcfs", x) in by]
+    if not pairs:
+        return Decision(CANNOT_TELL, "no loads")
+    level = t3d_fig6.family(len(pairs))
+    above = [p for p in pairs if t3d_fig6.compare(by[p], by["fcfs", p[1]], level) == "above"]
+    if above:
+        return Decision(DISAGREES, "above fcfs at " + _pairs(above))
+    short = [p for p in pairs if t3d_fig6.compare(by[p], by["fcfs", p[1]]) != "below"
+             or by[p]["slowdown"] > MUCH * by["fcfs", p[1]]["slowdown"]]
+    if short:
+        return Decision(CANNOT_TELL, f"not below fcfs with at most {MUCH:g} of its slowdown at "
+                        + _pairs(short))
+    return Decision(AGREES, f"below fcfs with at most {MUCH:g} of its slowdown at every load")
+
+
+def _over_fcfs(by: dict[tuple[str, float], dict[str, Any]], label: str, load: float) -> float:
+    return by[label, load]["slowdown"] / by["fcfs", load]["slowdown"]
+
+
+def _pairs(pairs: list[tuple[str, float]]) -> str:
+    return ", ".join(f"{label} {x:g}" for label, x in pairs)
 
 
 def decide(found: list[dict[str, Any]]) -> Decision:
