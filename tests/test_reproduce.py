@@ -432,3 +432,16 @@ def test_easy_and_prime_much_better_than_fcfs_needs_half_its_slowdown_at_every_l
     assert t3d.better_than_fcfs(little).verdict == CANNOT_TELL     # prime 0.7 of fcfs at 0.3
     worse = _slowdowns({"fcfs": [1000, 9000], "easy": [2000, 500], "prime": [300, 900]})
     assert t3d.better_than_fcfs(worse).verdict == DISAGREES
+
+
+def test_thesis_ratios_judge_every_pair_with_the_rank_test():
+    wait = {"gang": [1.0, 1.1, 0.9, 1.05], "fcs": [2.0, 2.1, 1.9, 2.05],
+            "ics": [3.0, 3.1, 2.9, 3.05], "local": [4.0, 4.1, 3.9, 4.05]}
+    text, decision = thesis._ratios(wait, [("gang", "fcs"), ("fcs", "ics"), ("ics", "local")],
+                                    claims.below(1.0), "long-job wait")
+    assert decision.verdict == AGREES and text.startswith("gang / fcs: 0.5")
+    flipped = {**wait, "fcs": [3.5, 3.6, 3.4, 3.55]}
+    assert thesis._ratios(flipped, [("fcs", "ics")], claims.below(1.0), "w")[1].verdict \
+        == DISAGREES
+    same = {"gang": [1.78, 1.79, 1.77, 1.78], "ics": [1.776, 1.78, 1.77, 1.775]}
+    assert thesis._ratios(same, [("gang", "ics")], thesis.EQUAL, "r")[1].verdict == AGREES

@@ -57,6 +57,8 @@ SCHEDULERS = ("gang", "fcfs", "local", "ics", "fcs")
 # 2 PEs the miniature mixes queue alike at MPL 3 (a row of 2 PEs never holds more processes
 # than 2 CPUs).
 MPL = 3
+EQUAL = within(0.95, 1.05)     # "equal": the thesis's three differ by 0.3 %; a 5 % band
+LOCAL_STRETCH = 3.0
 VARIANCE_LOW = 14.644 / 11.623       # Table 5.3: runtime at V 0.1 over V 0
 VARIANCE_HIGH = 15.923 / 14.644      # and at V 0.75 over V 0.1
 
@@ -107,6 +109,25 @@ SPECS = specs(
     ("thesis-5.4-wait-gang", "§5.4.4",
      "GS gives short jobs the lowest wait",
      "52.4 s GS; 65.2 s FCS, 67.1 s ICS, 84.1 s local"),
+    ("thesis-5.4-wait-long-order", "§5.4.3-5.4.6",
+     "Long jobs wait least under GS, then FCS, then ICS, then local (each ratio < 1); "
+     "direction", "\"Average wait times for short and long jobs are 52.40 and 99.26 seconds\" "
+     "(GS); \"65.21 and 112.26 seconds\" (FCS); \"67.07 and 115.91 seconds\" (ICS); \"84.1 "
+     "and 156.9 seconds for short and long jobs\" (local)"),
+    ("thesis-5.4-wait-fcs-ics", "§5.4.5-5.4.6",
+     "FCS gives both short and long jobs lower waits than ICS (FCS / ICS < 1 in both groups); "
+     "direction", "\"The average wait times for short and long jobs are 65.21 and 112.26 "
+     "seconds\" (FCS) against \"67.07 and 115.91 seconds\" (ICS)"),
+    ("thesis-5.4-short-runtime-equal", "§5.4.4-5.4.6",
+     "Short jobs run as long under GS, ICS and FCS (GS / ICS and FCS / ICS within "
+     f"{EQUAL.describe()}); a band", "\"the average runtime of short and long jobs for gang "
+     "scheduling are 1.782\"; ICS \"1.776 seconds\"; FCS \"slightly higher than ICS, "
+     "(1.778 seconds)\""),
+    ("thesis-5.4-local-3x", "§5.4.3",
+     f"Under local scheduling long jobs run more than {LOCAL_STRETCH:g} times their work "
+     "(mean runtime / work of long jobs); a figure", "\"runtimes are much longer in local "
+     "scheduling, especially for long jobs (averaging 215 seconds, more than three times the "
+     "amount of work)\""),
 )
 
 # Expected final class per rank of the fit variant's jobs (None: no claim for that rank),
@@ -276,7 +297,8 @@ def _comparison(ctx: Context) -> dict[str, Finding]:
                         "mix:jobs=16,load=1,seed=4,compress=250,work_max=1500")
     out = ctx.runs / "compare"
     ctx.log(f"THESIS §5.4: {workload}, {len(SCHEDULERS)} schedulers x {repeats} repeats")
-    metrics = "runtime_mean_long,wait_mean_short,response_mean_all,makespan"
+    metrics = ("runtime_mean_long,runtime_mean_short,wait_mean_short,wait_mean_long,"
+               "slowdown_mean_long,response_mean_all,makespan")
     with contextlib.redirect_stdout(io.StringIO()):
         testbed("compare", workload, "--schedulers", ",".join(SCHEDULERS), "--repeats",
                 str(repeats), "--mpl", str(MPL), "--metrics", metrics, "--out", str(out))
@@ -284,6 +306,9 @@ def _comparison(ctx: Context) -> dict[str, Finding]:
               for g in found.groups}
     runtime = {s: groups[s].samples.get("runtime_mean_long", []) for s in SCHEDULERS}
     wait = {s: groups[s].samples.get("wait_mean_short", []) for s in SCHEDULERS}
+    wait_long = {s: groups[s].samples.get("wait_mean_long", []) for s in SCHEDULERS}
+    short_runtime = {s: groups[s].samples.get("runtime_mean_short", []) for s in SCHEDULERS}
+    stretch = groups["local"].samples.get("slowdown_mean_long", [])
     plots = tuple(p for p in (ctx.plot(out / "plots" / f"{m}.png", f"thesis-5.4-{m}.png")
                               for m in ("runtime_mean_long", "wait_mean_short")) if p)
     setup = (f"`testbed compare {workload} --mpl {MPL}`, {repeats} interleaved repeats per "
@@ -305,7 +330,37 @@ def _comparison(ctx: Context) -> dict[str, Finding]:
     found["thesis-5.4-wait-gang"] = Finding(
         *_short_wait_against(wait, "gang", [s for s in others if s != "gang"], below(1.0)),
         setup, plots)
+    found["thesis-5.4-wait-long-order"] = Finding(
+        *_ratios(wait_long, [("gang", "fcs"), ("fcs", "ics"), ("ics", "local")], below(1.0),
+                 "long-job wait"), setup, plots)
+    both = {"short": wait, "long": wait_long}
+    cells = [(stats.ratio_interval(both[g]["fcs"], both[g]["ics"]), below(1.0),
+              stats.rank_test(both[g]["fcs"], both[g]["ics"])) for g in both]
+    found["thesis-5.4-wait-fcs-ics"] = Finding(
+        "; ".join(f"fcs / ics, {g}-job wait: {show(c[0])}" for g, c in zip(both, cells,
+                                                                          strict=True)),
+        every(*judge_cells(cells, null=1.0)), setup, plots)
+    found["thesis-5.4-short-runtime-equal"] = Finding(
+        *_ratios(short_runtime, [("gang", "ics"), ("fcs", "ics")], EQUAL, "short-job runtime"),
+        setup, plots)
+    level = stats.median_interval(stretch) if stretch else None
+    found["thesis-5.4-local-3x"] = Finding(
+        f"local, long jobs' mean runtime / work: {show(level)}",
+        judge(level, above(LOCAL_STRETCH)), setup, plots)
     return found
+
+
+def _ratios(figure: dict[str, list[float]], pairs: list[tuple[str, str]], region: Region,
+            what: str) -> tuple[str, Decision]:
+    """Each pair's ratio of ``figure`` (Hodges-Lehmann, with its interval) and the verdict
+    that every one lies in ``region``, with the rank test Holm-corrected over the pairs where
+    the region excludes 1."""
+    cells = [(stats.ratio_interval(figure[a], figure[b]), region,
+              stats.rank_test(figure[a], figure[b])) for a, b in pairs]
+    text = "; ".join(f"{a} / {b}: {show(c[0])}" for (a, b), c in zip(pairs, cells, strict=True))
+    return f"{text} ({what}, s: " + ", ".join(
+        f"{s} {_median(figure[s])}" for s in dict.fromkeys(x for p in pairs for x in p)) + ")", \
+        every(*judge_cells(cells, null=1.0))
 
 
 def _median(values: list[float]) -> str:
