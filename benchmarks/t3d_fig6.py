@@ -1,10 +1,11 @@
 """T3D Fig 6 in the simulator: mean slowdown against offered load for five schedulers, gang
 scheduling both with a bounded matrix and with an unbounded one.
 
-``python -m benchmarks.t3d_fig6 [--quick] [--json] [--out DIR] [--markdown PAGE]`` simulates,
-for each offered load, FCFS, EASY backfilling, prime/non-prime, and gang scheduling with a 10 s
-and a 600 s quantum on a 128-PE machine (Feitelson & Jette 1997, §3), gang once with ``--mpl``
-rows (16) and once with as many rows as the jobs need (the curves marked ∞).  Slowdown is
+``python -m benchmarks.t3d_fig6 [--quick] [--workers N] [--json] [--out DIR] [--markdown PAGE]``
+simulates, for each offered load, FCFS, EASY backfilling, prime/non-prime, and gang scheduling
+with a 10 s and a 600 s quantum on a 128-PE machine (Feitelson & Jette 1997, §3), gang once
+with ``--mpl`` rows (16) and once with as many rows as the jobs need (the curves marked ∞),
+the points spread over ``--workers`` processes.  Slowdown is
 response time over the dedicated runtime (the job's runtime), as T3D §3.2 defines it.
 
 Method (T3D §3.2): one sequence of jobs is generated once and reused for every point; only the
@@ -71,6 +72,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -263,22 +265,37 @@ def paired(mine: dict[str, float], theirs: dict[str, float], batch: int) -> dict
 
 
 def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
-               schemes: Iterable[str] = LABELS, mpl: int = MPL) -> list[dict[str, Any]]:
+               schemes: Iterable[str] = LABELS, mpl: int = MPL,
+               workers: int = 1) -> list[dict[str, Any]]:
     """Simulate every scheme (by label) at every offered load, on ``batches`` batches of
-    ``batch_size`` terminations (the first dropped), bounded gang with ``mpl`` rows; the
-    records, load by load in the order of ``schemes``.  ``ValueError`` for an unknown label."""
+    ``batch_size`` terminations (the first dropped), bounded gang with ``mpl`` rows, the
+    points spread over ``workers`` processes (1: one after another here; the records are the
+    same whatever the number); the records, load by load in the order of ``schemes``.
+    ``ValueError`` for an unknown label."""
     chosen = [scheme(label) for label in schemes]
     specs, natural = base_workload(batches * batch_size)
+    plan = [(at_load(specs, natural, load), one, mpl, batch_size) for load in loads
+            for one in chosen]
+    if workers > 1 and len(plan) > 1:
+        with ProcessPoolExecutor(min(workers, len(plan))) as pool:
+            found = list(pool.map(_point, plan))
+    else:
+        found = [_point(task) for task in plan]
     records = []
-    with tempfile.TemporaryDirectory(prefix="testbed-fig6-") as tmp:
-        for load in loads:
-            workload = at_load(specs, natural, load)
-            found = [point(workload, one, mpl, batch_size, Path(tmp)) for one in chosen]
-            for record, by_job in found:
-                record["versus"] = {other["policy"]: paired(by_job, theirs, batch_size)
-                                    for other, theirs in found if other is not record}
-                records.append(record)
+    for start in range(0, len(found), len(chosen)):
+        same_load = found[start:start + len(chosen)]
+        for record, by_job in same_load:
+            record["versus"] = {other["policy"]: paired(by_job, theirs, batch_size)
+                                for other, theirs in same_load if other is not record}
+            records.append(record)
     return records
+
+
+def _point(task: tuple[Workload, Scheme, int, int]) -> tuple[dict[str, Any], dict[str, float]]:
+    """``point`` on one ``(workload, scheme, mpl, batch)``, in a temporary directory of its
+    own."""
+    with tempfile.TemporaryDirectory(prefix="testbed-fig6-") as tmp:
+        return point(*task, Path(tmp))
 
 
 def row_bytes(pes: int = PES) -> int:
@@ -587,6 +604,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schemes", default=",".join(LABELS),
                    help="comma-separated curves (default all: " + ", ".join(LABELS) + ")")
     p.add_argument("--mpl", type=int, default=MPL, help="rows of the bounded gang matrix")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes to spread the points over (the records are the same)")
     p.add_argument("--json", action="store_true", help="one JSON record per point")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
@@ -612,7 +631,7 @@ def main(argv: list[str] | None = None) -> int:
                 p.error(str(err))
         began = time.perf_counter()
         started = now_iso()
-        records = run_points(loads, batches, args.batch_size, schemes, args.mpl)
+        records = run_points(loads, batches, args.batch_size, schemes, args.mpl, args.workers)
         seconds = time.perf_counter() - began
         doc = {"host": host(), "pes": PES, "batch": args.batch_size, "batches": batches,
                "mpl": args.mpl, "records": records, "claims": claims(records),

@@ -372,6 +372,17 @@ def test_the_simulator_s_null_log_writes_nothing(tmp_path):
 
 
 @pytest.mark.realtime
+def test_t3d_fig6_points_spread_over_workers_give_the_same_records():
+    from benchmarks.t3d_fig6 import run_points
+
+    def figures(workers: int) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "wall_s"}
+                for r in run_points((0.5, 0.8), 3, 40, ("fcfs", "gang 10 s ∞"), workers=workers)]
+
+    alone = figures(1)
+    assert figures(2) == alone and all("growth" in r for r in alone)
+
+
 def test_t3d_fig6_writes_one_record_per_policy_and_load(tmp_path):
     page = tmp_path / "docs" / "fig6.md"
     done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_fig6", "--batches", "3",

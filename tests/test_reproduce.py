@@ -366,11 +366,12 @@ def test_a_paper_that_cannot_run_here_says_why_in_every_row(monkeypatch, tmp_pat
                for f in found.values())
 
 
-def test_the_estimate_shares_simulations_among_cores():
-    papers = cli.choose("t3d,cow")
-    t3d_s, cow_s = (p.seconds[1] for p in papers)
-    assert cli.estimate(papers, "quick", 2) == max(t3d_s, cow_s)
-    assert cli.estimate(papers, "quick", 1) == t3d_s + cow_s
+def test_the_estimate_spreads_simulations_over_the_workers():
+    papers = cli.choose("t3d,cow,thesis")
+    t3d_s, cow_s = (p.seconds[1] for p in papers if not p.emulated)
+    (thesis_s,) = (p.seconds[1] for p in papers if p.emulated)
+    assert cli.estimate(papers, "quick", 2) == thesis_s + (t3d_s + cow_s) / 2
+    assert cli.estimate(papers, "quick", 1) == thesis_s + t3d_s + cow_s
 
 
 @pytest.mark.realtime

@@ -27,12 +27,14 @@ def sized(size: str, tiny: T, quick: T, full: T) -> T:
 
 @dataclass
 class Context:
-    """One reproduction: its ``size``, the directory for run directories (``runs``) and the
-    report's directory (``out``, where plots are copied)."""
+    """One reproduction: its ``size``, the directory for run directories (``runs``), the
+    report's directory (``out``, where plots are copied) and how many processes a simulated
+    paper may spread its runs over (``workers``)."""
 
     size: str
     runs: Path
     out: Path
+    workers: int = 1
     started: float = field(default_factory=time.monotonic)
 
     def pick(self, tiny: T, quick: T, full: T) -> T:
