@@ -13,7 +13,7 @@ import pytest
 from benchmarks import cow as cow_bench
 from benchmarks import t3d_fig6
 from benchmarks.reproduce import __main__ as cli
-from benchmarks.reproduce import claims, cow, report, t3d, t3e, thesis
+from benchmarks.reproduce import claims, cow, memory, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import (
     AGREES,
     CANNOT_TELL,
@@ -446,3 +446,16 @@ def test_thesis_ratios_judge_every_pair_with_the_rank_test():
         == DISAGREES
     same = {"gang": [1.78, 1.79, 1.77, 1.78], "ics": [1.776, 1.78, 1.77, 1.775]}
     assert thesis._ratios(same, [("gang", "ics")], thesis.EQUAL, "r")[1].verdict == AGREES
+
+
+def test_memory_fig6_overallocation_slows_low_locality_only():
+    def runs(x: float) -> list[float]:
+        return [x * (1 + 0.01 * k) for k in range(6)]      # full size: 6 rounds
+
+    total = {(1.0, 8, "C=1"): runs(10), (1.0, 8, "C=2"): runs(25), (1.0, 8, "C=0.8"): runs(10.5),
+             (2.0, 8, "C=1"): runs(8), (2.0, 8, "C=2"): runs(8.4)}
+    found = memory._fig6(total, 8, "given")
+    assert found["memory-f6-overallocation"].decision.verdict == AGREES
+    assert found["memory-f6-stays-low"].decision.verdict == AGREES
+    paged = {**total, (2.0, 8, "C=2"): runs(20)}
+    assert memory._fig6(paged, 8, "given")["memory-f6-stays-low"].decision.verdict == DISAGREES
