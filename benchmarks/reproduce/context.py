@@ -16,8 +16,8 @@ from benchmarks.reproduce.claims import Finding, unavailable
 
 T = TypeVar("T")
 SIZES = ("tiny", "quick", "full")
-"""``tiny``: a few seconds, to show the code works (tests); ``quick``: what fits in 15
-minutes on 2 cores; ``full``: the sizes the benchmarks document."""
+"""``tiny``: a few seconds, to show the code works (tests); ``quick``: what fits in 25
+minutes on 2 cores; ``full``: the sizes the benchmarks document (under 2 hours on 2 cores)."""
 
 
 def sized(size: str, tiny: T, quick: T, full: T) -> T:
