@@ -23,7 +23,8 @@ PEs x makespan; simulated: work done), turnaround (response time) of the large a
 jobs, mean and median, the migrations the balancer made, and the makespan; with several seeds,
 the median over seeds and the range.  Writes ``nersc.json`` and ``nersc.png`` under ``--out``;
 ``--json`` prints one record per configuration and seed: ``{"config", "seed", "utilization",
-"large_mean", "large_median", "small_mean", "small_median", "migrations", "makespan"}``.
+"large_mean", "large_median", "small_mean", "small_median", "large_wait", "small_wait",
+"migrations", "makespan"}`` (``large_wait``, ``small_wait``: mean waits, s).
 ``--markdown PAGE`` also writes the table as a page, with the host, the date and the command
 recorded.
 """
@@ -99,6 +100,8 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
     _, large = sizes(pes)
     large_r = [r.response for r in rows if r.size in large and r.response is not None]
     small_r = [r.response for r in rows if r.size not in large and r.response is not None]
+    large_w = [r.wait for r in rows if r.size in large and r.wait is not None]
+    small_w = [r.wait for r in rows if r.size not in large and r.wait is not None]
     migrations = sum(1 for e in evs if e["event"] == "migrate" and e["error"] is None)
     utilization = summary["utilization"] or summary["useful_utilization"]
     return {"utilization": round(utilization, 3),
@@ -106,6 +109,8 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
             "large_median": _stat(statistics.median, large_r),
             "small_mean": _stat(statistics.fmean, small_r),
             "small_median": _stat(statistics.median, small_r),
+            "large_wait": _stat(statistics.fmean, large_w),
+            "small_wait": _stat(statistics.fmean, small_w),
             "migrations": migrations, "makespan": round(summary["makespan"], 3),
             "large": len(large_r), "small": len(small_r)}
 

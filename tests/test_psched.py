@@ -197,5 +197,6 @@ def test_split_domains_before_2_0_4_run_one_application_a_pe_inside_one_domain()
     # no gang scheduling: a later small job finds Mixed full and fits on unoccupied Batch PEs
     assert _launched(policy.arrive(JobRequest("more", 2, 0), 0)) == {"more": (0, (4, 5))}
     assert _launched(policy.finish("mid", 1)) == {"big": (0, (0, 1, 2, 3, 6, 7, 8, 9, 10, 11))}
-    with pytest.raises(ValueError, match="more than the Batch region's 13"):
-        policy.arrive(JobRequest("whole", 14, 0), 0)
+    assert policy.refuse(JobRequest("whole", 14, 0)) == "needs 14 PEs, more than the Batch " \
+        "region's 13"
+    assert policy.refuse(JobRequest("fits", 13, 0)) is None

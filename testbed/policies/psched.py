@@ -191,7 +191,7 @@ class PschedSplit(Psched):
     launch there), else in Batch; the balancer moves an application only within its domain
     (psched "could not migrate applications between domains").  Launch order is psched's
     (FIFO, a later job launched when it fits on unoccupied PEs).  A job larger than the Batch
-    region cannot run: ``ValueError`` on arrival."""
+    region is refused (it fails at arrival)."""
 
     name = "psched-split"
 
@@ -203,13 +203,12 @@ class PschedSplit(Psched):
         self.batch_size = batch
         self.mixed_max = max(1, round(config.pes * MIXED_MAX_SHARE))
 
-    def arrive(self, job: JobRequest, now: float) -> list[Action]:
-        """Queue ``job`` and launch what the GRM allows; ``ValueError`` for a job larger than
-        the Batch region."""
-        if job.size > self.batch_size:
-            raise ValueError(f"psched-split: job {job.id} needs {job.size} PEs, more than the "
-                             f"Batch region's {self.batch_size}")
-        return super().arrive(job, now)
+    def refuse(self, request: JobRequest) -> str | None:
+        """A job larger than the Batch region can never run."""
+        if request.size > self.batch_size:
+            return (f"needs {request.size} PEs, more than the Batch region's "
+                    f"{self.batch_size}")
+        return None
 
     def _preferred(self, job: JobRequest) -> list[int]:
         """The domains ``job`` may go to, as masks, in the order the GRM tries them."""
