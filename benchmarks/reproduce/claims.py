@@ -133,14 +133,17 @@ def magnitude(published: float, factor: float = 1.5) -> Region:
     return within(low, high)
 
 
-def figure(direction: Decision, interval: Interval | None, published: float, region: Region,
-           not_comparable: str | None = None) -> Decision:
+def figure(direction: Decision | None, interval: Interval | None, published: float,
+           region: Region, not_comparable: str | None = None) -> Decision:
     """The verdict on a figure the paper gives (``published``) whose direction is judged by
-    ``direction`` (the verdict on its side of "no difference", with its rank test): disagrees
-    when the direction does; agrees when the direction agrees and our ``interval`` lies wholly
-    in ``region`` (the figure's tolerance); disagrees when the interval lies wholly outside
-    it, unless our setup ``not_comparable`` (why, or None) cannot be expected to reach the
-    paper's magnitude, which makes it "cannot tell" with that reason; else cannot tell."""
+    ``direction`` (the verdict on its side of "no difference", with its rank test; None for a
+    level, which has no direction): disagrees when the direction does; agrees when the
+    direction agrees and our ``interval`` lies wholly in ``region`` (the figure's tolerance);
+    disagrees when the interval lies wholly outside it, unless our setup ``not_comparable``
+    (why, or None) cannot be expected to reach the paper's magnitude, which makes it "cannot
+    tell" with that reason; else cannot tell."""
+    if direction is None:
+        direction = Decision(AGREES, "a level")
     if direction.verdict == DISAGREES:
         return Decision(DISAGREES, f"direction: {direction.why}")
     size = judge(interval, region)
