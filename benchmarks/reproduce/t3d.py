@@ -68,6 +68,10 @@ SPECS = specs(
     ("t3d-gang-near-one", "§3.3, Fig 6", "Gang scheduling (slots unbounded) saturates only near "
      f"load 1: at no load below {t3d_fig6.NEAR_ONE:g}",
      "saturation delayed until system load approaches 1"),
+    ("t3d-better-than-fcfs", "§3.3, Fig 6", "Backfilling (EASY) and prime/non-prime are both "
+     "much better than FCFS: below it at every load (paired per-job interval) and at most "
+     f"{MUCH:g} of its mean slowdown; direction and a stated band",
+     "\"Backfilling and delaying large jobs to non-prime time are both much better\""),
     ("t3d-prod-utilization", "§4.8, Figs 10-11", "Gang scheduling nearly doubled the T3D's "
      "utilization; measurement", "\"utilization nearly doubled from 33.4% to 60.9% on "
      "average\""),
@@ -81,10 +85,6 @@ SPECS = specs(
     ("t3d-prod-preempted", "§4.8, Fig 13", "About 7.5 % of the jobs are ever preempted; "
      "figure (model: a 2-PE class mix)", "\"only 7.5% of jobs that completed normally were "
      "ever preempted\""),
-    ("t3d-better-than-fcfs", "§3.3, Fig 6", "Backfilling (EASY) and prime/non-prime are both "
-     "much better than FCFS: below it at every load (paired per-job interval) and at most "
-     f"{MUCH:g} of its mean slowdown; direction and a stated band",
-     "\"Backfilling and delaying large jobs to non-prime time are both much better\""),
 )
 
 

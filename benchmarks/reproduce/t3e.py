@@ -53,7 +53,7 @@ SPECS = specs(
     ("t3e-large-turnaround", "NERSC section, Fig 5", "Making large jobs prime "
      "reduces their turnaround", "large-queue waits reduced, under 16 h"),
     ("t3e-even-waits", "NERSC section, Fig 5", "With large jobs prime, large and small jobs "
-     f"wait about alike (mean wait large / small within {EVEN.describe()}); a band",
+     f"wait about alike (mean wait large / small {EVEN.describe()}); a band",
      "\"The wait times are now consistent across the queues and are under 16 hours\""),
     ("t3e-slice-formula", "Gang Scheduler Enhancements (2.0.4)", "The adaptive slice is "
      "config_slice_time + switch_time x variation: the paper's example (60 s, variation 20) "

@@ -131,7 +131,7 @@ SPECS = specs(
      "direction", "\"The average wait times for short and long jobs are 65.21 and 112.26 "
      "seconds\" (FCS) against \"67.07 and 115.91 seconds\" (ICS)"),
     ("thesis-5.4-short-runtime-equal", "§5.4.4-5.4.6",
-     "Short jobs run as long under GS, ICS and FCS (GS / ICS and FCS / ICS within "
+     "Short jobs run as long under GS, ICS and FCS (GS / ICS and FCS / ICS "
      f"{EQUAL.describe()}); a band", "\"the average runtime of short and long jobs for gang "
      "scheduling are 1.782\"; ICS \"1.776 seconds\"; FCS \"slightly higher than ICS, "
      "(1.778 seconds)\""),
