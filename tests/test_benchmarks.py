@@ -383,6 +383,7 @@ def test_t3d_fig6_points_spread_over_workers_give_the_same_records():
     assert figures(2) == alone and all("growth" in r for r in alone)
 
 
+@pytest.mark.realtime
 def test_t3d_fig6_writes_one_record_per_policy_and_load(tmp_path):
     page = tmp_path / "docs" / "fig6.md"
     done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_fig6", "--batches", "3",
