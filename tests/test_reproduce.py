@@ -484,3 +484,15 @@ def test_t3d_production_figures_from_given_jobs():
     assert bounded.verdict == AGREES
     far = claims.figure(None, Interval(1.05, 1.0, 1.1), 2.27, claims.magnitude(2.27), "2 PEs")
     assert far.verdict == CANNOT_TELL and "not expected to match: 2 PEs" in far.why
+
+
+def test_fig_5_1_is_linear_with_a_fixed_cost_per_job_and_not_with_a_switch_cost():
+    def rounds(runtime) -> list[dict[int, float]]:
+        return [{k: runtime(k) * (1 + 0.001 * i) for k in (1, 2, 4, 8)} for i in range(5)]
+
+    text, decision = thesis.linearity(rounds(lambda k: 0.15 + 1.0 * k))  # a line, intercept
+    assert decision.verdict == AGREES
+    assert "R(k) / (k R(1)): k=2: 0.93" in text and "intercept, a fixed cost per job, 0.15" \
+        in text
+    text, decision = thesis.linearity(rounds(lambda k: k + 0.02 * k * k))    # bends upwards
+    assert decision.verdict == DISAGREES and "k=8: 1.113" in text
