@@ -496,3 +496,13 @@ def test_fig_5_1_is_linear_with_a_fixed_cost_per_job_and_not_with_a_switch_cost(
         in text
     text, decision = thesis.linearity(rounds(lambda k: k + 0.02 * k * k))    # bends upwards
     assert decision.verdict == DISAGREES and "k=8: 1.113" in text
+
+
+def test_every_row_says_what_it_checks():
+    for module in (thesis, memory, t3d, t3e, cow):
+        assert all(s.checks in claims.CHECKS for s in module.SPECS)
+    with pytest.raises(ValueError, match="unknown checks 'vibes'"):
+        Spec("k", "COW", "§3", "c", "p", "vibes")
+    page = report.markdown(_rows(), _header())
+    assert "| paper | where | claim | checks | published |" in page
+    assert "| COW | §3.2 | LGFS \\| AFCFS | direction | < 1 |" in page

@@ -277,21 +277,36 @@ def show(interval: Interval | None) -> str:
     return f"{num(interval.value)} [{num(interval.low)}, {num(interval.high)}]"
 
 
+CHECKS = {"direction": "direction: which side of no difference (rank test)",
+          "band": "band: within a stated band",
+          "figure": "figure: the paper's value within a stated tolerance",
+          "measurement": "measurement: a production figure no run here reproduces"}
+"""What a row checks: ``Spec.checks`` is one of these keys."""
+
+
 @dataclass(frozen=True)
 class Spec:
-    """A published claim: the paper, where in it, what it says (in our words) and its value
-    or shape there."""
+    """A published claim: the paper, where in it, what it says (in our words, with its rule),
+    its value or shape there, and what the row checks (a key of ``CHECKS``)."""
 
     key: str
     paper: str
     where: str
     claim: str
     published: str
+    checks: str = "direction"
+
+    def __post_init__(self) -> None:
+        if self.checks not in CHECKS:
+            raise ValueError(f"{self.key}: unknown checks {self.checks!r}")
 
 
-def specs(paper: str, *entries: tuple[str, str, str, str]) -> tuple[Spec, ...]:
-    """The ``Spec`` of each ``(key, where, claim, published)`` of ``paper``, in order."""
-    return tuple(Spec(key, paper, where, claim, published)
+def specs(paper: str, *entries: tuple[str, str, str, str],
+          checks: dict[str, str] | None = None) -> tuple[Spec, ...]:
+    """The ``Spec`` of each ``(key, where, claim, published)`` of ``paper``, in order; what
+    each row checks from ``checks`` by key (default: a direction)."""
+    kinds = checks or {}
+    return tuple(Spec(key, paper, where, claim, published, kinds.get(key, "direction"))
                  for key, where, claim, published in entries)
 
 
@@ -317,8 +332,9 @@ class Row:
         """The row as ``claims.json`` holds it."""
         s, f = self.spec, self.finding
         return {"key": s.key, "paper": s.paper, "where": s.where, "claim": s.claim,
-                "published": s.published, "ours": f.ours, "verdict": f.decision.verdict,
-                "why": f.decision.why, "setup": f.setup, "plots": list(f.plots)}
+                "checks": s.checks, "published": s.published, "ours": f.ours,
+                "verdict": f.decision.verdict, "why": f.decision.why, "setup": f.setup,
+                "plots": list(f.plots)}
 
 
 def rows(specs: Sequence[Spec], found: dict[str, Finding], missing: str) -> list[Row]:

@@ -84,6 +84,10 @@ SPECS = specs(
      "1/λ = 0.6 (larger than at 1 and at 0.8) (set 2); direction",
      "\"for any λ' the largest difference in processor utilization between the two policies "
      "appears for 1/λ = 0.6\""),
+    checks={
+        "cow-advantage-owners": "band",
+        "cow-equal-06-2": "band",
+    }
 )
 
 

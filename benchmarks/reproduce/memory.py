@@ -66,6 +66,11 @@ SPECS = specs(
      "mean response time", "consistently lower response time with the limit"),
     ("memory-f7-slowdown", "§4.3, Fig 7", "Mean slowdown is higher with the limit "
      "(short jobs wait in the queue)", "slowdown highest when memory load is limited"),
+    checks={
+        "memory-f5-linear": "band",
+        "memory-f5-superlinear": "band",
+        "memory-f6-stays-low": "band",
+    }
 )
 
 

@@ -85,6 +85,15 @@ SPECS = specs(
     ("t3d-prod-preempted", "§4.8, Fig 13", "About 7.5 % of the jobs are ever preempted; "
      "figure (model: a 2-PE class mix)", "\"only 7.5% of jobs that completed normally were "
      "ever preempted\""),
+    checks={
+        "t3d-better-than-fcfs": "band",
+        "t3d-prod-utilization": "measurement",
+        "t3d-prod-slowdown": "figure",
+        "t3d-prod-bounded": "figure",
+        "t3d-prod-preempted": "figure",
+        "t3d-gang-near-one": "band",
+        "t3d-fcfs-first": "direction",
+    }
 )
 
 

@@ -61,6 +61,11 @@ SPECS = specs(
      "switching is quick; figure (model: our policy's slice)",
      "\"60 seconds = 60 seconds + (0 * 20)\" and \"1260 seconds = 60 seconds + (60 "
      "seconds * 20)\""),
+    checks={
+        "t3e-utilization": "figure",
+        "t3e-even-waits": "band",
+        "t3e-slice-formula": "figure",
+    }
 )
 
 

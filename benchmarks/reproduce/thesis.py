@@ -141,6 +141,18 @@ SPECS = specs(
      "(mean runtime / work of long jobs); a figure", "\"runtimes are much longer in local "
      "scheduling, especially for long jobs (averaging 215 seconds, more than three times the "
      "amount of work)\""),
+    checks={
+        "thesis-t5.1": "band",
+        "thesis-t5.2": "band",
+        "thesis-t5.3-grain-same": "band",
+        "thesis-f5.1": "band",
+        "thesis-t5.3-variance-wait": "figure",
+        "thesis-t5.3-variance-runtime": "figure",
+        "thesis-5.4-runtime-ics-fcs": "band",
+        "thesis-5.4-wait-fcfs": "band",
+        "thesis-5.4-short-runtime-equal": "band",
+        "thesis-5.4-local-3x": "figure",
+    }
 )
 
 # Expected final class per rank of the fit variant's jobs (None: no claim for that rank),
