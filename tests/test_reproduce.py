@@ -382,6 +382,15 @@ def test_the_estimate_spreads_simulations_over_the_workers():
 
 
 @pytest.mark.realtime
+def test_t3d_at_tiny_size_measures_the_production_figures_on_real_processes(tmp_path):
+    assert cli.main(["--only", "T3D", "--size", "tiny", "--out", str(tmp_path)]) == 0
+    rows = {c["key"]: c for c in json.loads((tmp_path / "claims.json").read_text())["claims"]}
+    for key in t3d.PRODUCTION_ROWS:
+        assert rows[key]["ours"] != "-" and "failed" not in rows[key]["why"], rows[key]
+    assert rows["t3d-prod-utilization"]["checks"] == "measurement"
+
+
+@pytest.mark.realtime
 def test_only_cow_at_tiny_size_writes_the_report(tmp_path):
     assert cli.main(["--only", "COW", "--size", "tiny", "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "claims.json").read_text())
