@@ -52,13 +52,14 @@ kept), and the bound caps its size.
 Writes ``cow-setN.json`` and ``cow-setN.png`` under ``--out`` and prints a table, or with
 ``--json`` one record per cell: ``{"policy", "inv_lambda", "inv_lambda_owner",
 "inv_mu_owner", "rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth",
-"rts", "us", "tasks", "redo", "restart", "hold", "owner_pick", "utilization"}`` (``u_repeated``
-and ``u_owners``: the aborted runs' and the owners' share of 16 x the span; ``rts`` and ``us``:
-each replication's RT and U, by seed); a set's JSON also has ``seconds``,
-the time the run's sets took to simulate, and ``workers``.  ``--markdown PAGE`` also writes the
-tables, the paper's claims checked against them, and with ``--readings`` each other reading of
-one choice (2 replications of ``--readings-jobs`` gangs, 3,000 unless told, on set 1 and three
-cells of set 2), as a Markdown page.  ``run_set`` gives the records in-process.
+"rts", "us", "us_owners", "tasks", "redo", "restart", "hold", "owner_pick", "utilization"}``
+(``u_repeated`` and ``u_owners``: the aborted runs' and the owners' share of 16 x the span;
+``rts``, ``us`` and ``us_owners``: each replication's RT, U and owners' share, by seed); a
+set's JSON also has ``seconds``, the time the run's sets took to simulate, and ``workers``.
+``--markdown PAGE`` also writes the tables, the paper's claims checked against them, and with
+``--readings`` each other reading of one choice (2 replications of ``--readings-jobs`` gangs,
+3,000 unless told, on set 1 and three cells of set 2), as a Markdown page.
+``run_set`` gives the records in-process.
 
 The replications are independent (each has its own seeds and run directory), so they are
 spread over ``--workers`` processes (default: one per CPU; 1 runs them one after another in
@@ -429,7 +430,7 @@ def assemble(cell_list: list[tuple[float, float, float]], replications: int, job
 
 
 FIGURES = ("rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth", "rts",
-           "us")
+           "us", "us_owners")
 
 
 def figures(found: Sequence[Figures]) -> dict[str, Any]:
@@ -450,7 +451,8 @@ def figures(found: Sequence[Figures]) -> dict[str, Any]:
             "u_repeated": round(statistics.fmean(r.u_repeated for r in ran), 4),
             "u_owners": round(statistics.fmean(r.u_owners for r in ran), 4),
             "growth": round(statistics.median(r.growth for r in ran), 3),
-            "rts": [round(x, 3) for x in rts], "us": [round(x, 4) for x in us]}
+            "rts": [round(x, 3) for x in rts], "us": [round(x, 4) for x in us],
+            "us_owners": [round(r.u_owners, 4) for r in ran]}
 
 
 def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,

@@ -4,9 +4,13 @@
 [--seeds K] [--json] [--out DIR] [--markdown PAGE]``
 
 A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
-(half the machine or all of it, work 4-10 s), Poisson arrivals over ``--span`` seconds offering
-about 0.55 and 0.45 of the machine.  Three configurations run the same jobs:
+(half the machine, or 512/644 of it: NERSC's largest queue, pe512, on its 644-PE region; work
+4-10 s), Poisson arrivals over ``--span`` seconds offering about 0.55 and 0.45 of the machine.
+Four configurations run the same jobs, all placing an application on any free PEs (first fit:
+the T3E's torus had no buddy blocks):
 
+* ``before``: psched as NERSC ran it before UNICOS/mk 2.0.4: the load balancer only, no gang
+  scheduling, the PEs split into a Batch and a Mixed domain (``psched-split``);
 * ``gang``: plain gang scheduling, MPL 2, 0.2 s slices, no load balancer;
 * ``nersc``: psched as NERSC ran it: app_max=1, abs_app_max=2, the large jobs ``prime``, the
   load balancer every 2 s;
@@ -19,7 +23,8 @@ PEs x makespan; simulated: work done), turnaround (response time) of the large a
 jobs, mean and median, the migrations the balancer made, and the makespan; with several seeds,
 the median over seeds and the range.  Writes ``nersc.json`` and ``nersc.png`` under ``--out``;
 ``--json`` prints one record per configuration and seed: ``{"config", "seed", "utilization",
-"large_mean", "large_median", "small_mean", "small_median", "migrations", "makespan"}``.
+"large_mean", "large_median", "small_mean", "small_median", "large_wait", "small_wait",
+"migrations", "makespan"}`` (``large_wait``, ``small_wait``: mean waits, s).
 ``--markdown PAGE`` also writes the table as a page, with the host, the date and the command
 recorded.
 """
@@ -45,13 +50,17 @@ from benchmarks.harness import (
     table,
     testbed,
 )
+from testbed.policies.psched import batch_pes
 from testbed.results.metrics import job_rows
 
 SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
 SMALL_WORK, LARGE_WORK = (1.0, 6.0), (4.0, 10.0)
-PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2")
+FIRST_FIT = ("--allocator", "first-fit")
+PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2",
+          *FIRST_FIT)
 CONFIGS: dict[str, tuple[bool, tuple[str, ...]]] = {       # name: (large jobs prime, options)
-    "gang": (False, ("--scheduler", "gang", "--mpl", "2")),
+    "before": (False, ("--scheduler", "psched-split", "--balance", "2", *FIRST_FIT)),
+    "gang": (False, ("--scheduler", "gang", "--mpl", "2", *FIRST_FIT)),
     "nersc": (True, PSCHED),
     "no-prime": (False, PSCHED),
 }
@@ -61,11 +70,11 @@ METRICS = ("utilization", "large_mean", "large_median", "small_mean", "small_med
 
 def sizes(pes: int) -> tuple[list[int], list[int]]:
     """The small sizes (powers of two up to a quarter of the machine) and the large ones
-    (half the machine and all of it)."""
+    (half the machine, and NERSC's largest queue's share of it, 512 of 644 PEs)."""
     small = [1]
     while small[-1] * 2 <= pes // 4:
         small.append(small[-1] * 2)
-    return small, sorted({max(2, pes // 2), pes})
+    return small, sorted({max(2, pes // 2), batch_pes(pes)})
 
 
 def mix(pes: int, span: float, seed: int, prime: bool) -> str:
@@ -90,6 +99,8 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
     _, large = sizes(pes)
     large_r = [r.response for r in rows if r.size in large and r.response is not None]
     small_r = [r.response for r in rows if r.size not in large and r.response is not None]
+    large_w = [r.wait for r in rows if r.size in large and r.wait is not None]
+    small_w = [r.wait for r in rows if r.size not in large and r.wait is not None]
     migrations = sum(1 for e in evs if e["event"] == "migrate" and e["error"] is None)
     utilization = summary["utilization"] or summary["useful_utilization"]
     return {"utilization": round(utilization, 3),
@@ -97,6 +108,8 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
             "large_median": _stat(statistics.median, large_r),
             "small_mean": _stat(statistics.fmean, small_r),
             "small_median": _stat(statistics.median, small_r),
+            "large_wait": _stat(statistics.fmean, large_w),
+            "small_wait": _stat(statistics.fmean, small_w),
             "migrations": migrations, "makespan": round(summary["makespan"], 3),
             "large": len(large_r), "small": len(small_r)}
 
@@ -153,8 +166,11 @@ def markdown(records: list[dict[str, Any]], pes: int, span: float, simulate: boo
                    host(), measured),
         f"- {pes} PEs, {where}; seeds {', '.join(map(str, seeds))}, {span:g} s of Poisson "
         f"arrivals each: small jobs (1 PE to a quarter of the machine) offering "
-        f"{SMALL_LOAD:g} of the machine, large ones (half of it or all) {LARGE_LOAD:g}",
-        "- gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, abs_app_max 2, the "
+        f"{SMALL_LOAD:g} of the machine, large ones (half of it or 512/644 of it) "
+        f"{LARGE_LOAD:g}; every configuration places on any free PEs (first fit)",
+        "- before: psched-split, the balancer only on a Batch and a Mixed domain, one "
+        "application a PE; gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, "
+        "abs_app_max 2, the "
         "balancer every 2 s, the large jobs prime; no-prime: the same without prime jobs", "",
         "Utilization: " + ("work done over PEs x makespan" if simulate else
                            "CPU seconds over PEs x makespan") + "; turnaround: response time "
