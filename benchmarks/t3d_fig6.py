@@ -79,7 +79,15 @@ from typing import Any
 
 from scipy.stats import t as student
 
-from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
+from benchmarks.harness import (
+    default_out,
+    exit_on_sigterm,
+    host,
+    invocation,
+    now_iso,
+    page_head,
+    table,
+)
 from testbed import run
 from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
@@ -277,7 +285,8 @@ def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
     plan = [(at_load(specs, natural, load), one, mpl, batch_size) for load in loads
             for one in chosen]
     if workers > 1 and len(plan) > 1:
-        with ProcessPoolExecutor(min(workers, len(plan))) as pool:
+        with ProcessPoolExecutor(min(workers, len(plan)),
+                                 initializer=exit_on_sigterm) as pool:
             found = list(pool.map(_point, plan))
     else:
         found = [_point(task) for task in plan]
@@ -613,6 +622,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="source", type=Path, default=None, metavar="FIG6_JSON",
                    help="write the figure and page from a saved fig6.json, simulating nothing")
     args = p.parse_args(argv)
+    exit_on_sigterm()
     command = invocation("benchmarks.t3d_fig6", argv)
     if args.source is not None:
         doc = json.loads(args.source.read_text())

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from benchmarks.harness import invocation
+from benchmarks.harness import exit_on_sigterm, invocation
 from benchmarks.reproduce import claims, cow, memory, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import Finding, Row
 from benchmarks.reproduce.context import SIZES, Context, sized
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="processes for the simulated papers' runs (default: one per core)")
     p.add_argument("--size", choices=SIZES, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    exit_on_sigterm()
     try:
         papers = choose(args.only)
     except ValueError as err:
