@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 import statistics
 import sys
 from collections.abc import Callable
@@ -125,6 +126,8 @@ def run(out: Path, pes: int, span: float, seed: int, simulate: bool) -> list[dic
         path = out / f"workload-{seed}-{'prime' if prime else 'plain'}.txt"
         path.write_text(mix(pes, span, seed, prime))
         run_dir = out / f"{config}-{seed}"
+        if (run_dir / "config.json").is_file():
+            shutil.rmtree(run_dir)  # this benchmark's own run of an earlier invocation
         testbed("simulate" if simulate else "run", str(path), "--pes", str(pes), *options,
                 "--out", str(run_dir))
         summary = json.loads((run_dir / "summary.json").read_text())
