@@ -76,7 +76,6 @@ bound stops those replications (docs/schedulers.md, "Reading COW's model", says 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import functools
 import json
@@ -84,21 +83,28 @@ import math
 import os
 import random
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
+from benchmarks.harness import (
+    default_out,
+    exit_on_sigterm,
+    host,
+    invocation,
+    now_iso,
+    page_head,
+    table,
+)
 from testbed.events import EventLog, iter_events
+from testbed.experiments import engine
 from testbed.owners import OWNER_PICKS, OwnerStream
 from testbed.policies import PolicyConfig
 from testbed.policies.cow import RESTARTS, Afcfs, Cow, Lgfs
@@ -347,29 +353,6 @@ def timed(run: Run, tmp: Path) -> Done:
     return run, found, time.perf_counter() - start
 
 
-def _worker_signals() -> None:
-    """In a pool worker: die at once on SIGTERM or SIGINT; the parent, which removes the
-    temporary directory, handles them."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-@contextlib.contextmanager
-def spreading(workers: int) -> Iterator[Spread]:
-    """How to run a list of runs: one after another in this process when ``workers`` is 1,
-    else over a pool of ``workers`` processes, the results as they finish.  On leaving, runs
-    not started are cancelled."""
-    if workers <= 1:
-        yield map
-        return
-    pool = ProcessPoolExecutor(workers, initializer=_worker_signals)
-    try:
-        yield lambda work, runs: (f.result() for f in
-                                  as_completed([pool.submit(work, run) for run in runs]))
-    finally:
-        pool.shutdown(cancel_futures=True)
-
-
 def simulate(runs: Iterable[Run], workers: int = 1,
              progress: Callable[[str], None] | None = None,
              spread: Spread | None = None) -> dict[Run, Figures]:
@@ -381,7 +364,7 @@ def simulate(runs: Iterable[Run], workers: int = 1,
     results: dict[Run, Figures] = {}
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp, \
-            spreading(workers) as pool:
+            engine.spreading(workers) as pool:
         for run, found, seconds in (spread or pool)(functools.partial(timed, tmp=Path(tmp)),
                                                     todo):
             results[run] = found
@@ -841,11 +824,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _exit(signum: int, _frame: Any) -> None:
-    """End the program as an exception does, so that its temporary directories go."""
-    raise SystemExit(128 + signum)
-
-
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _exit)
+    exit_on_sigterm()
     raise SystemExit(main())
