@@ -49,6 +49,14 @@ def test_no_interval_cannot_tell():
     assert judge(Interval(2.0, None, None), above(1.0)) == Decision(CANNOT_TELL, "no interval")
 
 
+def test_an_interval_of_too_few_runs_gives_no_verdict():
+    inside = Interval(1.0, 0.9, 1.1, confidence=0.75)
+    decision = judge(inside, within(0.8, 1.25))
+    assert decision.verdict == CANNOT_TELL and "states only 75.0 %" in decision.why
+    assert judge(Interval(1.0, 0.9, 1.1, confidence=0.9), within(0.8, 1.25)).verdict == AGREES
+    assert judge(Interval(1.0, 0.9, 1.1, confidence=0.875), below(0.8)).verdict == CANNOT_TELL
+
+
 def test_a_claimed_difference_also_needs_the_rank_test():
     interval = Interval(1.2, 1.1, 1.3)
     assert judge(interval, above(1.0), p=0.01, null=1.0).verdict == AGREES

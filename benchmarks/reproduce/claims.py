@@ -104,10 +104,17 @@ def judge(interval: Interval | None, region: Region, p: float | None = None,
           null: float | None = None, alpha: float = ALPHA) -> Decision:
     """The verdict on a claim that puts a figure in ``region``, given the figure's
     ``interval``; ``p`` (the rank test's p-value) must be below ``alpha`` for a verdict that
-    asserts a difference from ``null`` (see the module's docstring)."""
+    asserts a difference from ``null`` (see the module's docstring).  An interval stating
+    less than 1 - 2 ``alpha`` (too few runs) gives no verdict: one lying wholly past a
+    boundary it straddles in truth would then do so more often than ``alpha``
+    (``benchmarks.verdicts`` measures it)."""
     if interval is None or interval.low is None or interval.high is None:
         return Decision(CANNOT_TELL, "no interval")
     shown = f"[{num(interval.low)}, {num(interval.high)}]"
+    if interval.confidence < 1 - 2 * alpha - 1e-9:
+        return Decision(CANNOT_TELL, f"interval {shown} states only "
+                                     f"{100 * interval.confidence:.1f} %: too few runs for a "
+                                     f"verdict at {100 * alpha:g} %")
     if region.holds(interval):
         verdict, side = AGREES, region
     elif region.fails(interval):
