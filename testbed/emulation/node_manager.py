@@ -111,7 +111,8 @@ class Rank:
 
 @dataclass
 class LocalJob:
-    """What this NM knows of a job: its local PEs by rank, its ranks, and its launcher."""
+    """What this NM knows of a job: its local PEs by rank, its ranks, its launcher, and the
+    other processes it runs here (stopped and continued with its ranks)."""
 
     job: str
     local_pes: dict[int, int]
@@ -126,6 +127,9 @@ class LocalJob:
     reported: bool = False
     found: dict[int, int] = field(default_factory=dict)
     prioritised: set[int] = field(default_factory=set)
+    extras: dict[int, int] = field(default_factory=dict)
+    """Its other working processes here (spawned, or started by a rank): pid -> pidfd."""
+    launchers: set[int] = field(default_factory=set)
 
 
 def _last_line(path: str) -> str:
@@ -306,9 +310,9 @@ class NodeManager:
                 for pid in tree:
                     if pid in known:
                         continue
-                    rank = procs.read_environ(pid).get("PMI_RANK")
-                    if rank is not None and rank.isdigit():
-                        job.found[int(rank)] = pid
+                    rank = procs.world_rank(procs.read_environ(pid))
+                    if rank is not None:
+                        job.found[rank] = pid
             self._adopt(job.job, job.found)
             if len(job.found) == (len(job.local_pes) if self.scan else job.size):
                 job.reported = True
@@ -353,6 +357,8 @@ class NodeManager:
         incoming = [k for k in wanted if k not in self.active]
         for key in outgoing:
             self._signal(key, signal.SIGSTOP)
+        for name in {k[0] for k in outgoing} - {k[0] for k in wanted}:
+            self._signal_extras(name, signal.SIGSTOP)
         if self.page_out:
             self._page(outgoing, "out", paging.page_out)
         for key, coscheduled in wanted.items():
@@ -371,6 +377,8 @@ class NodeManager:
             _busy_wait(self.switch_delay)
         for key in self._ours_last(incoming):
             self._signal(key, signal.SIGCONT)
+        for name in {k[0] for k in incoming} - {k[0] for k in self.active}:
+            self._signal_extras(name, signal.SIGCONT)
         self.active = wanted
         return (tuple(sorted({k[0] for k in outgoing})),
                 tuple(sorted({k[0] for k in incoming})))
@@ -437,6 +445,38 @@ class NodeManager:
         self.signalled_at = self.clock()
         procs.send(rank.pidfd, sig)
 
+    def _signal_extras(self, name: str, sig: int) -> None:
+        """Stop or continue the job's other processes here (those gone are forgotten)."""
+        job = self.jobs.get(name)
+        for pid, pidfd in list(job.extras.items()) if job else []:
+            if not procs.send(pidfd, sig):
+                os.close(job.extras.pop(pid))
+
+    def _find_extras(self, job: LocalJob) -> None:
+        """Adopt the job's processes here that are neither ranks nor its launcher's (those it
+        spawned, those its ranks started): at its ranks' priority, and stopped at once when
+        none of its ranks here runs, so that a job's every process keeps to its slot."""
+        if self.scan:
+            envs = procs.job_processes(self.run_id, job.job, self.unmarked)
+        elif job.popen is not None:
+            envs = {pid: procs.read_environ(pid) for pid in procs.descendants(job.popen.pid)
+                    if pid not in job.launchers and pid not in job.extras}
+        else:
+            return
+        ranks = {rank.pid for rank in job.ranks.values()}
+        new = [pid for pid in procs.extras(envs, ranks) if pid not in job.extras]
+        job.launchers.update(pid for pid, env in envs.items()
+                             if env and pid not in ranks and pid not in new)
+        running = any(key[0] == job.job for key in self.active)
+        for pid in new:
+            pidfd = procs.open_pidfd(pid)
+            if pidfd is None:
+                continue
+            job.extras[pid] = pidfd
+            self.rank_priority.apply(pid)
+            if not running:
+                procs.send(pidfd, signal.SIGSTOP)
+
     def _classify(self, keys: list[ProcKey] | None = None) -> list[ClassChange]:
         if self.shim is None:
             return []
@@ -477,6 +517,8 @@ class NodeManager:
         memory: dict[str, dict[str, int]] = {}
         activity: dict[str, dict[int, RankSample]] = {}
         for job in self.jobs.values():
+            if job.ranks and len(job.ranks) == len(job.local_pes):
+                self._find_extras(job)
             for rank in job.ranks.values():
                 rank.sample()
             samples = [r.last for r in job.ranks.values() if r.last is not None]
@@ -545,8 +587,8 @@ class NodeManager:
             os.close(job.pidfd)
             job.pidfd = None
         self._remove_launch_dir(name)
-        for rank in job.ranks.values():
-            os.close(rank.pidfd)
+        for pidfd in [*(rank.pidfd for rank in job.ranks.values()), *job.extras.values()]:
+            os.close(pidfd)
         self.policy.remove(name)
         self.active = {k: v for k, v in self.active.items() if k[0] != name}
         self.record_keys = {i: k for i, k in self.record_keys.items() if k[0] != name}

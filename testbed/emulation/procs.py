@@ -279,16 +279,15 @@ def marked(run_id: str, job: str | None = None) -> list[int]:
     return found
 
 
-def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> tuple[dict[int, int], list[int]]:
-    """The rank processes (``PMI_RANK`` -> pid) of the run's ``job`` on this host, and its
-    other processes here (its launcher's).
+def job_processes(run_id: str, job: str, unmarked: set[int]) -> dict[int, dict[str, str]]:
+    """Every process of the run's ``job`` on this host, with its environment.
 
     Pids whose environment was read and lacks the run's marker are added to ``unmarked`` and
     not read again, so that polling while a job starts reads only new processes.  (A rank is
     forked by a marked launcher process, so it never shows an unmarked environment; one read
     in the middle of an exec shows none at all, and is read again.)
     """
-    found, others = {}, []
+    found = {}
     for pid in psutil.pids():
         if pid in unmarked:
             continue
@@ -296,13 +295,38 @@ def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> tuple[dict[int, i
         if env.get(MARKER) != run_id:
             if env:
                 unmarked.add(pid)
-        elif env.get("TESTBED_JOB") != job:
-            continue
-        elif env.get("PMI_RANK", "").isdigit():
-            found[int(env["PMI_RANK"])] = pid
-        else:
+        elif env.get("TESTBED_JOB") == job:
+            found[pid] = env
+    return found
+
+
+def world_rank(env: dict[str, str]) -> int | None:
+    """The rank in its job's own world of the process with environment ``env``: its
+    ``PMI_RANK``, or None for a launcher's process and for a process the job spawned
+    (``PMI_SPAWNED``: ranked in a world of its own)."""
+    rank = env.get("PMI_RANK", "")
+    return int(rank) if rank.isdigit() and env.get("PMI_SPAWNED") != "1" else None
+
+
+def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> tuple[dict[int, int], list[int]]:
+    """The rank processes (``PMI_RANK`` -> pid) of the run's ``job`` on this host, and its
+    other processes here (its launcher's, and any it spawned); ``unmarked`` as for
+    ``job_processes``."""
+    found, others = {}, []
+    for pid, env in job_processes(run_id, job, unmarked).items():
+        rank = world_rank(env)
+        if rank is None:
             others.append(pid)
+        else:
+            found[rank] = pid
     return found, others
+
+
+def extras(envs: dict[int, dict[str, str]], ranks: set[int]) -> list[int]:
+    """Of a job's processes (pid -> environment), those that are neither its ranks (pids
+    ``ranks``) nor its launcher's: every process whose environment names an MPI rank
+    (``PMI_RANK``), which is each process the job spawned and each one a rank started."""
+    return [pid for pid, env in envs.items() if pid not in ranks and "PMI_RANK" in env]
 
 
 def kill_marked(run_id: str, job: str | None = None, rounds: int = 50) -> int:

@@ -1,0 +1,47 @@
+"""A job's every process keeps to its slot: the processes a job spawns (MPI_Comm_spawn) and
+those its ranks start are stopped and continued with its ranks."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import PROGRAMS, jobs_csv, run_id, run_processes, run_testbed
+
+from testbed.emulation import procs
+
+
+def test_a_jobs_other_processes_are_those_named_by_an_mpi_rank():
+    envs = {10: {"PATH": "/bin"},                              # hydra's proxy
+            11: {"PMI_RANK": "0"}, 12: {"PMI_RANK": "1"},     # the ranks
+            13: {"PMI_RANK": "0", "PMI_SPAWNED": "1"},         # a spawned process
+            14: {"PMI_RANK": "1"},                             # a child of rank 1
+            15: {}}                                            # read mid-exec: nothing
+    assert procs.extras(envs, ranks={11, 12}) == [13, 14]
+
+
+def test_a_spawned_process_is_not_a_rank_of_its_parents_world():
+    assert procs.world_rank({"PMI_RANK": "3"}) == 3
+    assert procs.world_rank({"PMI_RANK": "0", "PMI_SPAWNED": "1"}) is None
+    assert procs.world_rank({"PMI_RANK": "x"}) is None
+    assert procs.world_rank({}) is None
+
+
+@pytest.mark.realtime
+def test_a_spawned_process_is_stopped_with_its_job_under_gang(tmp_path, workload):
+    """Two jobs share one PE under gang (MPL 2, 0.3 s slices); the first spawns a child that
+    ticks every 5 ms.  Kept to its job's slots, the child's ticks stop for about half its
+    life, in gaps of about a slice; left running, it would tick throughout."""
+    ticks = tmp_path / "ticks"
+    path = workload(f"0 1 {sys.executable} {PROGRAMS / 'spawn_ticks.py'} {ticks}\n"
+                    "0 1 bsp --work 3\n")
+    out = tmp_path / "run"
+    done = run_testbed("run", str(path), "--pes", "1", "--scheduler", "gang", "--timeslice",
+                       "0.3", "--out", str(out), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert {row["status"] for row in jobs_csv(out).values()} == {"done"}
+    times = [float(line) for line in ticks.read_text().split()]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    long_gaps = [g for g in gaps if g > 0.15]
+    assert len(long_gaps) >= 2 and sum(long_gaps) > 0.25 * (times[-1] - times[0]), gaps
+    assert run_processes(run_id(out)) == []
