@@ -32,6 +32,7 @@ def test_launch_overhead_reports_each_job_size():
     for r in out["results"]:
         assert r["jobs"] == 2 and 0 < r["min_s"] <= r["median_s"] <= r["max_s"]
         assert r["ranks_found_median_s"] > 0
+        assert 0 <= r["runtime_median_s"] <= r["median_s"]     # runtime <= response
 
 
 @pytest.mark.realtime

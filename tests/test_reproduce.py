@@ -515,3 +515,35 @@ def test_every_row_says_what_it_checks():
     page = report.markdown(_rows(), _header())
     assert "| paper | where | claim | checks | published |" in page
     assert "| COW | §3.2 | LGFS \\| AFCFS | direction | < 1 |" in page
+
+
+def test_fcfs_runtime_is_work_plus_the_launch_overhead_in_each_group():
+    launch = [1.40, 1.42, 1.45, 1.41, 1.43]
+    fits = [{"short": (1.60 + 0.01 * i, 0.2), "long": (70.5 + 0.1 * i, 68.7)} for i in range(5)]
+    text, decision = thesis.fcfs_overhead(fits, launch)
+    assert decision.verdict == AGREES and "short: 1 [0.98" in text and "runtime - work 1.4" in text
+    slow = [{"short": (3.5 + 0.01 * i, 0.2), "long": (70.5 + 0.1 * i, 68.7)} for i in range(5)]
+    assert thesis.fcfs_overhead(slow, launch)[1].verdict == DISAGREES    # short 2.1 x
+    assert thesis.fcfs_overhead(fits, [])[1].verdict == CANNOT_TELL
+    alone = [{"long": r["long"]} for r in fits]
+    assert thesis.fcfs_overhead(alone, launch)[1].verdict == CANNOT_TELL   # no short job
+
+
+def test_group_means_average_the_done_jobs_of_each_group():
+    # compress 10: short = work under 6 s.  j1 and j2 short and done, j3 long and done, j4 failed.
+    def job(name: str, start: float, end: float, status: str = "done"
+            ) -> list[dict[str, object]]:
+        return [{"t": 0.0, "event": "arrival", "job": name, "due": 0.0},
+                {"t": start, "event": "start", "job": name},
+                {"t": end, "event": "finish", "job": name, "status": status,
+                 "exit_code": 0 if status == "done" else 1, "reason": ""}]
+
+    works = {"j1": 2.0, "j2": 1.0, "j3": 8.0, "j4": 1.0}
+    log = [{"t": 0.0, "event": "run_start",
+            "config": {"scheduler": "fcfs", "machine": {"pes": 1, "oversubscribed": False}}},
+           {"t": 0.0, "event": "workload", "meta": {"compress": "10"}, "jobs": [
+               {"job": j, "arrival": 0.0, "pes": 1, "work": w} for j, w in works.items()]},
+           *job("j1", 0.0, 3.5), *job("j2", 3.5, 5.0), *job("j3", 5.0, 14.0),
+           *job("j4", 14.0, 14.5, "failed"),
+           {"t": 14.5, "event": "run_end", "status": "complete"}]
+    assert thesis.group_means(log) == {"short": (2.5, 1.5), "long": (9.0, 8.0)}
