@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from benchmarks import cow as cow_bench
-from benchmarks import t3d_fig6
+from benchmarks import memory_queueing, t3d_fig6
 from benchmarks.reproduce import __main__ as cli
 from benchmarks.reproduce import claims, cow, memory, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import (
@@ -366,11 +366,42 @@ def test_claim_keys_are_unique_across_papers():
 
 
 def test_a_paper_that_cannot_run_here_says_why_in_every_row(monkeypatch, tmp_path):
-    monkeypatch.setattr(cli.memory, "unavailable", lambda: "needs root: memory cgroups")
-    found = cli.measure("MEMORY", Context("quick", tmp_path, tmp_path))
-    assert set(found) == {s.key for s in cli.memory.SPECS}
-    assert all(f.decision == Decision(CANNOT_TELL, "needs root: memory cgroups")
-               for f in found.values())
+    monkeypatch.setattr(cli.t3e, "unavailable", lambda: "needs a T3E", raising=False)
+    found = cli.measure("T3E", Context("quick", tmp_path, tmp_path))
+    assert set(found) == {s.key for s in cli.t3e.SPECS}
+    assert all(f.decision == Decision(CANNOT_TELL, "needs a T3E") for f in found.values())
+
+
+def test_memory_without_paging_still_simulates_the_queueing(monkeypatch, tmp_path):
+    monkeypatch.setattr(memory, "paging_unavailable", lambda: "needs root: memory cgroups")
+    found = cli.measure("MEMORY", Context("tiny", tmp_path, tmp_path))
+    assert set(found) == {s.key for s in memory.SPECS}
+    paging = [k for k in found if k.startswith(("memory-f5", "memory-f6", "memory-f7"))]
+    assert all(found[k].decision == Decision(CANNOT_TELL, "needs root: memory cgroups")
+               for k in paging)
+    assert found["memory-43-queued-80"].ours.startswith("queued share at load 0.8: ")
+    assert "no model of paging" in found["memory-43-saturation-locality"].decision.why
+
+
+def test_memory_queueing_level_to_half_load_then_growing_and_80_percent_at_08():
+    def points(shares: dict[float, list[float]]) -> list[dict[str, object]]:
+        return [{"load": x, "seed": s, "queued": v} for x, values in shares.items()
+                for s, v in enumerate(values, start=1)]
+
+    paper = points({0.3: [0.02, 0.03, 0.01, 0.02], 0.5: [0.05, 0.06, 0.04, 0.05],
+                    0.8: [0.79, 0.81, 0.80, 0.82]})
+    found = memory.queueing_rows(paper, "given")
+    assert found["memory-43-queued-grows"].decision.verdict == AGREES
+    assert found["memory-43-queued-80"].decision.verdict == AGREES
+    early = points({0.3: [0.02, 0.03, 0.01, 0.02], 0.5: [0.35, 0.36, 0.34, 0.35],
+                    0.8: [0.40, 0.41, 0.39, 0.42]})
+    found = memory.queueing_rows(early, "given")
+    assert found["memory-43-queued-grows"].decision.verdict == DISAGREES   # grows before 0.5
+    assert found["memory-43-queued-80"].decision.verdict == DISAGREES      # 40 %, not 80 %
+
+
+def test_a_queued_job_is_one_that_waited():
+    assert memory_queueing.queued_fraction([0.0, 0.0, 5.0, 1e-7]) == 0.25
 
 
 def test_the_estimate_spreads_simulations_over_the_workers():
@@ -547,3 +578,10 @@ def test_group_means_average_the_done_jobs_of_each_group():
            *job("j4", 14.0, 14.5, "failed"),
            {"t": 14.5, "event": "run_end", "status": "complete"}]
     assert thesis.group_means(log) == {"short": (2.5, 1.5), "long": (9.0, 8.0)}
+
+
+def test_memory_admission_is_what_queues_the_simulated_jobs():
+    tight = memory_queueing.point(150, 0.8, 1, fits=1)
+    roomy = memory_queueing.point(150, 0.8, 1, fits=1000)
+    assert tight["done"] == roomy["done"] == 150
+    assert tight["queued"] > 0.2 and roomy["queued"] == 0.0
