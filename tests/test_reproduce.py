@@ -297,10 +297,12 @@ def test_t3e_claims_are_paired_by_seed():
                      "large_mean": 11.0 + seed, "large_wait": 5.0 + seed,
                      "small_wait": 4.0 + seed},
                     {"config": "no-prime", "seed": seed, "utilization": 0.83,
-                     "large_mean": 430.0 + seed}]
+                     "large_mean": 430.0 + seed},
+                    {"config": "split-gang", "seed": seed, "utilization": 0.85 + seed / 900}]
     found = t3e.judge_records(records, "given")
     assert {k: f.decision.verdict for k, f in found.items()} == {
-        "t3e-utilization": AGREES, "t3e-utilization-gain": AGREES,
+        "t3e-utilization-steps": AGREES, "t3e-utilization": AGREES,
+        "t3e-utilization-gain": AGREES,
         "t3e-large-turnaround": AGREES, "t3e-even-waits": AGREES, "t3e-slice-formula": AGREES}
     assert found["t3e-slice-formula"].ours.startswith("switch 0 s -> slice 60 s (paper 60 s), "
                                                       "switch 60 s -> slice 1260 s")
@@ -308,6 +310,12 @@ def test_t3e_claims_are_paired_by_seed():
         if r["config"] == "nersc":
             r["large_wait"] = 20 * r["small_wait"]
     assert t3e.judge_records(records, "given")["t3e-even-waits"].decision.verdict == DISAGREES
+    assert "utilization split-gang / before: 1.06" in found["t3e-utilization-steps"].ours
+    for r in records:
+        if r["config"] == "split-gang":
+            r["utilization"] = 0.99 - r["seed"] / 900          # above nersc's in every seed
+    steps = t3e.judge_records(records, "given")["t3e-utilization-steps"]
+    assert steps.decision.verdict == DISAGREES
     few = t3e.judge_records([r for r in records if r["seed"] <= 5], "given")
     assert few["t3e-large-turnaround"].decision.verdict == CANNOT_TELL  # 5 pairs: p >= 0.0625
 
