@@ -593,3 +593,14 @@ def test_memory_admission_is_what_queues_the_simulated_jobs():
     roomy = memory_queueing.point(150, 0.8, 1, fits=1000)
     assert tight["done"] == roomy["done"] == 150
     assert tight["queued"] > 0.2 and roomy["queued"] == 0.0
+
+
+def test_memory_fig7_rows_say_why_the_quick_run_leaves_them_out(monkeypatch, tmp_path):
+    monkeypatch.setattr(memory, "paging_unavailable", lambda: None)
+    monkeypatch.setattr(memory, "_fig5", lambda ctx: {})
+    monkeypatch.setattr(memory, "_queueing", lambda ctx: {})
+    found = memory.run(Context("quick", tmp_path, tmp_path))
+    for key in ("memory-f7-response", "memory-f7-slowdown"):
+        why = found[key].decision.why
+        assert why.startswith("not run at size quick") and "16 nodes" in why
+        assert "1000 jobs per load" in why
