@@ -604,3 +604,11 @@ def test_memory_fig7_rows_say_why_the_quick_run_leaves_them_out(monkeypatch, tmp
         why = found[key].decision.why
         assert why.startswith("not run at size quick") and "16 nodes" in why
         assert "1000 jobs per load" in why
+
+
+def test_t3d_rows_say_how_many_batches_each_point_counted():
+    records = [{**r, "batches": 29} for r in _fig6(FIG6)]
+    found = t3d.judge_records(records, "given")
+    assert found["t3d-gang"].ours.startswith("29 batches a point (the first dropped besides): "
+                                             "gang 10 s ∞: 0.3:")
+    assert found["t3d-better-than-fcfs"].ours.startswith("29 batches a point")

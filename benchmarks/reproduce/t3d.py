@@ -200,9 +200,12 @@ def judge_records(records: list[dict[str, Any]], setup: str,
                             for c in beside if c["key"] == key)
         return ours + (f"; for comparison, {t3d_fig6.MPL} rows: {bounded}" if bounded else "")
 
+    counted = max((r.get("batches", 0) for r in records), default=0)
+    prefix = f"{counted} batches a point (the first dropped besides): " if counted else ""
+
     def finding(row: str, ours: str) -> Finding:
-        return Finding(ours, decide([c for c in judged if c["key"] == CLAIMS[row]]), setup,
-                       plots)
+        return Finding(prefix + ours, decide([c for c in judged if c["key"] == CLAIMS[row]]),
+                       setup, plots)
 
     return {
         "t3d-fcfs-first": finding("t3d-fcfs-first", GROWTH + curve("fcfs", "growth")),
@@ -213,7 +216,7 @@ def judge_records(records: list[dict[str, Any]], setup: str,
         "t3d-gang-near-one": finding("t3d-gang-near-one",
                                      GROWTH + gang("gang-near-one", "growth")),
         "t3d-better-than-fcfs": Finding(
-            "slowdown over fcfs's by load: " + "; ".join(
+            prefix + "slowdown over fcfs's by load: " + "; ".join(
                 f"{label}: " + ", ".join(f"{num(x)}: {num(_over_fcfs(by, label, x))}"
                                          for x in loads if (label, x) in by and ("fcfs", x) in by)
                 for label in ("easy", "prime")),
