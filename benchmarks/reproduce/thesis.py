@@ -151,7 +151,7 @@ SPECS = specs(
      "\"the average runtime of short jobs is 1.57 seconds, while that of long jobs is 70.536 "
      "seconds. The small difference from the work amount (1.367 seconds for short jobs and 1.8 "
      "seconds for large jobs) is explained by the system overheads described in Section "
-     "5.2\" (the launch overhead there: 1.42 s); runtime / (work + 1.42 s): "
+     "5.2\", and Table 5.2's overhead \"the average 1.42 seconds\"; runtime / (work + 1.42 s): "
      f"{FCFS_PUBLISHED['short']:.3f} short, {FCFS_PUBLISHED['long']:.3f} long"),
     ("thesis-5.4-local-3x", "§5.4.3",
      f"Under local scheduling long jobs run more than {LOCAL_STRETCH:g} times their work "
@@ -465,9 +465,10 @@ def group_means(log: list[dict[str, Any]]) -> dict[str, tuple[float, float]]:
     """Each group's (short, long) mean runtime and mean work (s) over the jobs of the run's
     event ``log`` that ended done and have a work amount; a group without one is left out."""
     out = {}
+    done = [r for r in metrics.job_rows(log)
+            if r.status == "done" and r.work is not None and r.runtime is not None]
     for group in ("short", "long"):
-        rows = [r for r in metrics.job_rows(log) if r.group == group and r.status == "done"
-                and r.work is not None and r.runtime is not None]
+        rows = [r for r in done if r.group == group]
         runtimes = [float(r.runtime or 0.0) for r in rows]
         works = [float(r.work or 0.0) for r in rows]
         if rows:
