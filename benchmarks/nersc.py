@@ -6,11 +6,14 @@
 A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
 (half the machine, or 512/644 of it: NERSC's largest queue, pe512, on its 644-PE region; work
 4-10 s), Poisson arrivals over ``--span`` seconds offering about 0.55 and 0.45 of the machine.
-Four configurations run the same jobs, all placing an application on any free PEs (first fit:
+Five configurations run the same jobs, all placing an application on any free PEs (first fit:
 the T3E's torus had no buddy blocks):
 
 * ``before``: psched as NERSC ran it before UNICOS/mk 2.0.4: the load balancer only, no gang
   scheduling, the PEs split into a Batch and a Mixed domain (``psched-split``);
+* ``split-gang``: the weeks after the upgrade (the paper's Table 6, "Since 2.0.4"): the same
+  domains and balancer with 2.0.4's gang scheduling, two applications a PE, no prime jobs
+  (``psched-split-gang``);
 * ``gang``: plain gang scheduling, MPL 2, 0.2 s slices, no load balancer;
 * ``nersc``: psched as NERSC ran it: app_max=1, abs_app_max=2, the large jobs ``prime``, the
   load balancer every 2 s;
@@ -61,6 +64,8 @@ PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--ba
           *FIRST_FIT)
 CONFIGS: dict[str, tuple[bool, tuple[str, ...]]] = {       # name: (large jobs prime, options)
     "before": (False, ("--scheduler", "psched-split", "--balance", "2", *FIRST_FIT)),
+    "split-gang": (False, ("--scheduler", "psched-split-gang", "--app-max", "2",
+                           "--abs-app-max", "2", "--balance", "2", *FIRST_FIT)),
     "gang": (False, ("--scheduler", "gang", "--mpl", "2", *FIRST_FIT)),
     "nersc": (True, PSCHED),
     "no-prime": (False, PSCHED),
@@ -172,9 +177,10 @@ def markdown(records: list[dict[str, Any]], pes: int, span: float, simulate: boo
         f"{SMALL_LOAD:g} of the machine, large ones (half of it or 512/644 of it) "
         f"{LARGE_LOAD:g}; every configuration places on any free PEs (first fit)",
         "- before: psched-split, the balancer only on a Batch and a Mixed domain, one "
-        "application a PE; gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, "
-        "abs_app_max 2, the "
-        "balancer every 2 s, the large jobs prime; no-prime: the same without prime jobs", "",
+        "application a PE; split-gang: the same domains and balancer gang-scheduling two "
+        "applications a PE (2.0.4 before the single region); gang: MPL 2, 0.2 s slices; "
+        "nersc: psched with app_max 1, abs_app_max 2, the balancer every 2 s, the large jobs "
+        "prime; no-prime: the same without prime jobs", "",
         "Utilization: " + ("work done over PEs x makespan" if simulate else
                            "CPU seconds over PEs x makespan") + "; turnaround: response time "
         "(s); " + ("the median over the seeds and their range." if len(seeds) > 1 else

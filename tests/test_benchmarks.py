@@ -32,6 +32,7 @@ def test_launch_overhead_reports_each_job_size():
     for r in out["results"]:
         assert r["jobs"] == 2 and 0 < r["min_s"] <= r["median_s"] <= r["max_s"]
         assert r["ranks_found_median_s"] > 0
+        assert 0 <= r["runtime_median_s"] <= r["median_s"]     # runtime <= response
 
 
 @pytest.mark.realtime
@@ -650,7 +651,7 @@ def test_nersc_benchmark_simulated_primes_shorten_large_turnaround(tmp_path):
                            "--span", "300", "--seeds", "1", "--json", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, check=True)
     records = {r["config"]: r for r in map(json.loads, done.stdout.splitlines())}
-    assert list(records) == ["before", "gang", "nersc", "no-prime"]
+    assert list(records) == ["before", "split-gang", "gang", "nersc", "no-prime"]
     assert {r["large"] for r in records.values()} == {records["gang"]["large"]} != {0}
     # the simulator is deterministic: prime status reverses job-size entropy (psched §NERSC)
     assert records["nersc"]["large_mean"] < records["no-prime"]["large_mean"]

@@ -200,3 +200,19 @@ def test_split_domains_before_2_0_4_run_one_application_a_pe_inside_one_domain()
     assert policy.refuse(JobRequest("whole", 14, 0)) == "needs 14 PEs, more than the Batch " \
         "region's 13"
     assert policy.refuse(JobRequest("fits", 13, 0)) is None
+
+
+def test_split_domains_after_2_0_4_gang_schedule_inside_each_domain():
+    policy = make_policy("psched-split-gang", PolicyConfig(16, allocator="first-fit",
+                                                           app_max=2, abs_app_max=2))
+    assert policy.matrix.mpl == 2
+    assert _launched(policy.arrive(JobRequest("batch", 13, 0), 0)) == {
+        "batch": (0, tuple(range(13)))}
+    # Batch is full in the first row: a second large job goes to its second row, not across
+    assert _launched(policy.arrive(JobRequest("second", 10, 0), 0)) == {
+        "second": (1, tuple(range(10)))}
+    assert _launched(policy.arrive(JobRequest("small", 2, 0), 0)) == {"small": (0, (13, 14))}
+    assert policy.refuse(JobRequest("whole", 14, 0)) is not None
+    before = make_policy("psched-split", PolicyConfig(16, allocator="first-fit", app_max=2,
+                                                       abs_app_max=2))
+    assert before.matrix.mpl == 1          # before 2.0.4 the limits stay one application a PE

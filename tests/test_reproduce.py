@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from benchmarks import cow as cow_bench
-from benchmarks import t3d_fig6
+from benchmarks import memory_queueing, t3d_fig6
 from benchmarks.reproduce import __main__ as cli
 from benchmarks.reproduce import claims, cow, memory, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import (
@@ -305,10 +305,12 @@ def test_t3e_claims_are_paired_by_seed():
                      "large_mean": 11.0 + seed, "large_wait": 5.0 + seed,
                      "small_wait": 4.0 + seed},
                     {"config": "no-prime", "seed": seed, "utilization": 0.83,
-                     "large_mean": 430.0 + seed}]
+                     "large_mean": 430.0 + seed},
+                    {"config": "split-gang", "seed": seed, "utilization": 0.85 + seed / 900}]
     found = t3e.judge_records(records, "given")
     assert {k: f.decision.verdict for k, f in found.items()} == {
-        "t3e-utilization": AGREES, "t3e-utilization-gain": AGREES,
+        "t3e-utilization-steps": AGREES, "t3e-utilization": AGREES,
+        "t3e-utilization-gain": AGREES,
         "t3e-large-turnaround": AGREES, "t3e-even-waits": AGREES, "t3e-slice-formula": AGREES}
     assert found["t3e-slice-formula"].ours.startswith("switch 0 s -> slice 60 s (paper 60 s), "
                                                       "switch 60 s -> slice 1260 s")
@@ -316,6 +318,12 @@ def test_t3e_claims_are_paired_by_seed():
         if r["config"] == "nersc":
             r["large_wait"] = 20 * r["small_wait"]
     assert t3e.judge_records(records, "given")["t3e-even-waits"].decision.verdict == DISAGREES
+    assert "utilization split-gang / before: 1.06" in found["t3e-utilization-steps"].ours
+    for r in records:
+        if r["config"] == "split-gang":
+            r["utilization"] = 0.99 - r["seed"] / 900          # above nersc's in every seed
+    steps = t3e.judge_records(records, "given")["t3e-utilization-steps"]
+    assert steps.decision.verdict == DISAGREES
     few = t3e.judge_records([r for r in records if r["seed"] <= 5], "given")
     assert few["t3e-large-turnaround"].decision.verdict == CANNOT_TELL  # 5 pairs: p >= 0.0625
 
@@ -374,11 +382,42 @@ def test_claim_keys_are_unique_across_papers():
 
 
 def test_a_paper_that_cannot_run_here_says_why_in_every_row(monkeypatch, tmp_path):
-    monkeypatch.setattr(cli.memory, "unavailable", lambda: "needs root: memory cgroups")
-    found = cli.measure("MEMORY", Context("quick", tmp_path, tmp_path))
-    assert set(found) == {s.key for s in cli.memory.SPECS}
-    assert all(f.decision == Decision(CANNOT_TELL, "needs root: memory cgroups")
-               for f in found.values())
+    monkeypatch.setattr(cli.t3e, "unavailable", lambda: "needs a T3E", raising=False)
+    found = cli.measure("T3E", Context("quick", tmp_path, tmp_path))
+    assert set(found) == {s.key for s in cli.t3e.SPECS}
+    assert all(f.decision == Decision(CANNOT_TELL, "needs a T3E") for f in found.values())
+
+
+def test_memory_without_paging_still_simulates_the_queueing(monkeypatch, tmp_path):
+    monkeypatch.setattr(memory, "paging_unavailable", lambda: "needs root: memory cgroups")
+    found = cli.measure("MEMORY", Context("tiny", tmp_path, tmp_path))
+    assert set(found) == {s.key for s in memory.SPECS}
+    paging = [k for k in found if k.startswith(("memory-f5", "memory-f6", "memory-f7"))]
+    assert all(found[k].decision == Decision(CANNOT_TELL, "needs root: memory cgroups")
+               for k in paging)
+    assert found["memory-43-queued-80"].ours.startswith("queued share at load 0.8: ")
+    assert "no model of paging" in found["memory-43-saturation-locality"].decision.why
+
+
+def test_memory_queueing_level_to_half_load_then_growing_and_80_percent_at_08():
+    def points(shares: dict[float, list[float]]) -> list[dict[str, object]]:
+        return [{"load": x, "seed": s, "queued": v} for x, values in shares.items()
+                for s, v in enumerate(values, start=1)]
+
+    paper = points({0.3: [0.02, 0.03, 0.01, 0.02], 0.5: [0.05, 0.06, 0.04, 0.05],
+                    0.8: [0.79, 0.81, 0.80, 0.82]})
+    found = memory.queueing_rows(paper, "given")
+    assert found["memory-43-queued-grows"].decision.verdict == AGREES
+    assert found["memory-43-queued-80"].decision.verdict == AGREES
+    early = points({0.3: [0.02, 0.03, 0.01, 0.02], 0.5: [0.35, 0.36, 0.34, 0.35],
+                    0.8: [0.40, 0.41, 0.39, 0.42]})
+    found = memory.queueing_rows(early, "given")
+    assert found["memory-43-queued-grows"].decision.verdict == DISAGREES   # grows before 0.5
+    assert found["memory-43-queued-80"].decision.verdict == DISAGREES      # 40 %, not 80 %
+
+
+def test_a_queued_job_is_one_that_waited():
+    assert memory_queueing.queued_fraction([0.0, 0.0, 5.0, 1e-7]) == 0.25
 
 
 def test_the_estimate_spreads_simulations_over_the_workers():
@@ -523,3 +562,61 @@ def test_every_row_says_what_it_checks():
     page = report.markdown(_rows(), _header())
     assert "| paper | where | claim | checks | published |" in page
     assert "| COW | §3.2 | LGFS \\| AFCFS | direction | < 1 |" in page
+
+
+def test_fcfs_runtime_is_work_plus_the_launch_overhead_in_each_group():
+    launch = [1.40, 1.42, 1.45, 1.41, 1.43]
+    fits = [{"short": (1.60 + 0.01 * i, 0.2), "long": (70.5 + 0.1 * i, 68.7)} for i in range(5)]
+    text, decision = thesis.fcfs_overhead(fits, launch)
+    assert decision.verdict == AGREES and "short: 1 [0.98" in text and "runtime - work 1.4" in text
+    slow = [{"short": (3.5 + 0.01 * i, 0.2), "long": (70.5 + 0.1 * i, 68.7)} for i in range(5)]
+    assert thesis.fcfs_overhead(slow, launch)[1].verdict == DISAGREES    # short 2.1 x
+    assert thesis.fcfs_overhead(fits, [])[1].verdict == CANNOT_TELL
+    alone = [{"long": r["long"]} for r in fits]
+    assert thesis.fcfs_overhead(alone, launch)[1].verdict == CANNOT_TELL   # no short job
+
+
+def test_group_means_average_the_done_jobs_of_each_group():
+    # compress 10: short = work under 6 s.  j1 and j2 short and done, j3 long and done, j4 failed.
+    def job(name: str, start: float, end: float, status: str = "done"
+            ) -> list[dict[str, object]]:
+        return [{"t": 0.0, "event": "arrival", "job": name, "due": 0.0},
+                {"t": start, "event": "start", "job": name},
+                {"t": end, "event": "finish", "job": name, "status": status,
+                 "exit_code": 0 if status == "done" else 1, "reason": ""}]
+
+    works = {"j1": 2.0, "j2": 1.0, "j3": 8.0, "j4": 1.0}
+    log = [{"t": 0.0, "event": "run_start",
+            "config": {"scheduler": "fcfs", "machine": {"pes": 1, "oversubscribed": False}}},
+           {"t": 0.0, "event": "workload", "meta": {"compress": "10"}, "jobs": [
+               {"job": j, "arrival": 0.0, "pes": 1, "work": w} for j, w in works.items()]},
+           *job("j1", 0.0, 3.5), *job("j2", 3.5, 5.0), *job("j3", 5.0, 14.0),
+           *job("j4", 14.0, 14.5, "failed"),
+           {"t": 14.5, "event": "run_end", "status": "complete"}]
+    assert thesis.group_means(log) == {"short": (2.5, 1.5), "long": (9.0, 8.0)}
+
+
+def test_memory_admission_is_what_queues_the_simulated_jobs():
+    tight = memory_queueing.point(150, 0.8, 1, fits=1)
+    roomy = memory_queueing.point(150, 0.8, 1, fits=1000)
+    assert tight["done"] == roomy["done"] == 150
+    assert tight["queued"] > 0.2 and roomy["queued"] == 0.0
+
+
+def test_memory_fig7_rows_say_why_the_quick_run_leaves_them_out(monkeypatch, tmp_path):
+    monkeypatch.setattr(memory, "paging_unavailable", lambda: None)
+    monkeypatch.setattr(memory, "_fig5", lambda ctx: {})
+    monkeypatch.setattr(memory, "_queueing", lambda ctx: {})
+    found = memory.run(Context("quick", tmp_path, tmp_path))
+    for key in ("memory-f7-response", "memory-f7-slowdown"):
+        why = found[key].decision.why
+        assert why.startswith("not run at size quick") and "16 nodes" in why
+        assert "1000 jobs per load" in why
+
+
+def test_t3d_rows_say_how_many_batches_each_point_counted():
+    records = [{**r, "batches": 29} for r in _fig6(FIG6)]
+    found = t3d.judge_records(records, "given")
+    assert found["t3d-gang"].ours.startswith("29 batches a point (the first dropped besides): "
+                                             "gang 10 s ∞: 0.3:")
+    assert found["t3d-better-than-fcfs"].ours.startswith("29 batches a point")

@@ -40,9 +40,9 @@ class Paper:
 
 
 PAPERS = (Paper("THESIS", thesis, True, (90.0, 560.0, 1900.0)),
-          Paper("MEMORY", memory, True, (60.0, 520.0, 2200.0)),
-          Paper("T3D", t3d, False, (5.0, 420.0, 2150.0)),
-          Paper("T3E", t3e, False, (5.0, 35.0, 90.0)),
+          Paper("MEMORY", memory, True, (62.0, 570.0, 2300.0)),
+          Paper("T3D", t3d, False, (5.0, 420.0, 4220.0)),
+          Paper("T3E", t3e, False, (6.0, 44.0, 113.0)),
           Paper("COW", cow, False, (5.0, 200.0, 700.0)))
 
 

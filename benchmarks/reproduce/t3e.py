@@ -1,11 +1,14 @@
 """T3E (Blakeborough and Welcome 1999): NERSC's psched configuration in the simulator, through
 ``benchmarks.nersc --simulate``.
 
-Each seed is one mix run under the four configurations (NERSC's before UNICOS/mk 2.0.4, plain
-gang, NERSC's after, the same without prime jobs), so the configurations pair up by seed:
+Each seed is one mix run under the five configurations (NERSC's before UNICOS/mk 2.0.4, the
+weeks after it on the same split domains, plain gang, NERSC's after, the same without prime
+jobs), so the configurations pair up by seed:
 ratios are Hodges-Lehmann on the pairs with the interval of the Wilcoxon signed-rank test,
 which judges them.  The "before" is the paper's: the load balancer only, on split Batch and
-Mixed domains, no gang scheduling (``psched-split``).
+Mixed domains, no gang scheduling (``psched-split``); Table 6's middle step ("Since 2.0.4",
+the weeks before the machine became one region) is 2.0.4's gang scheduling on those same
+domains (``psched-split-gang``).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from benchmarks.reproduce.claims import (
     Finding,
     above,
     below,
+    every,
     judge,
+    judge_cells,
     p_of,
     show,
     specs,
@@ -36,6 +41,8 @@ from testbed.policies import PolicyConfig, make_policy
 PAPER = "T3E"
 HIGH_UTILIZATION = 0.9
 PUBLISHED_GAIN = 90.0 / 78.9
+# Table 6's steps: (the configuration before, the one after, the paper's utilization ratio)
+TABLE_6 = (("before", "split-gang", 83.4 / 78.9), ("split-gang", "nersc", 90.0 / 83.4))
 EVEN = within(0.5, 2.0)      # "consistent across the queues": within a factor of 2
 SLICE_EXAMPLE = ((0.0, 60.0), (60.0, 1260.0), (0.0, 60.0))   # (switch s, next slice s)
 
@@ -50,6 +57,14 @@ SPECS = specs(
      "months of NERSC's production load, which our mix does not copy, so its size is shown, "
      "not judged", "\"10/01/98 - 03/04/99 78.9% Prior to 2.0.4 ... 03/25/99 - 05/10/99 90.0% "
      "Current Configuration\" (Table 6)"),
+    ("t3e-utilization-steps", "NERSC section, Table 6", "Each of Table 6's steps raises "
+     "utilization: 2.0.4's gang scheduling on the old split domains over the balancer only "
+     "(split-gang / before > 1), and the single region with prime jobs over that (nersc / "
+     "split-gang > 1); direction, the sizes shown beside the paper's (production months, "
+     "not our mix)", "\"10/01/98 - 03/04/99 78.9% Prior to 2.0.4\"; \"03/05/99 - 03/24/99 "
+     "83.4% Since 2.0.4\"; \"03/25/99 - 05/10/99 90.0% Current Configuration\" (Table 6); "
+     "\"Within two weeks of the upgrade mcurie was re-configured to use a single uniform 644 "
+     "PE APP region with one psched domain\""),
     ("t3e-large-turnaround", "NERSC section, Fig 5", "Making large jobs prime "
      "reduces their turnaround", "large-queue waits reduced, under 16 h"),
     ("t3e-even-waits", "NERSC section, Fig 5", "With large jobs prime, large and small jobs "
@@ -84,7 +99,9 @@ def run(ctx: Context) -> dict[str, Finding]:
     setup = (f"{pes} PEs simulated, {seeds} seeds of {span:g} s of arrivals (small jobs "
              "offering 0.55, large 0.45, the largest 512/644 of the machine); before: "
              "psched-split (Batch domain 512/644 of the PEs, Mixed the rest taking jobs of up "
-             "to 64/644, one application a PE, balancer every 2 s); nersc: app_max 1, "
+             "to 64/644, one application a PE, balancer every 2 s); split-gang: "
+             "psched-split-gang (the same domains gang-scheduling two applications a PE); "
+             "nersc: app_max 1, "
              "abs_app_max 2, large jobs prime, balancer every 2 s; gang: MPL 2; first fit "
              "everywhere; paired by seed")
     return judge_records(records, setup, plots)
@@ -114,7 +131,14 @@ def judge_records(records: list[dict[str, Any]], setup: str,
     waits = [(a, b) for a, b in waits if a is not None and b]
     even = stats.ratio_interval([a for a, _ in waits], [b for _, b in waits], paired=True) \
         if waits else None
+    steps = [paired(subject, reference, "utilization") for reference, subject, _ in TABLE_6]
+    cells = [(stats.ratio_interval(a, b, paired=True), above(1.0), stats.signed_rank_test(a, b))
+             for a, b in steps]
     return {
+        "t3e-utilization-steps": Finding(
+            "; ".join(f"utilization {a} / {b}: {show(cell[0])} (the paper's: {x:.3g})"
+                      for (b, a, x), cell in zip(TABLE_6, cells, strict=True)),
+            every(*judge_cells(cells, null=1.0)), setup, plots),
         "t3e-utilization": Finding(
             f"nersc utilization {show(level)} (median over seeds)",
             judge(level, above(HIGH_UTILIZATION)), setup, plots),

@@ -13,12 +13,13 @@ from testbed.policies.gang import Gang
 from testbed.policies.ics import Ics
 from testbed.policies.local import Local
 from testbed.policies.prime import Prime
-from testbed.policies.psched import Psched, PschedSplit
+from testbed.policies.psched import Psched, PschedSplit, PschedSplitGang
 from testbed.policies.t3d import T3d
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (Fcfs, Gang, Local, Ics, Fcs, Easy, Conservative, Prime,
-                              Afcfs, Lgfs, T3d, Psched, PschedSplit)}
+                              Afcfs, Lgfs, T3d, Psched, PschedSplit,
+                              PschedSplitGang)}
 
 
 def make_policy(name: str, config: PolicyConfig) -> Policy:

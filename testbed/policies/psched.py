@@ -194,9 +194,11 @@ class PschedSplit(Psched):
     region is refused (it fails at arrival)."""
 
     name = "psched-split"
+    gang = False        # whether the GRM limits are the config's (gang on) or one a PE
 
     def __init__(self, config: PolicyConfig) -> None:
-        super().__init__(dataclasses.replace(config, app_max=1, abs_app_max=1))
+        limits = {} if self.gang else {"app_max": 1, "abs_app_max": 1}
+        super().__init__(dataclasses.replace(config, **limits))
         batch = batch_pes(config.pes)
         self.domains = {"batch": (1 << batch) - 1,
                         "mixed": ((1 << config.pes) - 1) & ~((1 << batch) - 1)}
@@ -240,3 +242,15 @@ class PschedSplit(Psched):
         return any(not now & ~domain and not mask_of(pes) & ~domain
                    for domain in self.domains.values())
 
+
+
+class PschedSplitGang(PschedSplit):
+    """T3E psched as NERSC ran it in the weeks after the UNICOS/mk 2.0.4 upgrade, before the
+    machine became one region (Blakeborough and Welcome, Table 6's "Since 2.0.4", 83.4 %):
+    2.0.4's psched, stable enough for gang scheduling, on the unchanged split Batch and Mixed
+    domains.  As ``psched-split`` (domains, launch order, balancer within a domain) but with
+    the config's GRM limits (``app_max``, ``abs_app_max``: the applications gang-scheduled on
+    a PE) instead of one application a PE."""
+
+    name = "psched-split-gang"
+    gang = True
