@@ -11,6 +11,8 @@ from pathlib import Path
 from types import NoneType
 from typing import Any
 
+import numpy as np
+
 from testbed.events import WriteFailed, read_events
 from testbed.results.columns import read_log
 from testbed.results.metrics import GROUPS, METRICS, compression, job_rows
@@ -46,6 +48,54 @@ def _cells(values: list[Any]) -> list[Any]:
     return [round(v, 6) if isinstance(v, float) else ("" if v is None else v) for v in values]
 
 
+_NEEDS_QUOTES = (",", '"', "\r", "\n")
+
+
+def _csv_field(text: str) -> str:
+    """``text`` as ``csv.writer`` writes it in a row of several fields (quoted if it must be)."""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerow([text, ""])
+    return out.getvalue()[:-2]
+
+
+def _float_texts(values: list[float]) -> list[str] | None:
+    """``str(round(v, 6))`` for every float of ``values``, from one fixed-point formatting
+    each; None unless every value is finite and below 1e8 in size, and either 1e-4 or more
+    or rounds to zero (then the fixed-point digits, their trailing zeros cut, are what the
+    shortest repr of the rounded value writes: both come from the same correctly rounded
+    digits, and 15 significant digits name one double)."""
+    sizes = np.abs(np.array(values, dtype=float))
+    if not np.all(np.isfinite(sizes) & (sizes < 1e8) & ((sizes >= 1e-4) | (sizes < 4e-7))):
+        return None
+    texts = [text.rstrip("0") for text in map(format, values, repeat(".6f", len(values)))]
+    return [text + "0" if text[-1] == "." else text for text in texts]
+
+
+def _texts(values: list[Any]) -> list[str]:
+    """A column's fields as ``csv.writer`` writes them (``_cells``, then ``str``; a field with
+    a delimiter, quote or line break goes through ``csv`` itself)."""
+    if values and set(map(type, values)) == {float}:
+        fast = _float_texts(values)
+        if fast is not None:
+            return fast
+    texts = list(map(str, _cells(values)))
+    joined = "".join(texts)
+    if any(special in joined for special in _NEEDS_QUOTES):
+        return [_csv_field(t) if any(special in t for special in _NEEDS_QUOTES) else t
+                for t in texts]
+    return texts
+
+
+def csv_text(columns: dict[str, list[Any]]) -> str:
+    """``columns`` (name -> one value a row) as the text ``csv.writer`` writes (a header, then
+    a line a row; floats to the microsecond, None as nothing), joined column-wise rather than
+    written row by row."""
+    rows = map(",".join, zip(*map(_texts, columns.values()), strict=True))
+    lines = [",".join(_texts(list(columns))), *rows]
+    # csv quotes a row's only field when it is empty (else the line would be blank)
+    return "\n".join([line or '""' for line in lines]) + "\n"
+
+
 def write_results(run_dir: Path) -> dict[str, Any]:
     """Derive ``jobs.csv`` and ``summary.json`` from the run's event log, read once
     (``testbed.results.columns``); return the summary.  ``ValueError`` when the log has no
@@ -55,11 +105,8 @@ def write_results(run_dir: Path) -> dict[str, Any]:
     if columns.config is None:
         raise ValueError(f"{run_dir / 'events.jsonl'}: no whole run_start event: not the log "
                          "of a run, or cut before the run started")
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(CSV_FIELDS)
-    writer.writerows(zip(*(_cells(columns.column(name)) for name in CSV_FIELDS), strict=True))
-    _write_atomic(run_dir / "jobs.csv", out.getvalue())
+    _write_atomic(run_dir / "jobs.csv",
+                  csv_text({name: columns.column(name) for name in CSV_FIELDS}))
     summary = columns.summary()
     _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary

@@ -81,19 +81,31 @@ def read_swf(path: str | Path) -> tuple[list[str], list[SwfJob]]:
         if len(words) != len(FIELDS):
             raise SwfError(f"{path}:{number}: expected {len(FIELDS)} fields, got {len(words)}")
         try:
-            values = [float(w) for w in words]
+            values: list[float | int] = list(map(float, words))
         except ValueError:
             bad = next(w for w in words if not _is_number(w))
             raise SwfError(f"{path}:{number}: field {words.index(bad) + 1} "
                            f"({FIELDS[words.index(bad)]}) is not a number: {bad!r}") from None
-        for index, (name, value) in enumerate(zip(FIELDS, values, strict=True)):
-            if not math.isfinite(value) or (name in INTEGER_FIELDS and value != int(value)):
-                kind = "a whole number" if name in INTEGER_FIELDS else "a finite number"
-                raise SwfError(f"{path}:{number}: field {index + 1} ({name}) is not {kind}: "
-                               f"{words[index]!r}")
-        jobs.append(SwfJob(*(int(v) if name in INTEGER_FIELDS else v
-                             for name, v in zip(FIELDS, values, strict=True))))
+        if not all(map(math.isfinite, values)) or not all(
+                map(float.is_integer, map(values.__getitem__, _INTEGER_AT))):
+            _refuse(path, number, words, values)
+        for at in _INTEGER_AT:
+            values[at] = int(values[at])
+        jobs.append(SwfJob(*values))
     return header, jobs
+
+
+_INTEGER_AT = [index for index, name in enumerate(FIELDS) if name in INTEGER_FIELDS]
+
+
+def _refuse(path: str | Path, number: int, words: list[str], values: list[float]) -> None:
+    """Raise ``SwfError`` for the first field of line ``number`` that is not finite, or not
+    whole where it must be."""
+    for index, (name, value) in enumerate(zip(FIELDS, values, strict=True)):
+        if not math.isfinite(value) or (name in INTEGER_FIELDS and value != int(value)):
+            kind = "a whole number" if name in INTEGER_FIELDS else "a finite number"
+            raise SwfError(f"{path}:{number}: field {index + 1} ({name}) is not {kind}: "
+                           f"{words[index]!r}")
 
 
 def _is_number(word: str) -> bool:
