@@ -23,7 +23,6 @@ Exit codes are in ``testbed.exit_codes``; ``exit_code`` maps an error to its cod
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import itertools
 import json
@@ -341,15 +340,8 @@ def with_estimates(workload: Workload, how: str) -> Workload:
     """``workload`` with perfect runtime estimates (each job's work) when ``how`` says so."""
     if how != "perfect":
         return workload
-    return dataclasses.replace(workload, jobs=list(map(_perfect, workload.jobs)))
-
-
-def _perfect(job: JobSpec) -> JobSpec:
-    """``job`` with its work as its estimate: a copy with the one field set (what
-    ``dataclasses.replace`` gives, without its pass through every field: 4 us a job less)."""
-    perfect = copy.copy(job)
-    object.__setattr__(perfect, "estimate", job.work)
-    return perfect
+    jobs = [dataclasses.replace(j, estimate=j.work) for j in workload.jobs]
+    return dataclasses.replace(workload, jobs=jobs)
 
 
 def _policy_config(options: Options, scheduler: str, pes: int,
