@@ -440,20 +440,24 @@ def figures(found: Sequence[Figures]) -> dict[str, Any]:
 
 def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
               reading: Reading, known: Sequence[dict[str, Any]] = (),
-              workers: int = 1) -> list[dict[str, Any]]:
+              workers: int = 1, spread: Spread | None = None) -> list[dict[str, Any]]:
     """One record per cell and policy (the module docstring lists the fields), the
-    replications simulated in ``workers`` processes; a cell whose records are in ``known``
-    (run with the same sizes and reading) is not run again."""
-    results = simulate(plan(cell_list, replications, jobs, reading, known), workers)
+    replications simulated in ``workers`` processes (or by ``spread``, as ``simulate``); a
+    cell whose records are in ``known`` (run with the same sizes and reading) is not run
+    again."""
+    results = simulate(plan(cell_list, replications, jobs, reading, known), workers,
+                       spread=spread)
     return assemble(cell_list, replications, jobs, reading, results, known)
 
 
 def run_set(which: int, replications: int = 5, jobs: int = 3000, workers: int = 1,
-            **choices: Any) -> list[dict[str, Any]]:
+            spread: Spread | None = None, **choices: Any) -> list[dict[str, Any]]:
     """Simulate experiment set ``which`` (1 or 2) under both policies: ``replications`` of
-    ``jobs`` gangs per cell in ``workers`` processes, the choices (``Reading``'s fields) as
-    given, else the defaults.  One record per cell and policy, as ``--json`` prints them."""
-    return run_cells(cells(which), replications, jobs, Reading(**choices), workers=workers)
+    ``jobs`` gangs per cell in ``workers`` processes (or by ``spread``, as ``simulate``), the
+    choices (``Reading``'s fields) as given, else the defaults.  One record per cell and
+    policy, as ``--json`` prints them."""
+    return run_cells(cells(which), replications, jobs, Reading(**choices), workers=workers,
+                     spread=spread)
 
 
 def ratios(records: list[dict[str, Any]]) -> dict[tuple[float, float], float]:

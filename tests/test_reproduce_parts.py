@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from benchmarks import t3d_fig6
 from benchmarks.reproduce import __main__ as cli
 from benchmarks.reproduce import parts, report
 from benchmarks.reproduce.claims import AGREES, CANNOT_TELL, Decision, Finding, Row, Spec
@@ -125,3 +126,22 @@ def test_a_run_at_another_size_is_refused_in_one_line(tmp_path, given_runs, caps
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "COW.json was run at size tiny" in err
     assert ran == ["COW"]
+
+
+@pytest.mark.realtime
+@pytest.mark.parametrize("name", ["T3E", "COW"])
+def test_a_simulated_papers_findings_are_the_same_whatever_the_workers(tmp_path, name):
+    one, two = (cli.measure(name, Context("tiny", tmp_path / str(w), tmp_path / str(w), w))
+                for w in (1, 2))
+    assert one == two and all("failed" not in f.decision.why for f in one.values())
+
+
+@pytest.mark.realtime
+def test_the_context_spreads_t3d_fig6_points_as_one_process_does(tmp_path):
+    def records(workers: int) -> list[dict]:
+        ctx = Context("tiny", tmp_path, tmp_path, workers)
+        return [{k: v for k, v in r.items() if k != "wall_s"}
+                for r in t3d_fig6.run_points((0.5, 0.8), 3, 40, ("fcfs", "gang 10 s ∞"),
+                                             spread=ctx.spread)]
+
+    assert records(1) == records(2)
