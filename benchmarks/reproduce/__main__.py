@@ -94,8 +94,12 @@ def run_paper(paper: Paper, ctx: Context, command: str, began: str) -> Part:
     wall time, ``began`` (when the invocation began) and what else used the CPUs)."""
     header = report.head(command, ctx.size, 0.0)
     start, before = time.monotonic(), load.snapshot()
-    found = measure(paper.name, ctx)
-    disturbance = load.disturbance(before, load.snapshot())
+    watch = load.JobWatch().start()
+    try:
+        found = measure(paper.name, ctx)
+    finally:
+        job_cpu = watch.stop()
+    disturbance = load.disturbance(before, load.snapshot(), job_cpu=job_cpu)
     rows = claims.rows(paper.module.SPECS, found, f"not measured at size {ctx.size}")
     return Part(paper.name, {**header, "seconds": round(time.monotonic() - start, 1),
                              "began": began, "load": disturbance}, tuple(rows))

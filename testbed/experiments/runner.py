@@ -185,13 +185,16 @@ def perform(task: Task) -> Outcome:
         os.replace(tmp, workload)
     run_dir.mkdir()
     before = load.snapshot()
+    watch = load.JobWatch().start()
     began = time.monotonic()
     try:
         status = task.run_one(cell, workload, run_dir)
     except KeyboardInterrupt:
         raise Interrupted from None
+    finally:
+        job_cpu = watch.stop()
     wall = time.monotonic() - began
-    disturbance = load.disturbance(before, load.snapshot())
+    disturbance = load.disturbance(before, load.snapshot(), job_cpu=job_cpu)
     if task.executor == "simulation":
         disturbance.update(disturbed=False, why="simulated: virtual time, not disturbed")
     _write_json(run_dir / "load.json", disturbance)
