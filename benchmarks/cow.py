@@ -77,7 +77,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import math
 import os
@@ -345,11 +344,12 @@ Done = tuple[Run, Figures, float]
 Spread = Callable[[Callable[[Run], Done], list[Run]], Iterable[Done]]
 
 
-def timed(run: Run, tmp: Path) -> Done:
-    """Simulate ``run`` (its directory under ``tmp``): the run, its figures and the seconds it
-    took."""
+def timed(run: Run) -> Done:
+    """Simulate ``run`` (its directory in a temporary directory of its own, on whatever
+    machine runs it): the run, its figures and the seconds it took."""
     start = time.perf_counter()
-    found = replication(run.policy, run.cell, run.jobs, run.seed, tmp, run.reading)
+    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp:
+        found = replication(run.policy, run.cell, run.jobs, run.seed, Path(tmp), run.reading)
     return run, found, time.perf_counter() - start
 
 
@@ -363,10 +363,8 @@ def simulate(runs: Iterable[Run], workers: int = 1,
     todo = list(dict.fromkeys(runs))
     results: dict[Run, Figures] = {}
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp, \
-            engine.spreading(workers) as pool:
-        for run, found, seconds in (spread or pool)(functools.partial(timed, tmp=Path(tmp)),
-                                                    todo):
+    with engine.spreading(workers) as pool:
+        for run, found, seconds in (spread or pool)(timed, todo):
             results[run] = found
             if progress is not None:
                 stopped = (f", stopped at {found.at:.0f} s simulated with {found.left} gangs "

@@ -4,15 +4,17 @@ of one paper, --resume and one size per directory (pure: the papers' runs are gi
 from __future__ import annotations
 
 import json
+import shlex
 
 import pytest
 
 from benchmarks import t3d_fig6
 from benchmarks.reproduce import __main__ as cli
-from benchmarks.reproduce import parts, report
+from benchmarks.reproduce import cluster, parts, report
 from benchmarks.reproduce.claims import AGREES, CANNOT_TELL, Decision, Finding, Row, Spec
 from benchmarks.reproduce.context import Context
 from benchmarks.reproduce.parts import Part
+from testbed.experiments.slurm import Settings
 
 
 def _part(name: str = "COW", host: str = "vm", began: str = "2026-11-27 10:00:00 +0000",
@@ -145,3 +147,23 @@ def test_the_context_spreads_t3d_fig6_points_as_one_process_does(tmp_path):
                                              spread=ctx.spread)]
 
     assert records(1) == records(2)
+
+
+def test_under_slurm_an_emulated_paper_is_one_job_on_one_exclusive_node(tmp_path):
+    settings = Settings("batch", "proj", "2:00:00", ("--constraint=ib",))
+    args = cluster.job_args(settings, "THESIS", "quick", tmp_path / "out", tmp_path / "runs")
+    assert args[:2] == ["sbatch", "--parsable"]
+    for option in ("--nodes=1", "--exclusive", "--partition=batch", "--account=proj",
+                   "--time=2:00:00", "--constraint=ib"):
+        assert option in args
+    assert args[-2] == "--wrap"
+    wrapped = shlex.split(args[-1])
+    assert wrapped[1:] == ["-m", "benchmarks.reproduce", "--only", "THESIS", "--size", "quick",
+                           "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs")]
+    assert args[args.index("--output") + 1] == str(tmp_path / "out" / "slurm" / "THESIS.out")
+
+
+def test_slurm_options_need_slurm(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--partition", "batch", "--size", "tiny"])
+    assert "go with --slurm" in capsys.readouterr().err

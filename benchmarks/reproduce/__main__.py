@@ -1,5 +1,5 @@
 """``python -m benchmarks.reproduce [--quick] [--only PAPER[,PAPER]] [--resume] [--workers N]
-[--out DIR] [--runs DIR]``
+[--out DIR] [--runs DIR] [--slurm [--partition P] [--account A] [--time T] [--sbatch OPT]]``
 
 Runs what every paper's claims need, judges each claim, writes each paper's findings to
 ``DIR/papers/NAME.json`` as soon as that paper is done, and rebuilds ``DIR/report.md`` (with
@@ -17,12 +17,22 @@ time, as timing runs must (run those under the machine's timing lock on a shared
 ``--quick`` runs smaller versions that finish in about 25 minutes on 2 cores; rows whose
 intervals are then too wide say "cannot tell".  Without it, the full sizes take about what
 ``estimate`` says (printed at the start).
+
+``--slurm`` spreads the reproduction over a Slurm cluster (``--out`` must be on a file system
+the nodes share): the emulated papers each run as one job on one exclusive node (a timed run
+alone on its machine, as here), side by side, each writing its paper file into ``--out``; the
+simulated papers' runs (T3D's Fig 6 points, COW's replications) become one-CPU tasks of job
+arrays.  What stays on the machine the command was started on: T3E's seeds (a minute and a
+half of CPU at full size, over ``--workers``), T3D's production figures (real processes, at
+tiny and full size) and the judging.  ``--partition``, ``--account``, ``--time`` and
+``--sbatch`` go to every ``sbatch``.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import os
 import sys
 import time
@@ -32,11 +42,12 @@ from pathlib import Path
 from types import ModuleType
 
 from benchmarks.harness import exit_on_sigterm, invocation
-from benchmarks.reproduce import claims, cow, memory, parts, report, t3d, t3e, thesis
+from benchmarks.reproduce import claims, cluster, cow, memory, parts, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import Finding, Row
 from benchmarks.reproduce.context import SIZES, Context, sized
 from benchmarks.reproduce.parts import Part
-from testbed.experiments import load
+from testbed.experiments import load, slurm_spread
+from testbed.experiments.slurm import Settings, SlurmError
 
 
 @dataclass(frozen=True)
@@ -144,8 +155,17 @@ def main(argv: list[str] | None = None) -> int:
                    help="where the run directories go (default: OUT/runs)")
     p.add_argument("--workers", type=int, default=None,
                    help="processes for the simulated papers' runs (default: one per core)")
+    p.add_argument("--slurm", action="store_true",
+                   help="spread the reproduction over a Slurm cluster (see above)")
+    p.add_argument("--partition", default=None, help="--slurm: sbatch's --partition")
+    p.add_argument("--account", default=None, help="--slurm: sbatch's --account")
+    p.add_argument("--time", default=None, help="--slurm: each job's time limit (sbatch --time)")
+    p.add_argument("--sbatch", action="append", default=[], metavar="OPT",
+                   help="--slurm: one more sbatch option (--sbatch=--constraint=ib); repeatable")
     p.add_argument("--size", choices=SIZES, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if not args.slurm and (args.partition or args.account or args.time or args.sbatch):
+        p.error("--partition, --account, --time and --sbatch go with --slurm")
     exit_on_sigterm()
     try:
         papers = choose(args.only)
@@ -180,7 +200,22 @@ def main(argv: list[str] | None = None) -> int:
         ctx.log(f"{part.name} done: {parts.save(out, part)}")
         rebuild(out, command)
 
-    run_all(papers, ctx, command, keep)
+    if args.slurm:
+        settings = Settings(args.partition, args.account, args.time, tuple(args.sbatch))
+        ctx.spreading = functools.partial(slurm_spread.spreading, settings,
+                                          out.resolve() / "slurm", log=ctx.log)
+        try:
+            with cluster.on_nodes([p.name for p in papers if p.emulated], settings, size,
+                                  out.resolve(), runs.resolve(), ctx.log) as wait:
+                run_all([p for p in papers if not p.emulated], ctx, command, keep)
+                failed = wait()
+        except SlurmError as err:
+            print(f"benchmarks.reproduce: {err}", file=sys.stderr)
+            return 1
+        for line in failed:
+            print(f"benchmarks.reproduce: {line}", file=sys.stderr)
+    else:
+        run_all(papers, ctx, command, keep)
     rows = rebuild(out, command)
     seconds = time.monotonic() - began
     tally = report.counts(rows)

@@ -131,8 +131,12 @@ def document(rows: Sequence[Row], header: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(rows: Sequence[Row], header: dict[str, Any], out: Path) -> None:
-    """Write ``report.md`` and ``claims.json`` into ``out``."""
+    """Write ``report.md`` and ``claims.json`` into ``out``, each whole or not at all (several
+    processes may rebuild them: the papers' jobs under ``--slurm``)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(markdown(rows, header))
-    (out / "claims.json").write_text(json.dumps(document(rows, header), indent=1,
-                                                ensure_ascii=False) + "\n")
+    for name, text in (("report.md", markdown(rows, header)),
+                       ("claims.json", json.dumps(document(rows, header), indent=1,
+                                                  ensure_ascii=False) + "\n")):
+        partial = out / f".{name}.{os.getpid()}"
+        partial.write_text(text)
+        os.replace(partial, out / name)

@@ -206,7 +206,7 @@ class Experiment:
 
     def queue(self) -> dict[int, tuple[str, Queued]]:
         """This experiment's tasks ``squeue`` lists, by block index."""
-        done = _slurm(["squeue", "-h", "-r", "-n", self.name, "-o", "%i|%T|%r|%L|%N"])
+        done = slurm_command(["squeue", "-h", "-r", "-n", self.name, "-o", "%i|%T|%r|%L|%N"])
         return parse_queue(done.stdout)
 
     def last_job(self, index: int) -> str | None:
@@ -303,7 +303,7 @@ class Experiment:
         if not todo:
             return []
         after = self.check_shared(progress)
-        done = _slurm(self.sbatch_args(todo, after))
+        done = slurm_command(self.sbatch_args(todo, after))
         job = done.stdout.strip().split(";")[0]
         records = self.jobs() + [{"job": job, "blocks": todo,
                                   "submitted": time.strftime("%Y-%m-%d %H:%M:%S %z")}]
@@ -324,13 +324,13 @@ class Experiment:
                 "--cpus-per-task=1", "--time=5", "--output=/dev/null",
                 *([f"--partition={s.partition}"] if s.partition else []),
                 *([f"--account={s.account}"] if s.account else []), str(check)]
-        job = _slurm(args).stdout.strip().split(";")[0]
+        job = slurm_command(args).stdout.strip().split(";")[0]
         try:
             deadline = time.monotonic() + CHECK_WAIT_S
             while time.monotonic() < deadline:
                 if mark.exists():
                     return None
-                listed = _slurm(["squeue", "-h", "-j", job, "-o", "%T"], check=False)
+                listed = slurm_command(["squeue", "-h", "-j", job, "-o", "%T"], check=False)
                 if listed.returncode == 0 and not listed.stdout.strip():
                     time.sleep(1.0)
                     if mark.exists():
@@ -351,7 +351,7 @@ class Experiment:
         """Cancel this experiment's queued and running tasks; their task ids."""
         tasks = [task for task, _ in self.queue().values()]
         if tasks:
-            _slurm(["scancel", *tasks])
+            slurm_command(["scancel", *tasks])
         return sorted(tasks)
 
 
@@ -381,7 +381,10 @@ def run_block(root: Path, index: int, code: str) -> int:
     return 0 if all(completed(t.run_dir) for t in tasks) else 1
 
 
-def _slurm(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+def slurm_command(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run one Slurm command (``sbatch``, ``squeue``, ``scancel``...) and give what it did;
+    ``SlurmError`` when it is not installed, its controller does not answer within 60 s, or
+    (with ``check``) it fails."""
     try:
         done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
