@@ -335,3 +335,18 @@ def test_reproduce_through_slurm_has_the_findings_of_a_local_run(tmp_path, slurm
     (through, said), (local, _) = claims("slurm", "--slurm"), claims("local")
     assert through == local and "one-CPU tasks" in said
     assert not list((tmp_path / "slurm" / "slurm").glob("spread-*"))     # removed once read
+
+
+@pytest.mark.realtime
+def test_reproduce_through_slurm_runs_an_emulated_paper_as_one_exclusive_job(tmp_path,
+                                                                             slurm_env):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.reproduce", "--only", "THESIS",
+                           "--size", "tiny", "--out", str(tmp_path), "--slurm"], cwd=ROOT,
+                          env=slurm_env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "THESIS: Slurm job" in done.stderr and "one exclusive node" in done.stderr
+    doc = json.loads((tmp_path / "papers" / "THESIS.json").read_text())
+    assert doc["header"]["size"] == "tiny"
+    failed = [c["why"] for c in doc["claims"] if "the run failed" in c["why"]]
+    assert not failed, (failed, (tmp_path / "slurm" / "THESIS.out").read_text()[-3000:])
+    assert "| THESIS |" in (tmp_path / "report.md").read_text()
