@@ -22,7 +22,7 @@ from conftest import TESTBED
 from testbed import cli
 from testbed.experiments import engine, slurm, slurm_spread
 from testbed.experiments.plan import Cell, Plan, PlanError, WorkloadSpec
-from testbed.experiments.runner import Runner, completed
+from testbed.experiments.runner import Interrupted, Runner, completed
 
 ROOT = Path(__file__).resolve().parent.parent
 SLURM_LOCAL = ROOT / "scripts" / "slurm-local"
@@ -134,6 +134,24 @@ def test_the_engine_gives_every_result_once_in_workers():
         assert sorted(spread(_square, range(20))) == [x * x for x in range(20)]
     with engine.spreading(1) as spread:
         assert list(spread(_square, [3, 1])) == [9, 1]
+
+
+def test_a_block_stops_before_its_next_run_once_its_job_is_no_longer_running(tmp_path):
+    ran: list[Path] = []
+
+    def run_one(cell: Cell, workload: Path, run_dir: Path) -> str:
+        ran.append(run_dir)
+        return "complete"
+
+    runner = Runner(_plan("simulation", 3), tmp_path, run_one, "c", 2)
+    tasks = runner.tasks([1])
+    answers = iter([False])                    # asked before the second run: cancelled
+    with pytest.raises(Interrupted):
+        runner.run_tasks(tasks, len(tasks), lambda: next(answers))
+    assert ran == [tasks[0].run_dir] and completed(tasks[0].run_dir)
+    assert [completed(t.run_dir) for t in runner.tasks([1])] == [False, False]
+    assert slurm.running_state("RUNNING\n") and slurm.running_state("")
+    assert not slurm.running_state("CANCELLED\n") and not slurm.running_state("COMPLETING")
 
 
 def test_a_slurm_spread_is_a_one_cpu_job_array_in_this_code_tree(tmp_path):

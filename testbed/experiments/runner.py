@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,13 +280,23 @@ class Runner:
                     out.append(task)
         return out
 
-    def run_tasks(self, tasks: list[Task], total: int) -> None:
+    def run_tasks(self, tasks: list[Task], total: int,
+                  go_on: Callable[[], bool] | None = None) -> None:
         """Run ``tasks`` (over the workers when there are several), with a progress line
-        as each ends; ``total`` is the number of runs the progress counts to."""
+        as each ends; ``total`` is the number of runs the progress counts to.  With one
+        worker, ``go_on`` (if given) is asked before each run after the first, and a no
+        raises ``Interrupted``."""
         done = total - len(tasks)
+
+        def asked() -> Iterator[Task]:
+            for number, task in enumerate(tasks):
+                if number and go_on is not None and not go_on():
+                    raise Interrupted
+                yield task
+
         try:
             with engine.spreading(min(self.workers, len(tasks))) as spread:
-                for outcome in spread(perform, tasks):
+                for outcome in spread(perform, asked() if self.workers <= 1 else tasks):
                     done += 1
                     self._report(outcome, done, total)
         except (KeyboardInterrupt, BrokenProcessPool):

@@ -377,8 +377,29 @@ def run_block(root: Path, index: int, code: str) -> int:
     runner = Runner(saved["plan"], root, saved["run_one"], code, saved["pes"])
     block = block_of(runner.plan, index)
     tasks = runner.tasks([block.number], block.cell)
-    runner.run_tasks(tasks, len(tasks))
+    job = os.environ.get("SLURM_JOB_ID")
+    runner.run_tasks(tasks, len(tasks), None if job is None else lambda: still_running(job))
     return 0 if all(completed(t.run_dir) for t in tasks) else 1
+
+
+def running_state(text: str) -> bool:
+    """Whether ``squeue -h -o %T``'s output for one job says it is still running (a job
+    being cancelled or ending is not); an empty or unreadable answer counts as running, so
+    that a controller's hiccup does not stop a block."""
+    states = text.split()
+    return not states or states[0] == "RUNNING"
+
+
+def still_running(job: str) -> bool:
+    """Whether Slurm job ``job`` is still running: a block asks before each run after its
+    first, so that a block cancelled during a run (``scancel``: its node managers die first,
+    and the run may end failed rather than interrupted) stops there instead of starting its
+    next run, and is submitted again whole on the next ``experiment run``."""
+    try:
+        listed = slurm_command(["squeue", "-h", "-j", job, "-o", "%T"], check=False)
+    except SlurmError:
+        return True
+    return listed.returncode != 0 or running_state(listed.stdout)
 
 
 def slurm_command(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
