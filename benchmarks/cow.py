@@ -77,7 +77,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import functools
 import json
 import math
 import os
@@ -345,11 +344,12 @@ Done = tuple[Run, Figures, float]
 Spread = Callable[[Callable[[Run], Done], list[Run]], Iterable[Done]]
 
 
-def timed(run: Run, tmp: Path) -> Done:
-    """Simulate ``run`` (its directory under ``tmp``): the run, its figures and the seconds it
-    took."""
+def timed(run: Run) -> Done:
+    """Simulate ``run`` (its directory in a temporary directory of its own, on whatever
+    machine runs it): the run, its figures and the seconds it took."""
     start = time.perf_counter()
-    found = replication(run.policy, run.cell, run.jobs, run.seed, tmp, run.reading)
+    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp:
+        found = replication(run.policy, run.cell, run.jobs, run.seed, Path(tmp), run.reading)
     return run, found, time.perf_counter() - start
 
 
@@ -363,10 +363,8 @@ def simulate(runs: Iterable[Run], workers: int = 1,
     todo = list(dict.fromkeys(runs))
     results: dict[Run, Figures] = {}
     start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp, \
-            engine.spreading(workers) as pool:
-        for run, found, seconds in (spread or pool)(functools.partial(timed, tmp=Path(tmp)),
-                                                    todo):
+    with engine.spreading(workers) as pool:
+        for run, found, seconds in (spread or pool)(timed, todo):
             results[run] = found
             if progress is not None:
                 stopped = (f", stopped at {found.at:.0f} s simulated with {found.left} gangs "
@@ -440,20 +438,24 @@ def figures(found: Sequence[Figures]) -> dict[str, Any]:
 
 def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
               reading: Reading, known: Sequence[dict[str, Any]] = (),
-              workers: int = 1) -> list[dict[str, Any]]:
+              workers: int = 1, spread: Spread | None = None) -> list[dict[str, Any]]:
     """One record per cell and policy (the module docstring lists the fields), the
-    replications simulated in ``workers`` processes; a cell whose records are in ``known``
-    (run with the same sizes and reading) is not run again."""
-    results = simulate(plan(cell_list, replications, jobs, reading, known), workers)
+    replications simulated in ``workers`` processes (or by ``spread``, as ``simulate``); a
+    cell whose records are in ``known`` (run with the same sizes and reading) is not run
+    again."""
+    results = simulate(plan(cell_list, replications, jobs, reading, known), workers,
+                       spread=spread)
     return assemble(cell_list, replications, jobs, reading, results, known)
 
 
 def run_set(which: int, replications: int = 5, jobs: int = 3000, workers: int = 1,
-            **choices: Any) -> list[dict[str, Any]]:
+            spread: Spread | None = None, **choices: Any) -> list[dict[str, Any]]:
     """Simulate experiment set ``which`` (1 or 2) under both policies: ``replications`` of
-    ``jobs`` gangs per cell in ``workers`` processes, the choices (``Reading``'s fields) as
-    given, else the defaults.  One record per cell and policy, as ``--json`` prints them."""
-    return run_cells(cells(which), replications, jobs, Reading(**choices), workers=workers)
+    ``jobs`` gangs per cell in ``workers`` processes (or by ``spread``, as ``simulate``), the
+    choices (``Reading``'s fields) as given, else the defaults.  One record per cell and
+    policy, as ``--json`` prints them."""
+    return run_cells(cells(which), replications, jobs, Reading(**choices), workers=workers,
+                     spread=spread)
 
 
 def ratios(records: list[dict[str, Any]]) -> dict[tuple[float, float], float]:

@@ -20,7 +20,10 @@ from benchmarks.harness import events, host, jobs, median, run_workload
 def measure(size: int, repeats: int, gap: float, work: float = 0.0) -> dict[str, float]:
     """Launch overhead figures (seconds) for ``repeats`` jobs of ``size`` ranks that compute
     ``work`` seconds without communicating (0: empty jobs, Table 5.1; more: Table 5.2), one
-    arriving every ``gap`` + ``work`` seconds so that none waits for another."""
+    arriving every ``gap`` + ``work`` seconds so that none waits for another.
+    ``ranks_found_median_s`` is None when no job's ranks were reported found before it
+    ended: node managers started by ``srun`` (inside Slurm) report an empty job's pids after
+    its end."""
     text = "".join(f"{i * (gap + work):.3f} {size} bsp --work {work:g} --pattern none\n"
                    for i in range(repeats))
     run = run_workload(text, "--scheduler", "fcfs")
@@ -36,7 +39,7 @@ def measure(size: int, repeats: int, gap: float, work: float = 0.0) -> dict[str,
     return {"ranks": size, "jobs": repeats, "median_s": median(overhead),
             "runtime_median_s": median([float(r["runtime"]) - float(r["work"]) for r in done]),
             "min_s": min(overhead), "max_s": max(overhead),
-            "ranks_found_median_s": median(found)}
+            "ranks_found_median_s": median(found) if found else None}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """The NERSC T3E configuration in miniature (Blakeborough and Welcome 1999) against plain gang.
 
 ``python -m benchmarks.nersc [--quick] [--seed N] [--span S] [--simulate] [--pes N]
-[--seeds K] [--json] [--out DIR] [--markdown PAGE]``
+[--seeds K] [--workers N] [--json] [--out DIR] [--markdown PAGE]``
 
 A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
 (half the machine, or 512/644 of it: NERSC's largest queue, pe512, on its 644-PE region; work
@@ -21,7 +21,9 @@ the T3E's torus had no buddy blocks):
 
 By default each runs once on real processes on 2 PEs (no matrix row holds more processes than
 the machine has CPUs); ``--simulate`` runs them in the simulator instead, on ``--pes`` PEs (128
-by default), for ``--seeds`` seeds.  Reported per configuration: utilization (CPU seconds over
+by default), for ``--seeds`` seeds, spread over ``--workers`` processes by the experiments
+engine (the records are the same whatever the number; runs on real processes stay one at a
+time, since they measure the machine).  Reported per configuration: utilization (CPU seconds over
 PEs x makespan; simulated: work done), turnaround (response time) of the large and the small
 jobs, mean and median, the migrations the balancer made, and the makespan; with several seeds,
 the median over seeds and the range.  Writes ``nersc.json`` and ``nersc.png`` under ``--out``;
@@ -34,6 +36,7 @@ recorded.
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import shutil
@@ -54,6 +57,7 @@ from benchmarks.harness import (
     table,
     testbed,
 )
+from testbed.experiments import engine
 from testbed.policies.psched import batch_pes
 from testbed.results.metrics import job_rows
 
@@ -225,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulate", action="store_true", help="run in the simulator")
     p.add_argument("--pes", type=int, default=None,
                    help="PEs (default: 2 on real processes, 128 simulated)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="--simulate: processes to spread the seeds over (the records are "
+                        "the same)")
     args = p.parse_args(argv)
     pes = args.pes or (128 if args.simulate else 2)
     span = 15.0 if args.quick else args.span or (2000.0 if args.simulate else 60.0)
@@ -232,8 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     session = Session.start("benchmarks.nersc", argv, args.out, "nersc")
     out = session.out
     assert out is not None
-    records = [r for seed in range(args.seed, args.seed + seeds)
-               for r in run(out, pes, span, seed, args.simulate)]
+    workers = min(args.workers, seeds) if args.simulate else 1
+    with engine.spreading(workers) as spread:
+        found = spread(functools.partial(run, out, pes, span, simulate=args.simulate),
+                       range(args.seed, args.seed + seeds))
+        records = [r for ran in sorted(found, key=lambda ran: ran[0]["seed"]) for r in ran]
     (out / "nersc.json").write_text(json.dumps(records, indent=1))
     where = "simulated" if args.simulate else "real processes"
     plot(records, out / "nersc.png",

@@ -72,7 +72,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -90,6 +89,8 @@ from benchmarks.harness import (
 )
 from testbed import run
 from testbed.events import EventLog, read_events
+from testbed.experiments import engine
+from testbed.experiments.engine import Spread
 from testbed.policies import PolicyConfig, make_policy
 from testbed.policies.matrix import UNBOUNDED, Matrix
 from testbed.results.metrics import JobRow, job_rows
@@ -274,22 +275,21 @@ def paired(mine: dict[str, float], theirs: dict[str, float], batch: int) -> dict
 
 def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
                schemes: Iterable[str] = LABELS, mpl: int = MPL,
-               workers: int = 1) -> list[dict[str, Any]]:
+               workers: int = 1, spread: Spread | None = None) -> list[dict[str, Any]]:
     """Simulate every scheme (by label) at every offered load, on ``batches`` batches of
     ``batch_size`` terminations (the first dropped), bounded gang with ``mpl`` rows, the
-    points spread over ``workers`` processes (1: one after another here; the records are the
-    same whatever the number); the records, load by load in the order of ``schemes``.
-    ``ValueError`` for an unknown label."""
+    points spread over ``workers`` processes by the experiments engine (1: one after another
+    here), or by ``spread`` when given (a ``map`` whose results may come in any order); the
+    records are the same whatever the spreading; the records, load by load in the order of
+    ``schemes``.  ``ValueError`` for an unknown label."""
     chosen = [scheme(label) for label in schemes]
     specs, natural = base_workload(batches * batch_size)
-    plan = [(at_load(specs, natural, load), one, mpl, batch_size) for load in loads
-            for one in chosen]
-    if workers > 1 and len(plan) > 1:
-        with ProcessPoolExecutor(min(workers, len(plan)),
-                                 initializer=exit_on_sigterm) as pool:
-            found = list(pool.map(_point, plan))
-    else:
-        found = [_point(task) for task in plan]
+    plan = [(index, (at_load(specs, natural, load), one, mpl, batch_size))
+            for index, (load, one) in enumerate((load, one) for load in loads
+                                                for one in chosen)]
+    with engine.spreading(min(workers, len(plan))) as pool:
+        found = [point for _, point in sorted((spread or pool)(_point, plan),
+                                              key=lambda done: done[0])]
     records = []
     for start in range(0, len(found), len(chosen)):
         same_load = found[start:start + len(chosen)]
@@ -300,11 +300,13 @@ def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
     return records
 
 
-def _point(task: tuple[Workload, Scheme, int, int]) -> tuple[dict[str, Any], dict[str, float]]:
-    """``point`` on one ``(workload, scheme, mpl, batch)``, in a temporary directory of its
-    own."""
+def _point(task: tuple[int, tuple[Workload, Scheme, int, int]]
+           ) -> tuple[int, tuple[dict[str, Any], dict[str, float]]]:
+    """``point`` on one numbered ``(workload, scheme, mpl, batch)``, in a temporary directory
+    of its own; the number and what ``point`` gives."""
+    index, (workload, one, mpl, batch) = task
     with tempfile.TemporaryDirectory(prefix="testbed-fig6-") as tmp:
-        return point(*task, Path(tmp))
+        return index, point(workload, one, mpl, batch, Path(tmp))
 
 
 def row_bytes(pes: int = PES) -> int:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import csv
 import json
 import os
+import pickle
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,11 +20,12 @@ import pytest
 from conftest import TESTBED
 
 from testbed import cli
-from testbed.experiments import engine, slurm
+from testbed.experiments import engine, slurm, slurm_spread
 from testbed.experiments.plan import Cell, Plan, PlanError, WorkloadSpec
-from testbed.experiments.runner import Runner, completed
+from testbed.experiments.runner import Interrupted, Runner, completed
 
-SLURM_LOCAL = Path(__file__).resolve().parent.parent / "scripts" / "slurm-local"
+ROOT = Path(__file__).resolve().parent.parent
+SLURM_LOCAL = ROOT / "scripts" / "slurm-local"
 EMULATED = """
 repeats = 3
 [[workload]]
@@ -131,6 +134,42 @@ def test_the_engine_gives_every_result_once_in_workers():
         assert sorted(spread(_square, range(20))) == [x * x for x in range(20)]
     with engine.spreading(1) as spread:
         assert list(spread(_square, [3, 1])) == [9, 1]
+
+
+def test_a_block_stops_before_its_next_run_once_its_job_is_no_longer_running(tmp_path):
+    ran: list[Path] = []
+
+    def run_one(cell: Cell, workload: Path, run_dir: Path) -> str:
+        ran.append(run_dir)
+        return "complete"
+
+    runner = Runner(_plan("simulation", 3), tmp_path, run_one, "c", 2)
+    tasks = runner.tasks([1])
+    answers = iter([False])                    # asked before the second run: cancelled
+    with pytest.raises(Interrupted):
+        runner.run_tasks(tasks, len(tasks), lambda: next(answers))
+    assert ran == [tasks[0].run_dir] and completed(tasks[0].run_dir)
+    assert [completed(t.run_dir) for t in runner.tasks([1])] == [False, False]
+    assert slurm.running_state("RUNNING\n") and slurm.running_state("")
+    assert not slurm.running_state("CANCELLED\n") and not slurm.running_state("COMPLETING")
+
+
+def test_a_slurm_spread_is_a_one_cpu_job_array_in_this_code_tree(tmp_path):
+    settings = slurm.Settings("p", "a", "10", ("--qos=x",))
+    args = slurm_spread.sbatch_args(settings, "spread-x", 5, tmp_path)
+    for option in ("--array", "0-4", "--ntasks=1", "--cpus-per-task=1", "--partition=p",
+                   "--account=a", "--time=10", "--qos=x", f"--chdir={slurm_spread.CODE}"):
+        assert option in args
+    assert args[-1] == str(tmp_path / "task.sh") and "--exclusive" not in args
+
+
+def test_a_slurm_task_runs_its_item_and_writes_its_result_whole(tmp_path):
+    slurm_spread._prepare(tmp_path, _square, [3, 4])
+    slurm_spread.run_task(tmp_path, 1)
+    assert pickle.loads(slurm_spread.result_path(tmp_path, 1).read_bytes()) == 16
+    assert not slurm_spread.result_path(tmp_path, 0).exists()
+    assert sorted(f.name for f in tmp_path.iterdir() if f.name.startswith(".")) == []
+    assert "testbed.experiments.slurm_spread" in (tmp_path / "task.sh").read_text()
 
 
 @pytest.mark.realtime
@@ -290,3 +329,42 @@ def test_stop_stops_its_own_daemons_and_leaves_another_alive(tmp_path, slurm_env
         decoy.wait()
     back = subprocess.run([str(SLURM_LOCAL)], capture_output=True, text=True, timeout=120)
     assert back.returncode == 0, back.stderr
+
+
+@pytest.mark.realtime
+def test_a_spread_over_slurm_gives_what_one_process_gives(tmp_path, slurm_env, monkeypatch):
+    monkeypatch.setenv("SLURM_CONF", slurm_env["SLURM_CONF"])
+    with slurm_spread.spreading(slurm.Settings(), tmp_path) as spread:
+        assert sorted(spread(abs, [-3, 1, -2, 0])) == [0, 1, 2, 3]   # a task imports it
+        assert list(spread(abs, [])) == []
+
+
+@pytest.mark.realtime
+def test_reproduce_through_slurm_has_the_findings_of_a_local_run(tmp_path, slurm_env):
+    def claims(out: str, *more: str) -> tuple[list[tuple[str, str, str]], str]:
+        done = subprocess.run([sys.executable, "-m", "benchmarks.reproduce", "--only", "COW",
+                               "--size", "tiny", "--out", str(tmp_path / out), *more],
+                              cwd=ROOT, env=slurm_env, capture_output=True, text=True,
+                              timeout=600)
+        assert done.returncode == 0, done.stderr
+        doc = json.loads((tmp_path / out / "papers" / "COW.json").read_text())
+        return [(c["key"], c["ours"], c["verdict"]) for c in doc["claims"]], done.stderr
+
+    (through, said), (local, _) = claims("slurm", "--slurm"), claims("local")
+    assert through == local and "one-CPU tasks" in said
+    assert not list((tmp_path / "slurm" / "slurm").glob("spread-*"))     # removed once read
+
+
+@pytest.mark.realtime
+def test_reproduce_through_slurm_runs_an_emulated_paper_as_one_exclusive_job(tmp_path,
+                                                                             slurm_env):
+    done = subprocess.run([sys.executable, "-m", "benchmarks.reproduce", "--only", "THESIS",
+                           "--size", "tiny", "--out", str(tmp_path), "--slurm"], cwd=ROOT,
+                          env=slurm_env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert "THESIS: Slurm job" in done.stderr and "one exclusive node" in done.stderr
+    doc = json.loads((tmp_path / "papers" / "THESIS.json").read_text())
+    assert doc["header"]["size"] == "tiny"
+    failed = [c["why"] for c in doc["claims"] if "the run failed" in c["why"]]
+    assert not failed, (failed, (tmp_path / "slurm" / "THESIS.out").read_text()[-3000:])
+    assert "| THESIS |" in (tmp_path / "report.md").read_text()

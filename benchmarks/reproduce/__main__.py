@@ -1,30 +1,53 @@
-"""``python -m benchmarks.reproduce [--quick] [--only PAPER[,PAPER]] [--workers N] [--out DIR]
-[--runs DIR]``
+"""``python -m benchmarks.reproduce [--quick] [--only PAPER[,PAPER]] [--resume] [--workers N]
+[--out DIR] [--runs DIR] [--slurm [--partition P] [--account A] [--time T] [--sbatch OPT]]``
 
-Runs what every paper's claims need, judges each claim, and writes ``DIR/report.md`` (with the
-plots beside it) and ``DIR/claims.json``.  The simulated papers (T3D, T3E, COW) run first, one
-after another, each spreading its independent simulations over ``--workers`` processes (default:
-one per core; the figures are the same whatever the number); the emulated ones (THESIS, MEMORY)
-after them, one run at a time, as timing runs must (run the whole under the machine's timing
-lock on a shared machine).  ``--quick`` runs smaller versions that finish in about 25 minutes
-on 2 cores; rows whose intervals are then too wide say "cannot tell".  Without it, the full
-sizes take about ``estimate`` says (printed at the start).
+Runs what every paper's claims need, judges each claim, writes each paper's findings to
+``DIR/papers/NAME.json`` as soon as that paper is done, and rebuilds ``DIR/report.md`` (with
+the plots beside it) and ``DIR/claims.json`` from every paper file in ``DIR``.  So a
+reproduction can be run in parts: ``--only T3D,T3E,COW`` anywhere (they are simulated and
+deterministic), then ``--only THESIS,MEMORY`` with the same ``--out`` on a quiet machine; a
+rerun of a paper replaces only that paper's file, ``--resume`` skips the papers whose file is
+already there, and one ``DIR`` holds one size (a run at another size is refused).  The
+report's header says for each paper when, where and at which commit it ran.
+
+The simulated papers (T3D, T3E, COW) run first, one after another, each spreading its
+independent simulations over ``--workers`` processes (default: one per core; the figures are
+the same whatever the number); the emulated ones (THESIS, MEMORY) after them, one run at a
+time, as timing runs must (run those under the machine's timing lock on a shared machine).
+``--quick`` runs smaller versions that finish in about 25 minutes on 2 cores; rows whose
+intervals are then too wide say "cannot tell".  Without it, the full sizes take about what
+``estimate`` says (printed at the start).
+
+``--slurm`` spreads the reproduction over a Slurm cluster (``--out`` must be on a file system
+the nodes share): the emulated papers each run as one job on one exclusive node (a timed run
+alone on its machine, as here), side by side, each writing its paper file into ``--out``; the
+simulated papers' runs (T3D's Fig 6 points, COW's replications) become one-CPU tasks of job
+arrays.  What stays on the machine the command was started on: T3E's seeds (a minute and a
+half of CPU at full size, over ``--workers``), T3D's production figures (real processes, at
+tiny and full size) and the judging.  ``--partition``, ``--account``, ``--time`` and
+``--sbatch`` go to every ``sbatch``.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import functools
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from benchmarks.harness import exit_on_sigterm, invocation
-from benchmarks.reproduce import claims, cow, memory, report, t3d, t3e, thesis
+from benchmarks.reproduce import claims, cluster, cow, memory, parts, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import Finding, Row
 from benchmarks.reproduce.context import SIZES, Context, sized
+from benchmarks.reproduce.parts import Part
+from testbed.experiments import load, slurm_spread
+from testbed.experiments.slurm import Settings, SlurmError
 
 
 @dataclass(frozen=True)
@@ -77,34 +100,72 @@ def measure(name: str, ctx: Context) -> dict[str, Finding]:
     return ctx.attempt(paper.module.run, [s.key for s in paper.module.SPECS])
 
 
-def run_all(papers: list[Paper], ctx: Context) -> list[Row]:
-    """Every chosen paper's rows: the simulated papers first, then the emulated ones, one
-    paper after another (a simulated paper spreads its runs over ``ctx.workers``)."""
-    found: dict[str, dict[str, Finding]] = {}
+def run_paper(paper: Paper, ctx: Context, command: str, began: str) -> Part:
+    """Run ``paper`` and give its part: its rows and its header (``report.head`` with its
+    wall time, ``began`` (when the invocation began) and what else used the CPUs)."""
+    header = report.head(command, ctx.size, 0.0)
+    start, before = time.monotonic(), load.snapshot()
+    watch = load.JobWatch().start()
+    try:
+        found = measure(paper.name, ctx)
+    finally:
+        job_cpu = watch.stop()
+    disturbance = load.disturbance(before, load.snapshot(), job_cpu=job_cpu)
+    rows = claims.rows(paper.module.SPECS, found, f"not measured at size {ctx.size}")
+    return Part(paper.name, {**header, "seconds": round(time.monotonic() - start, 1),
+                             "began": began, "load": disturbance}, tuple(rows))
+
+
+def run_all(papers: list[Paper], ctx: Context, command: str,
+            on_part: Callable[[Part], None]) -> list[Part]:
+    """Run every chosen paper, the simulated first, then the emulated, one after another (a
+    simulated paper spreads its runs over ``ctx.workers``); each part is handed to
+    ``on_part`` as soon as it is done; the parts."""
+    began = datetime.datetime.now(datetime.UTC).isoformat()
+    done = []
     for paper in sorted(papers, key=lambda p: p.emulated):
-        found[paper.name] = measure(paper.name, ctx)
-    return [row for p in papers
-            for row in claims.rows(p.module.SPECS, found[p.name],
-                                   f"not measured at size {ctx.size}")]
+        part = run_paper(paper, ctx, command, began)
+        on_part(part)
+        done.append(part)
+    return done
+
+
+def rebuild(out: Path, command: str) -> list[Row]:
+    """Rebuild ``out``'s report.md and claims.json from every paper file in it; the rows."""
+    found = parts.present(out, [p.name for p in PAPERS])
+    rows, header = report.assemble(list(found.values()), command)
+    report.write(rows, header, out)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Reproduce the chosen papers and write the report."""
+    """Reproduce the chosen papers, write each paper's file and rebuild the report."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.reproduce", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="smaller runs: about 25 minutes on 2 cores")
     p.add_argument("--only", default=None, help="comma-separated papers: "
                    + ",".join(paper.name for paper in PAPERS))
+    p.add_argument("--resume", action="store_true",
+                   help="skip the papers whose file is already in --out (at the same size)")
     p.add_argument("--out", type=Path, default=None,
-                   help="where report.md, claims.json and the plots go "
+                   help="where the paper files, report.md, claims.json and the plots go "
                         "(default: runs/reproduce-TIME)")
     p.add_argument("--runs", type=Path, default=None,
                    help="where the run directories go (default: OUT/runs)")
     p.add_argument("--workers", type=int, default=None,
                    help="processes for the simulated papers' runs (default: one per core)")
+    p.add_argument("--slurm", action="store_true",
+                   help="spread the reproduction over a Slurm cluster (see above)")
+    p.add_argument("--partition", default=None, help="--slurm: sbatch's --partition")
+    p.add_argument("--account", default=None, help="--slurm: sbatch's --account")
+    p.add_argument("--time", default=None, help="--slurm: each job's time limit (sbatch --time)")
+    p.add_argument("--sbatch", action="append", default=[], metavar="OPT",
+                   help="--slurm: one more sbatch option (--sbatch=--constraint=ib); repeatable")
     p.add_argument("--size", choices=SIZES, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if not args.slurm and (args.partition or args.account or args.time or args.sbatch):
+        p.error("--partition, --account, --time and --sbatch go with --slurm")
     exit_on_sigterm()
     try:
         papers = choose(args.only)
@@ -117,21 +178,53 @@ def main(argv: list[str] | None = None) -> int:
     workers = args.workers or cores
     if workers < 1:
         p.error(f"--workers: need at least 1, got {workers}")
-    print(f"reproducing {', '.join(paper.name for paper in papers)} at size {size}: about "
-          f"{estimate(papers, size, workers) / 60:.0f} min on {cores} cores, {workers} "
-          "workers", file=sys.stderr, flush=True)
+    try:
+        kept = parts.present(out, [paper.name for paper in PAPERS])
+    except parts.PartError as err:
+        print(f"benchmarks.reproduce: {err}", file=sys.stderr)
+        return 2
+    clash = parts.mixed(kept, size)
+    if clash is not None:
+        print(f"benchmarks.reproduce: {out}: {clash}", file=sys.stderr)
+        return 2
+    if args.resume:
+        papers = [paper for paper in papers if paper.name not in kept]
+    command = invocation("benchmarks.reproduce", argv)
+    print(f"reproducing {', '.join(paper.name for paper in papers) or 'nothing new'} at size "
+          f"{size}: about {estimate(papers, size, workers) / 60:.0f} min on {cores} cores, "
+          f"{workers} workers", file=sys.stderr, flush=True)
     began = time.monotonic()
-    header = report.head(invocation("benchmarks.reproduce", argv), size, 0.0)
     ctx = Context(size, runs.resolve(), out.resolve(), workers)
-    rows = run_all(papers, ctx)
+
+    def keep(part: Part) -> None:
+        ctx.log(f"{part.name} done: {parts.save(out, part)}")
+        rebuild(out, command)
+
+    if args.slurm:
+        settings = Settings(args.partition, args.account, args.time, tuple(args.sbatch))
+        ctx.spreading = functools.partial(slurm_spread.spreading, settings,
+                                          out.resolve() / "slurm", log=ctx.log)
+        try:
+            with cluster.on_nodes([p.name for p in papers if p.emulated], settings, size,
+                                  out.resolve(), runs.resolve(), ctx.log) as wait:
+                run_all([p for p in papers if not p.emulated], ctx, command, keep)
+                failed = wait()
+        except SlurmError as err:
+            print(f"benchmarks.reproduce: {err}", file=sys.stderr)
+            return 1
+        for line in failed:
+            print(f"benchmarks.reproduce: {line}", file=sys.stderr)
+    else:
+        run_all(papers, ctx, command, keep)
+    rows = rebuild(out, command)
     seconds = time.monotonic() - began
-    report.write(rows, {**header, "seconds": round(seconds, 1)}, out)
     tally = report.counts(rows)
     for row in rows:
         print(f"{row.spec.paper:7} {row.spec.where:22} {row.finding.decision.verdict:12} "
               f"{row.spec.claim}")
     print(", ".join(f"{tally[v]} {v}" for v in claims.VERDICTS)
-          + f"; {seconds:.0f} s ({seconds / 60:.1f} min); report: {out / 'report.md'}")
+          + f"; {seconds:.0f} s ({seconds / 60:.1f} min) this time; report: "
+          f"{out / 'report.md'}")
     return 0
 
 

@@ -7,12 +7,14 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from benchmarks.reproduce.claims import Finding, unavailable
+from testbed.experiments import engine
 
 T = TypeVar("T")
 SIZES = ("tiny", "quick", "full")
@@ -28,14 +30,22 @@ def sized(size: str, tiny: T, quick: T, full: T) -> T:
 @dataclass
 class Context:
     """One reproduction: its ``size``, the directory for run directories (``runs``), the
-    report's directory (``out``, where plots are copied) and how many processes a simulated
-    paper may spread its runs over (``workers``)."""
+    report's directory (``out``, where plots are copied), how many processes a simulated
+    paper may spread its runs over (``workers``) and what spreads them (``spreading``: the
+    experiments engine's on this machine, or Slurm's)."""
 
     size: str
     runs: Path
     out: Path
     workers: int = 1
+    spreading: Callable[[int], AbstractContextManager[engine.Spread]] = engine.spreading
     started: float = field(default_factory=time.monotonic)
+
+    def spread(self, work: Callable[[Any], Any], items: Iterable[Any]) -> Iterator[Any]:
+        """``work`` on every item, spread by ``spreading`` over ``workers``; the results as
+        they finish, in any order (``work`` and the items must pickle)."""
+        with self.spreading(self.workers) as spread:
+            yield from spread(work, items)
 
     def pick(self, tiny: T, quick: T, full: T) -> T:
         """The value for this run's size."""

@@ -104,7 +104,7 @@ def run(ctx: Context) -> dict[str, Finding]:
     plots = []
     for which in (1, 2):
         ctx.log(f"COW set {which}: {replications} replications of {jobs} gangs")
-        sets[which] = cow.run_set(which, replications, jobs, ctx.workers)
+        sets[which] = cow.run_set(which, replications, jobs, spread=ctx.spread)
         (out / f"cow-set{which}.json").write_text(json.dumps({"records": sets[which]}) + "\n")
         cow.plot(sets[which], which, out / f"cow-set{which}.png")
         plots.append(ctx.plot(out / f"cow-set{which}.png", f"cow-set{which}.png"))

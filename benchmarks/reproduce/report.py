@@ -1,6 +1,7 @@
 """The reproduction's report: a Markdown page of the claims and their verdicts (with the plots
-beside it) and the same rows as JSON.  ``markdown`` and ``document`` are pure; ``head``
-gathers what the page's header records about the machine and the code."""
+beside it) and the same rows as JSON, assembled from the papers' parts (``parts``).
+``assemble``, ``markdown`` and ``document`` are pure; ``head`` gathers what a header records
+about the machine and the code."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.reproduce.claims import CHECKS, VERDICTS, Row
+from benchmarks.reproduce.parts import Part
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -37,6 +39,37 @@ def _commit() -> str:
     return commit + (" with uncommitted changes" if changed else "")
 
 
+def assemble(parts: Sequence[Part], command: str) -> tuple[list[Row], dict[str, Any]]:
+    """The report's rows (every part's, in the parts' order) and header: written by
+    ``command``; the host, cores and commit the parts share (else "several", each part's
+    in ``papers``); the earliest start; the size; the parts' wall times summed (s); each
+    part's header by paper (``papers``); and whether the parts came from different
+    invocations (``assembled``)."""
+    headers = [part.header for part in parts]
+
+    def shared(field: str, several: str) -> Any:
+        values = {str(h.get(field)) for h in headers}
+        return headers[0].get(field) if len(values) == 1 else several
+
+    header = {"command": command,
+              "host": shared("host", "several hosts (see each paper)"),
+              "cores": shared("cores", "several"),
+              "date": min((h.get("date", "") for h in headers), default=""),
+              "commit": shared("commit", "several commits (see each paper)"),
+              "size": shared("size", "several"),
+              "seconds": round(sum(h.get("seconds", 0.0) for h in headers), 1),
+              "papers": {part.name: part.header for part in parts},
+              "assembled": len({(h.get("host"), h.get("began")) for h in headers}) > 1}
+    return [row for part in parts for row in part.rows], header
+
+
+def _paper_line(name: str, h: dict[str, Any]) -> str:
+    load = h.get("load") or {}
+    disturbed = f"; disturbed: {load['why']}" if load.get("disturbed") else ""
+    return (f"  - {name}: started {h.get('date', '?')} on {h.get('host', '?')}, commit "
+            f"{h.get('commit', '?')}, {h.get('seconds', 0.0):.0f} s{disturbed}")
+
+
 def counts(rows: Sequence[Row]) -> dict[str, int]:
     """How many rows have each verdict."""
     return {v: sum(1 for r in rows if r.finding.decision.verdict == v) for v in VERDICTS}
@@ -58,6 +91,13 @@ def markdown(rows: Sequence[Row], header: dict[str, Any]) -> str:
         f"- started: {header['date']}",
         f"- git commit: {header['commit']}",
         f"- size: {header['size']}; wall time {header['seconds']:.0f} s ({minutes:.1f} min)",
+    ]
+    each = header.get("papers") or {}
+    if each:
+        lines.append("- each paper (assembled from parts run at different times):"
+                     if header.get("assembled") else "- each paper:")
+        lines += [_paper_line(name, h) for name, h in each.items()]
+    lines += [
         "",
         "Verdicts: " + ", ".join(f"{tally[v]} {v}" for v in VERDICTS) + ". A claim *agrees* "
         "only when our interval lies where the paper puts the figure, *disagrees* only when "
@@ -91,8 +131,12 @@ def document(rows: Sequence[Row], header: dict[str, Any]) -> dict[str, Any]:
 
 
 def write(rows: Sequence[Row], header: dict[str, Any], out: Path) -> None:
-    """Write ``report.md`` and ``claims.json`` into ``out``."""
+    """Write ``report.md`` and ``claims.json`` into ``out``, each whole or not at all (several
+    processes may rebuild them: the papers' jobs under ``--slurm``)."""
     out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(markdown(rows, header))
-    (out / "claims.json").write_text(json.dumps(document(rows, header), indent=1,
-                                                ensure_ascii=False) + "\n")
+    for name, text in (("report.md", markdown(rows, header)),
+                       ("claims.json", json.dumps(document(rows, header), indent=1,
+                                                  ensure_ascii=False) + "\n")):
+        partial = out / f".{name}.{os.getpid()}"
+        partial.write_text(text)
+        os.replace(partial, out / name)

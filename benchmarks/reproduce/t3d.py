@@ -113,7 +113,7 @@ def run(ctx: Context) -> dict[str, Finding]:
     loads = ctx.pick((0.5,), (0.3, 0.6, 0.9), t3d_fig6.LOADS)
     shown = ", ".join(f"{load:g}" for load in loads)
     ctx.log(f"T3D Fig 6: loads {shown}, {batches} batches of {batch}")
-    records = t3d_fig6.run_points(loads, batches, batch, workers=ctx.workers)
+    records = t3d_fig6.run_points(loads, batches, batch, spread=ctx.spread)
     out = ctx.runs / "t3d-fig6"
     t3d_fig6.write_outputs({"records": records, "claims": t3d_fig6.claims(records)}, out, None,
                            "")

@@ -93,7 +93,7 @@ def run(ctx: Context) -> dict[str, Finding]:
     ctx.log(f"T3E NERSC: {seeds} seeds of {span:g} s on {pes} PEs, simulated")
     with contextlib.redirect_stdout(io.StringIO()):
         nersc.main(["--simulate", "--seeds", str(seeds), "--span", str(span), "--pes",
-                    str(pes), "--out", str(out)])
+                    str(pes), "--workers", str(ctx.workers), "--out", str(out)])
     records = json.loads((out / "nersc.json").read_text())
     plots = tuple(p for p in (ctx.plot(out / "nersc.png", "t3e-nersc.png"),) if p)
     setup = (f"{pes} PEs simulated, {seeds} seeds of {span:g} s of arrivals (small jobs "

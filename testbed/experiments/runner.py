@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,13 +185,16 @@ def perform(task: Task) -> Outcome:
         os.replace(tmp, workload)
     run_dir.mkdir()
     before = load.snapshot()
+    watch = load.JobWatch().start()
     began = time.monotonic()
     try:
         status = task.run_one(cell, workload, run_dir)
     except KeyboardInterrupt:
         raise Interrupted from None
+    finally:
+        job_cpu = watch.stop()
     wall = time.monotonic() - began
-    disturbance = load.disturbance(before, load.snapshot())
+    disturbance = load.disturbance(before, load.snapshot(), job_cpu=job_cpu)
     if task.executor == "simulation":
         disturbance.update(disturbed=False, why="simulated: virtual time, not disturbed")
     _write_json(run_dir / "load.json", disturbance)
@@ -277,13 +280,23 @@ class Runner:
                     out.append(task)
         return out
 
-    def run_tasks(self, tasks: list[Task], total: int) -> None:
+    def run_tasks(self, tasks: list[Task], total: int,
+                  go_on: Callable[[], bool] | None = None) -> None:
         """Run ``tasks`` (over the workers when there are several), with a progress line
-        as each ends; ``total`` is the number of runs the progress counts to."""
+        as each ends; ``total`` is the number of runs the progress counts to.  With one
+        worker, ``go_on`` (if given) is asked before each run after the first, and a no
+        raises ``Interrupted``."""
         done = total - len(tasks)
+
+        def asked() -> Iterator[Task]:
+            for number, task in enumerate(tasks):
+                if number and go_on is not None and not go_on():
+                    raise Interrupted
+                yield task
+
         try:
             with engine.spreading(min(self.workers, len(tasks))) as spread:
-                for outcome in spread(perform, tasks):
+                for outcome in spread(perform, asked() if self.workers <= 1 else tasks):
                     done += 1
                     self._report(outcome, done, total)
         except (KeyboardInterrupt, BrokenProcessPool):

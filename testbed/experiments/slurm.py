@@ -206,7 +206,7 @@ class Experiment:
 
     def queue(self) -> dict[int, tuple[str, Queued]]:
         """This experiment's tasks ``squeue`` lists, by block index."""
-        done = _slurm(["squeue", "-h", "-r", "-n", self.name, "-o", "%i|%T|%r|%L|%N"])
+        done = slurm_command(["squeue", "-h", "-r", "-n", self.name, "-o", "%i|%T|%r|%L|%N"])
         return parse_queue(done.stdout)
 
     def last_job(self, index: int) -> str | None:
@@ -303,7 +303,7 @@ class Experiment:
         if not todo:
             return []
         after = self.check_shared(progress)
-        done = _slurm(self.sbatch_args(todo, after))
+        done = slurm_command(self.sbatch_args(todo, after))
         job = done.stdout.strip().split(";")[0]
         records = self.jobs() + [{"job": job, "blocks": todo,
                                   "submitted": time.strftime("%Y-%m-%d %H:%M:%S %z")}]
@@ -324,13 +324,13 @@ class Experiment:
                 "--cpus-per-task=1", "--time=5", "--output=/dev/null",
                 *([f"--partition={s.partition}"] if s.partition else []),
                 *([f"--account={s.account}"] if s.account else []), str(check)]
-        job = _slurm(args).stdout.strip().split(";")[0]
+        job = slurm_command(args).stdout.strip().split(";")[0]
         try:
             deadline = time.monotonic() + CHECK_WAIT_S
             while time.monotonic() < deadline:
                 if mark.exists():
                     return None
-                listed = _slurm(["squeue", "-h", "-j", job, "-o", "%T"], check=False)
+                listed = slurm_command(["squeue", "-h", "-j", job, "-o", "%T"], check=False)
                 if listed.returncode == 0 and not listed.stdout.strip():
                     time.sleep(1.0)
                     if mark.exists():
@@ -351,7 +351,7 @@ class Experiment:
         """Cancel this experiment's queued and running tasks; their task ids."""
         tasks = [task for task, _ in self.queue().values()]
         if tasks:
-            _slurm(["scancel", *tasks])
+            slurm_command(["scancel", *tasks])
         return sorted(tasks)
 
 
@@ -377,11 +377,35 @@ def run_block(root: Path, index: int, code: str) -> int:
     runner = Runner(saved["plan"], root, saved["run_one"], code, saved["pes"])
     block = block_of(runner.plan, index)
     tasks = runner.tasks([block.number], block.cell)
-    runner.run_tasks(tasks, len(tasks))
+    job = os.environ.get("SLURM_JOB_ID")
+    runner.run_tasks(tasks, len(tasks), None if job is None else lambda: still_running(job))
     return 0 if all(completed(t.run_dir) for t in tasks) else 1
 
 
-def _slurm(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+def running_state(text: str) -> bool:
+    """Whether ``squeue -h -o %T``'s output for one job says it is still running (a job
+    being cancelled or ending is not); an empty or unreadable answer counts as running, so
+    that a controller's hiccup does not stop a block."""
+    states = text.split()
+    return not states or states[0] == "RUNNING"
+
+
+def still_running(job: str) -> bool:
+    """Whether Slurm job ``job`` is still running: a block asks before each run after its
+    first, so that a block cancelled during a run (``scancel``: its node managers die first,
+    and the run may end failed rather than interrupted) stops there instead of starting its
+    next run, and is submitted again whole on the next ``experiment run``."""
+    try:
+        listed = slurm_command(["squeue", "-h", "-j", job, "-o", "%T"], check=False)
+    except SlurmError:
+        return True
+    return listed.returncode != 0 or running_state(listed.stdout)
+
+
+def slurm_command(args: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run one Slurm command (``sbatch``, ``squeue``, ``scancel``...) and give what it did;
+    ``SlurmError`` when it is not installed, its controller does not answer within 60 s, or
+    (with ``check``) it fails."""
     try:
         done = subprocess.run(args, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
