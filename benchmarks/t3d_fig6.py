@@ -71,7 +71,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -88,7 +88,7 @@ from benchmarks.harness import (
     table,
 )
 from testbed import run
-from testbed.events import EventLog, read_events
+from testbed.events import EventLog, iter_events
 from testbed.experiments import engine
 from testbed.experiments.engine import Spread
 from testbed.policies import PolicyConfig, make_policy
@@ -198,6 +198,21 @@ def batch_means(slowdowns: list[float], size: int = BATCH) -> tuple[float, float
     return statistics.fmean(batches), half, len(batches)
 
 
+class Slots:
+    """The highest matrix row a job started in, noted as the log streams past (a saturated
+    gang point's log holds millions of switches: read whole, it took 13 GB)."""
+
+    def __init__(self) -> None:
+        self.highest = 0
+
+    def seen(self, events: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """``events`` unchanged, noting each start's row."""
+        for event in events:
+            if event["event"] == "start":
+                self.highest = max(self.highest, event["slot"])
+            yield event
+
+
 def _rounded(value: float) -> float | None:
     return round(value, 3) if math.isfinite(value) else None
 
@@ -214,11 +229,11 @@ def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
     run.drive(workload, policy, executor, out, {"scheduler": scheme.policy,
               "machine": {"pes": PES}}, log=EventLog(out / "events.jsonl", flush_each=False))
     wall = time.perf_counter() - began
-    events = read_events(out / "events.jsonl")
+    slots = Slots()
+    rows = [r for r in job_rows(slots.seen(iter_events(out / "events.jsonl")))
+            if r.status == "done"]
     (out / "events.jsonl").unlink()
-    rows = [r for r in job_rows(events) if r.status == "done"]
-    peak_rows = 1 + max((ev["slot"] for ev in events if ev["event"] == "start"), default=0)
-    del events
+    peak_rows = 1 + slots.highest
     rows.sort(key=lambda r: (r.end, r.id))
     slowdowns = [r.response_slowdown for r in rows if r.response_slowdown is not None]
     mean, half, batches = batch_means(slowdowns, batch)
