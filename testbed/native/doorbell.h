@@ -16,8 +16,8 @@ struct tb_ringing {
 typedef int (*tb_test)(void *ctx, int *done);
 
 /* Use ``own`` as this rank's record; with ``run`` and ``job`` (NULL outside the testbed), map
- * the other ranks' records on first need.  ``net_us`` > 0 makes the safety net of a rung wait a
- * constant timeout of that many microseconds. */
+ * the other ranks' records on first need.  ``net_us`` > 0 makes the safety net of a rung wait
+ * that many microseconds instead of NET_NS. */
 void tb_doorbell_init(struct tb_record *own, const char *run, const char *job, double net_us);
 
 /* Ring rank ``rank`` of ``comm`` after posting a message to it. */

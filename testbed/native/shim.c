@@ -7,9 +7,9 @@
  *
  * A blocked rank sleeps on the doorbell in its record, and its peers ring it when they may
  * have given it something to complete (doorbell.c); a timeout on every sleep is the safety
- * net.  TESTBED_SAFETY_NET_US (unset by default) replaces the safety net's backoff, for the
- * waits whose completion the rings announce, by a constant timeout of that many microseconds:
- * a test sets it long to see that rings alone wake such waits.
+ * net.  TESTBED_SAFETY_NET_US (unset by default) replaces the safety net of the
+ * waits whose completion the rings announce (16 ms) by a timeout of that many microseconds: a
+ * test sets it long to see that rings alone wake such waits.
  *
  * Every wait is counted in the rank's shared record (shim_record.h), split by the coscheduled
  * flag the node manager sets, without the time the node manager kept the process stopped;
