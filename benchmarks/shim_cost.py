@@ -15,7 +15,9 @@
   this process is blocked in a read, or stores it beside a futex word of a shared mapping on
   which this process is blocked (no timeout) and wakes it, as the shim's doorbell does
   (``clients/futex_wake.c``); p50/p99 from the send time to the read or wait returning, and
-  the waiter's CPU share, for short and long waits alike;
+  the waiter's CPU share, for short and long waits alike; ``os_futex_timed_2ms``: the futex
+  with every sleep timing out after 2 ms and sleeping again, as the shim's safety net did
+  before issue 40 (it shows what a timeout that fires costs the wake-up at the ring);
 * ``collectives``: the mean time of a two-rank ``MPI_Allreduce`` of 8 bytes and of an
   ``MPI_Barrier`` (microseconds; each call in a loop of ``--iterations``, nothing else
   running; a C program, ``clients/collective_cost.c``, so that no Python stands between the
@@ -183,13 +185,16 @@ def pipe_wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
         os.close(write_end)
 
 
-FUTEX_API = "uint32_t futex_await(uint32_t *word, uint32_t seen); void futex_ring(uint32_t *word);"
+FUTEX_API = """uint32_t futex_await(uint32_t *word, uint32_t seen, long timeout_ns);
+void futex_ring(uint32_t *word);"""
 
 
-def futex_wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
+def futex_wakeup(waits: int, low_ms: float, high_ms: float,
+                 timeout_ns: int = 0) -> dict[str, object]:
     """``_floor`` with the send time stored beside a futex word of a shared mapping on which
     this process is blocked (``clients/futex_wake.c``, built on first use), the child adding 1
-    to the word and waking it: the floor of the shim's doorbell, without its timeout."""
+    to the word and waking it: the floor of the shim's doorbell; with ``timeout_ns``, every
+    sleep times out after that many nanoseconds and sleeps again, as a safety net would."""
     ffi = cffi.FFI()
     ffi.cdef(FUTEX_API)
     futex = ffi.dlopen(str(build.library("futex_wake", [CLIENTS / "futex_wake.c"],
@@ -204,7 +209,7 @@ def futex_wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]
         futex.futex_ring(word)
 
     def receive() -> int:
-        seen[0] = futex.futex_await(word, seen[0])
+        seen[0] = futex.futex_await(word, seen[0], timeout_ns)
         return struct.unpack_from("=Q", shared, 8)[0]
 
     try:
@@ -270,7 +275,8 @@ def wakeup_cases(waits: int, preload: dict[str, str], long_waits: bool
         "shim_spin_block_100us": lambda: _blocked(_run("wakeup", waits, preload,
                                                        spin=BLOCK_AFTER_100US)),
         "os_pipe": lambda: pipe_wakeup(waits, *SHORT),
-        "os_futex": lambda: futex_wakeup(waits, *SHORT)}
+        "os_futex": lambda: futex_wakeup(waits, *SHORT),
+        "os_futex_timed_2ms": lambda: futex_wakeup(waits, *SHORT, 2_000_000)}
     if long_waits:
         cases |= {
             "mpich_busy_poll": lambda: _run("wakeup", waits, {}),
@@ -377,6 +383,7 @@ WAKEUP_CASES = {"mpich_busy_poll": "MPICH busy-polling (no shim)",
                 "shim_spin_block_100us": "shim, blocking after 100 us (2-10 ms waits)",
                 "os_pipe": "the OS: a process blocked in a pipe read (2-10 ms)",
                 "os_futex": "the OS: a process blocked on a futex (2-10 ms)",
+                "os_futex_timed_2ms": "the OS: a futex, sleeping 2 ms at a time (2-10 ms)",
                 "shim_long_waits_20_50ms": "shim, blocking after 100 us (20-50 ms waits)",
                 "os_pipe_20_50ms": "the OS: a pipe read (20-50 ms)",
                 "os_futex_20_50ms": "the OS: a futex (20-50 ms)"}

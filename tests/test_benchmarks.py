@@ -97,7 +97,8 @@ def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
     out = _bench("benchmarks.shim_cost", "--rounds", "2", "--iterations", "300", "--waits", "12")
     assert out["pingpong"]["ratio"] > 0 and out["pingpong"]["without_us"] > 0
     for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms",
-                 "os_pipe", "os_futex", "os_pipe_20_50ms", "os_futex_20_50ms"):
+                 "os_pipe", "os_futex", "os_futex_timed_2ms", "os_pipe_20_50ms",
+                 "os_futex_20_50ms"):
         wake = out["wakeup"][case]
         assert len(wake["runs"]) == 2 and 0 <= wake["cpu_share"] <= 1.5
         assert 0 < wake["wakeup_us"]["p50"] <= wake["wakeup_us"]["p99"]
