@@ -50,7 +50,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.harness import host, invocation, markdown_table, now_iso, page_head
+from benchmarks.harness import host, invocation, markdown_table, now_iso, page_head, write_page
 from testbed.emulation import procs
 from testbed.emulation.launch_tmp import hydra_files, run_dirs
 from testbed.events import read_events
@@ -301,9 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out is not None:
         args.out.write_text(text + "\n")
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(result, invocation("benchmarks.chaos", argv)))
+    write_page(args.markdown, lambda: markdown(result, invocation("benchmarks.chaos", argv)))
     return 0 if summary["passed"] == summary["trials"] else 1
 
 

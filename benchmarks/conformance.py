@@ -73,6 +73,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
+    commit_of,
     default_out,
     host,
     invocation,
@@ -80,8 +81,8 @@ from benchmarks.harness import (
     now_iso,
     page_head,
     table,
+    write_page,
 )
-from benchmarks.service import commit
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.policies import POLICIES
 
@@ -710,7 +711,7 @@ def measure(args: argparse.Namespace, p: argparse.ArgumentParser,
         copies, wall, error = run_mode(suite, mode, chosen, runs / mode.name, timeouts)
         records.append(summarise(mode, copies, wall, plain, plain_wall, error))
     return {"benchmark": "conformance", "host": host(), "date": date,
-            "command": invocation("benchmarks.conformance", argv), "commit": commit(ROOT),
+            "command": invocation("benchmarks.conformance", argv), "commit": commit_of(ROOT),
             "mpi": {"vendor": mpi.vendor, "version": " ".join(mpi.version.split("\n")[0].split()),
                     "library": mpi.library, "standard": mpi.standard, "mpi4py": mpi.mpi4py},
             "suite": {**source, "directory": str(directory)}, "ranks": RANKS,
@@ -766,9 +767,7 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(doc, indent=2)
     to_stdout = args.json == "-"
     print(render(doc), file=sys.stderr if to_stdout else sys.stdout)
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(doc, invocation("benchmarks.conformance", argv)))
+    write_page(args.markdown, lambda: markdown(doc, invocation("benchmarks.conformance", argv)))
     if to_stdout:
         print(text)
     elif args.json or args.source is None:

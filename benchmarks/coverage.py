@@ -56,7 +56,7 @@ import numpy as np
 from scipy import optimize
 from scipy import stats as scipy_stats
 
-from benchmarks.harness import host, invocation, now_iso, page_head
+from benchmarks.harness import host, invocation, now_iso, page_head, write_page
 from testbed.experiments import stats
 from testbed.experiments.stats import ALPHA, CONFIDENCE, Interval
 
@@ -442,10 +442,8 @@ def main(argv: list[str] | None = None) -> int:
     results = checks(records, draws)
     for what, met, detail in results:
         print(f"{'met' if met else 'MISSED'}: {what} ({detail})", file=sys.stderr)
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(records, meta, invocation("benchmarks.coverage",
-                                                                    argv)))
+    write_page(args.markdown, lambda: markdown(records, meta, invocation("benchmarks.coverage",
+                                                                         argv)))
     return 0 if all(met for _, met, _ in results) else 1
 
 

@@ -52,13 +52,14 @@ kept), and the bound caps its size.
 Writes ``cow-setN.json`` and ``cow-setN.png`` under ``--out`` and prints a table, or with
 ``--json`` one record per cell: ``{"policy", "inv_lambda", "inv_lambda_owner",
 "inv_mu_owner", "rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth",
-"rts", "us", "tasks", "redo", "restart", "hold", "owner_pick", "utilization"}`` (``u_repeated``
-and ``u_owners``: the aborted runs' and the owners' share of 16 x the span; ``rts`` and ``us``:
-each replication's RT and U, by seed); a set's JSON also has ``seconds``,
-the time the run's sets took to simulate, and ``workers``.  ``--markdown PAGE`` also writes the
-tables, the paper's claims checked against them, and with ``--readings`` each other reading of
-one choice (2 replications of ``--readings-jobs`` gangs, 3,000 unless told, on set 1 and three
-cells of set 2), as a Markdown page.  ``run_set`` gives the records in-process.
+"rts", "us", "us_owners", "tasks", "redo", "restart", "hold", "owner_pick", "utilization"}``
+(``u_repeated`` and ``u_owners``: the aborted runs' and the owners' share of 16 x the span;
+``rts``, ``us`` and ``us_owners``: each replication's RT, U and owners' share, by seed); a
+set's JSON also has ``seconds``, the time the run's sets took to simulate, and ``workers``.
+``--markdown PAGE`` also writes the tables, the paper's claims checked against them, and with
+``--readings`` each other reading of one choice (2 replications of ``--readings-jobs`` gangs,
+3,000 unless told, on set 1 and three cells of set 2), as a Markdown page.
+``run_set`` gives the records in-process.
 
 The replications are independent (each has its own seeds and run directory), so they are
 spread over ``--workers`` processes (default: one per CPU; 1 runs them one after another in
@@ -75,7 +76,6 @@ bound stops those replications (docs/schedulers.md, "Reading COW's model", says 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import functools
 import json
@@ -83,25 +83,34 @@ import math
 import os
 import random
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
 import time
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
-from testbed.driver import OWNER_PICKS, Driver, Ended, Interrupted, OwnerStream
+from benchmarks.harness import (
+    default_out,
+    exit_on_sigterm,
+    host,
+    invocation,
+    now_iso,
+    page_head,
+    table,
+)
 from testbed.events import EventLog, iter_events
+from testbed.experiments import engine
+from testbed.owners import OWNER_PICKS, OwnerStream
 from testbed.policies import PolicyConfig
 from testbed.policies.cow import RESTARTS, Afcfs, Cow, Lgfs
+from testbed.ports import Ended, Interrupted
 from testbed.results.metrics import JobRow, job_rows
+from testbed.run import drive
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads.files import JobSpec, Workload
 
@@ -283,12 +292,12 @@ def replication(policy: str, cell: tuple[float, float, float], jobs: int, seed: 
     owners = OwnerStream(1 / inv_owner, mean_owner, seed + 1_000_003, reading.owner_pick)
     out = Path(tempfile.mkdtemp(dir=tmp))
     try:
-        Driver(workload, scheduler,
-               Bounded({j.id: j.work or 0.0 for j in workload.jobs},
-                       horizon(max(j.arrival for j in workload.jobs)), redraw),
-               out, {"scheduler": policy, "machine": {"pes": PES},
-                     "cow": dataclasses.asdict(reading)},
-               log=EventLog(out / "events.jsonl", flush_each=False), owners=owners).run()
+        drive(workload, scheduler,
+              Bounded({j.id: j.work or 0.0 for j in workload.jobs},
+                      horizon(max(j.arrival for j in workload.jobs)), redraw),
+              out, {"scheduler": policy, "machine": {"pes": PES},
+                    "cow": dataclasses.asdict(reading)},
+              log=EventLog(out / "events.jsonl", flush_each=False), owners=owners)
         return summarize(out / "events.jsonl", reading.utilization)
     finally:
         shutil.rmtree(out)
@@ -344,29 +353,6 @@ def timed(run: Run, tmp: Path) -> Done:
     return run, found, time.perf_counter() - start
 
 
-def _worker_signals() -> None:
-    """In a pool worker: die at once on SIGTERM or SIGINT; the parent, which removes the
-    temporary directory, handles them."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
-@contextlib.contextmanager
-def spreading(workers: int) -> Iterator[Spread]:
-    """How to run a list of runs: one after another in this process when ``workers`` is 1,
-    else over a pool of ``workers`` processes, the results as they finish.  On leaving, runs
-    not started are cancelled."""
-    if workers <= 1:
-        yield map
-        return
-    pool = ProcessPoolExecutor(workers, initializer=_worker_signals)
-    try:
-        yield lambda work, runs: (f.result() for f in
-                                  as_completed([pool.submit(work, run) for run in runs]))
-    finally:
-        pool.shutdown(cancel_futures=True)
-
-
 def simulate(runs: Iterable[Run], workers: int = 1,
              progress: Callable[[str], None] | None = None,
              spread: Spread | None = None) -> dict[Run, Figures]:
@@ -378,7 +364,7 @@ def simulate(runs: Iterable[Run], workers: int = 1,
     results: dict[Run, Figures] = {}
     start = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="testbed-cow-") as tmp, \
-            spreading(workers) as pool:
+            engine.spreading(workers) as pool:
         for run, found, seconds in (spread or pool)(functools.partial(timed, tmp=Path(tmp)),
                                                     todo):
             results[run] = found
@@ -427,7 +413,7 @@ def assemble(cell_list: list[tuple[float, float, float]], replications: int, job
 
 
 FIGURES = ("rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth", "rts",
-           "us")
+           "us", "us_owners")
 
 
 def figures(found: Sequence[Figures]) -> dict[str, Any]:
@@ -448,7 +434,8 @@ def figures(found: Sequence[Figures]) -> dict[str, Any]:
             "u_repeated": round(statistics.fmean(r.u_repeated for r in ran), 4),
             "u_owners": round(statistics.fmean(r.u_owners for r in ran), 4),
             "growth": round(statistics.median(r.growth for r in ran), 3),
-            "rts": [round(x, 3) for x in rts], "us": [round(x, 4) for x in us]}
+            "rts": [round(x, 3) for x in rts], "us": [round(x, 4) for x in us],
+            "us_owners": [round(r.u_owners, 4) for r in ran]}
 
 
 def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,
@@ -837,11 +824,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _exit(signum: int, _frame: Any) -> None:
-    """End the program as an exception does, so that its temporary directories go."""
-    raise SystemExit(128 + signum)
-
-
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, _exit)
+    exit_on_sigterm()
     raise SystemExit(main())

@@ -26,17 +26,17 @@ import json
 import random
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
-    default_out,
+    Session,
+    emit,
     events,
     host,
-    invocation,
     markdown_table,
     page_head,
+    parser,
     table,
     testbed,
 )
@@ -120,8 +120,8 @@ def markdown(records: list[dict[str, Any]], args: argparse.Namespace, command: s
 
 def main(argv: list[str] | None = None) -> int:
     """Write the workload, emulate and simulate it under both policies, compare."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.cow_emulated", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser("benchmarks.cow_emulated", __doc__, raw=True,
+               json_help="one JSON record per policy (the side-by-side lists go to stderr)")
     p.add_argument("--seed", type=int, default=1, help="seed of the gangs")
     p.add_argument("--gangs", type=int, default=8)
     p.add_argument("--inv-lambda", type=float, default=2.0, help="mean gap between gangs (s)")
@@ -130,28 +130,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--owner-seed", type=int, default=1)
     p.add_argument("--launch-cost", type=float, default=0.27,
                    help="seconds a real launch adds to a job, for the simulator")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the records as a Markdown page")
     args = p.parse_args(argv)
-    out = args.out or default_out("cow-emulated")
-    out.mkdir(parents=True, exist_ok=True)
+    session = Session.start("benchmarks.cow_emulated", argv, args.out, "cow-emulated")
+    out = session.out
+    assert out is not None
     path = out / "workload.txt"
     path.write_text(workload(args.gangs, args.inv_lambda, args.mean_work, args.seed))
-    started = time.time()
     records = [compare(policy, path, out, args) for policy in POLICIES]
     (out / "cow-emulated.json").write_text(json.dumps(records, indent=1))
-    if args.markdown is not None:
-        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
-                    f"{time.time() - started:.0f} s")
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(records, args,
-                                          invocation("benchmarks.cow_emulated", argv), measured))
-    if args.json:
-        for record in records:
-            print(json.dumps(record))
-    else:
+    session.page(args.markdown, lambda: markdown(records, args, session.command,
+                                                 session.measured()))
+    if not emit(records, args.json):
         print()
         print(table(list(records[0]), [list(r.values()) for r in records]))
         print(f"\nGantt charts: {out}/*/gantt.png")

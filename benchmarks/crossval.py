@@ -17,7 +17,6 @@ host, the date and the command recorded.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -26,12 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
-    default_out,
+    Session,
+    emit,
     host,
-    invocation,
     jobs,
     markdown_table,
     page_head,
+    parser,
     table,
     testbed,
 )
@@ -87,16 +87,13 @@ def markdown(records: list[dict[str, Any]], jobs_count: int, seed: int, command:
 
 def main(argv: list[str] | None = None) -> int:
     """Run every policy emulated and simulated; print the ratios."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.crossval", description=__doc__)
+    p = parser("benchmarks.crossval", __doc__, json_help="one JSON record per policy")
     p.add_argument("--jobs", type=int, default=20)
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--json", action="store_true", help="one JSON record per policy")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the table as a Markdown page")
     args = p.parse_args(argv)
-    out = args.out or default_out("crossval")
-    out.mkdir(parents=True, exist_ok=True)
+    session = Session.start("benchmarks.crossval", argv, args.out, "crossval")
+    out = session.out
+    assert out is not None
     path = out / "workload.txt"
     path.write_text(workload(args.jobs, args.seed))
     common = ["--pes", str(PES), "--mpl", "2", "--timeslice", "0.2", "--estimates", "perfect"]
@@ -122,13 +119,9 @@ def main(argv: list[str] | None = None) -> int:
                         "ratio_with_launch": round(simulated["launch"] / emulated[policy], 3)})
     (out / "crossval.json").write_text(json.dumps({"host": host(), "records": records},
                                                   indent=2) + "\n")
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(records, args.jobs, args.seed,
-                                          invocation("benchmarks.crossval", argv)))
-    if args.json:
-        for record in records:
-            print(json.dumps(record))
+    session.page(args.markdown, lambda: markdown(records, args.jobs, args.seed,
+                                                 session.command))
+    if emit(records, args.json):
         return 0
     print(table(HEADER, rows(records)))
     print(f"mean response times; launch cost {cost:.3f} s (median runtime - work under fcfs); "

@@ -1,22 +1,112 @@
-"""What the benchmarks share: run ``testbed`` commands and workload texts, and read the
-results."""
+"""What the benchmarks share: their common options and the shape of their ``main`` (``parser``,
+``Session``), run ``testbed`` commands and workload texts, read the results, and write pages.
+
+A benchmark's ``main`` is its own options on ``parser(...)``, a ``Session`` (where its files
+go, when it started, the command that ran it), its measuring, then ``session.page`` for
+``--markdown`` and ``emit`` for ``--json``."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import csv
 import io
+import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from testbed import cli
 from testbed.events import read_events
+
+
+def parser(module: str, description: str | None, *, quick: str | None = None,
+           json_help: str | None = "one JSON record per line",
+           out_help: str | None = "the directory of the runs and files (default runs/NAME-TIME)",
+           markdown_help: str = "also write the results as a Markdown page",
+           raw: bool = False) -> argparse.ArgumentParser:
+    """The argument parser of ``python -m module`` with the options every benchmark shares:
+    ``--markdown PAGE``, and, when their help is given, ``--quick``, ``--json`` and ``--out
+    DIR``; ``raw`` keeps the description's line breaks (a module docstring)."""
+    p = argparse.ArgumentParser(
+        prog=f"python -m {module}", description=description,
+        formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter)
+    if quick is not None:
+        p.add_argument("--quick", action="store_true", help=quick)
+    if json_help is not None:
+        p.add_argument("--json", action="store_true", help=json_help)
+    if out_help is not None:
+        p.add_argument("--out", type=Path, default=None, help=out_help)
+    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE", help=markdown_help)
+    return p
+
+
+@dataclass
+class Session:
+    """One run of a benchmark: ``module``, the arguments it was given (``argv``; None: this
+    process's own), its directory ``out`` (None when it writes none) and when it started
+    (``started``, s since the epoch)."""
+
+    module: str
+    argv: list[str] | None
+    out: Path | None = None
+    started: float = field(default_factory=time.time)
+
+    @classmethod
+    def start(cls, module: str, argv: list[str] | None, out: Path | None,
+              name: str | None) -> Session:
+        """A session starting now; with ``name`` its directory is ``out`` or a fresh
+        ``runs/NAME-TIME``, made."""
+        if name is not None:
+            out = out or default_out(name)
+            out.mkdir(parents=True, exist_ok=True)
+        return cls(module, argv, out)
+
+    @property
+    def command(self) -> str:
+        """The command line that ran it (``invocation``)."""
+        return invocation(self.module, self.argv)
+
+    def measured(self, unit: str = "s") -> str:
+        """When it started and how long it has taken (``measured``)."""
+        return measured(self.started, unit)
+
+    def page(self, path: Path | None, text: Callable[[], str]) -> None:
+        """Write the page ``text()`` when one was asked for (``write_page``)."""
+        write_page(path, text)
+
+
+def measured(started: float, unit: str = "s") -> str:
+    """When a measurement began (``started``, s since the epoch) and how long it has taken,
+    as a page says it (``unit``: s or min)."""
+    took = time.time() - started
+    length = f"{took / 60:.0f} min" if unit == "min" else f"{took:.0f} s"
+    return f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, {length}"
+
+
+def write_page(path: Path | None, text: Callable[[], str]) -> None:
+    """Write the page ``text()`` to ``path`` (its directory made) when a page was asked for
+    (``path`` not None: a benchmark's ``--markdown``)."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text())
+
+
+def emit(records: Iterable[dict[str, Any]], as_json: bool) -> bool:
+    """With ``as_json``, print each record as one JSON line; whether it did."""
+    if as_json:
+        for record in records:
+            print(json.dumps(record))
+    return as_json
 
 
 def run_workload(text: str, *options: str, out: Path | None = None) -> Path:
@@ -84,6 +174,26 @@ def host() -> dict[str, Any]:
     """The host the figures were measured on."""
     return {"cpus": len(os.sched_getaffinity(0)), "python": sys.version.split()[0],
             "uname": " ".join(os.uname())}
+
+
+def exit_on_sigterm() -> None:
+    """Make SIGTERM exit this process as ``sys.exit(143)`` does, so ``with`` blocks and
+    ``finally`` clauses (temporary directories, stopped runs) are undone; Python's default
+    ends the process on the spot.  Call it in a benchmark's main and in its pool workers
+    (as the pool's ``initializer``)."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def checkout_type(needs: str) -> Callable[[str], Path]:
+    """An argparse type for ``--against CHECKOUT``: the path, when it is a checkout of the
+    testbed holding the file ``needs`` (relative to it); else argparse's error naming both."""
+    def checkout(text: str) -> Path:
+        path = Path(text)
+        if not (path / needs).is_file():
+            raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
+                                             f"{needs})")
+        return path
+    return checkout
 
 
 def commit_of(checkout: Path) -> str:

@@ -16,9 +16,12 @@ import shutil
 from benchmarks.harness import events, host, jobs, median, run_workload
 
 
-def measure(size: int, repeats: int, gap: float) -> dict[str, float]:
-    """Launch overhead figures (seconds) for ``repeats`` empty jobs of ``size`` ranks."""
-    text = "".join(f"{i * gap:.3f} {size} bsp --work 0 --pattern none\n" for i in range(repeats))
+def measure(size: int, repeats: int, gap: float, work: float = 0.0) -> dict[str, float]:
+    """Launch overhead figures (seconds) for ``repeats`` jobs of ``size`` ranks that compute
+    ``work`` seconds without communicating (0: empty jobs, Table 5.1; more: Table 5.2), one
+    arriving every ``gap`` + ``work`` seconds so that none waits for another."""
+    text = "".join(f"{i * (gap + work):.3f} {size} bsp --work {work:g} --pattern none\n"
+                   for i in range(repeats))
     run = run_workload(text, "--scheduler", "fcfs")
     try:
         rows = jobs(run)
@@ -27,7 +30,7 @@ def measure(size: int, repeats: int, gap: float) -> dict[str, float]:
         shutil.rmtree(run.parent)
     overhead = [float(r["response"]) - float(r["work"]) for r in rows if r["status"] == "done"]
     if len(overhead) != repeats:
-        raise RuntimeError(f"only {len(overhead)} of {repeats} empty jobs ended done")
+        raise RuntimeError(f"only {len(overhead)} of {repeats} jobs of {work:g} s ended done")
     return {"ranks": size, "jobs": repeats, "median_s": median(overhead),
             "min_s": min(overhead), "max_s": max(overhead),
             "ranks_found_median_s": median(found)}

@@ -33,11 +33,13 @@ from benchmarks.harness import (
     invocation,
     line_plot,
     markdown_table,
+    measured,
     page_head,
     run_workload,
     save_figure,
     table,
     write_csv,
+    write_page,
 )
 from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
 
@@ -183,12 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     plot(rows, out / "fig5.png", node_mb)
     print(table(HEADER, rows))
     print(f"node memory {node_mb:.0f} MiB holds {args.fits} jobs; results in {out}")
-    if args.markdown is not None:
-        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
-                    f"{(time.time() - started) / 60:.0f} min")
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(rows, walk, invocation("benchmarks.memory_fig5", argv),
-                                          measured))
+    write_page(args.markdown, lambda: markdown(
+        rows, walk, invocation("benchmarks.memory_fig5", argv), measured(started, "min")))
     return 0
 
 

@@ -4,9 +4,13 @@
 [--seeds K] [--json] [--out DIR] [--markdown PAGE]``
 
 A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
-(half the machine or all of it, work 4-10 s), Poisson arrivals over ``--span`` seconds offering
-about 0.55 and 0.45 of the machine.  Three configurations run the same jobs:
+(half the machine, or 512/644 of it: NERSC's largest queue, pe512, on its 644-PE region; work
+4-10 s), Poisson arrivals over ``--span`` seconds offering about 0.55 and 0.45 of the machine.
+Four configurations run the same jobs, all placing an application on any free PEs (first fit:
+the T3E's torus had no buddy blocks):
 
+* ``before``: psched as NERSC ran it before UNICOS/mk 2.0.4: the load balancer only, no gang
+  scheduling, the PEs split into a Batch and a Mixed domain (``psched-split``);
 * ``gang``: plain gang scheduling, MPL 2, 0.2 s slices, no load balancer;
 * ``nersc``: psched as NERSC ran it: app_max=1, abs_app_max=2, the large jobs ``prime``, the
   load balancer every 2 s;
@@ -19,40 +23,45 @@ PEs x makespan; simulated: work done), turnaround (response time) of the large a
 jobs, mean and median, the migrations the balancer made, and the makespan; with several seeds,
 the median over seeds and the range.  Writes ``nersc.json`` and ``nersc.png`` under ``--out``;
 ``--json`` prints one record per configuration and seed: ``{"config", "seed", "utilization",
-"large_mean", "large_median", "small_mean", "small_median", "migrations", "makespan"}``.
+"large_mean", "large_median", "small_mean", "small_median", "large_wait", "small_wait",
+"migrations", "makespan"}`` (``large_wait``, ``small_wait``: mean waits, s).
 ``--markdown PAGE`` also writes the table as a page, with the host, the date and the command
 recorded.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
+import shutil
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
-    default_out,
+    Session,
+    emit,
     events,
     host,
-    invocation,
     markdown_table,
     page_head,
+    parser,
     table,
     testbed,
 )
+from testbed.policies.psched import batch_pes
 from testbed.results.metrics import job_rows
 
 SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
 SMALL_WORK, LARGE_WORK = (1.0, 6.0), (4.0, 10.0)
-PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2")
+FIRST_FIT = ("--allocator", "first-fit")
+PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2",
+          *FIRST_FIT)
 CONFIGS: dict[str, tuple[bool, tuple[str, ...]]] = {       # name: (large jobs prime, options)
-    "gang": (False, ("--scheduler", "gang", "--mpl", "2")),
+    "before": (False, ("--scheduler", "psched-split", "--balance", "2", *FIRST_FIT)),
+    "gang": (False, ("--scheduler", "gang", "--mpl", "2", *FIRST_FIT)),
     "nersc": (True, PSCHED),
     "no-prime": (False, PSCHED),
 }
@@ -62,11 +71,11 @@ METRICS = ("utilization", "large_mean", "large_median", "small_mean", "small_med
 
 def sizes(pes: int) -> tuple[list[int], list[int]]:
     """The small sizes (powers of two up to a quarter of the machine) and the large ones
-    (half the machine and all of it)."""
+    (half the machine, and NERSC's largest queue's share of it, 512 of 644 PEs)."""
     small = [1]
     while small[-1] * 2 <= pes // 4:
         small.append(small[-1] * 2)
-    return small, sorted({max(2, pes // 2), pes})
+    return small, sorted({max(2, pes // 2), batch_pes(pes)})
 
 
 def mix(pes: int, span: float, seed: int, prime: bool) -> str:
@@ -91,6 +100,8 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
     _, large = sizes(pes)
     large_r = [r.response for r in rows if r.size in large and r.response is not None]
     small_r = [r.response for r in rows if r.size not in large and r.response is not None]
+    large_w = [r.wait for r in rows if r.size in large and r.wait is not None]
+    small_w = [r.wait for r in rows if r.size not in large and r.wait is not None]
     migrations = sum(1 for e in evs if e["event"] == "migrate" and e["error"] is None)
     utilization = summary["utilization"] or summary["useful_utilization"]
     return {"utilization": round(utilization, 3),
@@ -98,6 +109,8 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
             "large_median": _stat(statistics.median, large_r),
             "small_mean": _stat(statistics.fmean, small_r),
             "small_median": _stat(statistics.median, small_r),
+            "large_wait": _stat(statistics.fmean, large_w),
+            "small_wait": _stat(statistics.fmean, small_w),
             "migrations": migrations, "makespan": round(summary["makespan"], 3),
             "large": len(large_r), "small": len(small_r)}
 
@@ -113,6 +126,8 @@ def run(out: Path, pes: int, span: float, seed: int, simulate: bool) -> list[dic
         path = out / f"workload-{seed}-{'prime' if prime else 'plain'}.txt"
         path.write_text(mix(pes, span, seed, prime))
         run_dir = out / f"{config}-{seed}"
+        if (run_dir / "config.json").is_file():
+            shutil.rmtree(run_dir)  # this benchmark's own run of an earlier invocation
         testbed("simulate" if simulate else "run", str(path), "--pes", str(pes), *options,
                 "--out", str(run_dir))
         summary = json.loads((run_dir / "summary.json").read_text())
@@ -154,8 +169,11 @@ def markdown(records: list[dict[str, Any]], pes: int, span: float, simulate: boo
                    host(), measured),
         f"- {pes} PEs, {where}; seeds {', '.join(map(str, seeds))}, {span:g} s of Poisson "
         f"arrivals each: small jobs (1 PE to a quarter of the machine) offering "
-        f"{SMALL_LOAD:g} of the machine, large ones (half of it or all) {LARGE_LOAD:g}",
-        "- gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, abs_app_max 2, the "
+        f"{SMALL_LOAD:g} of the machine, large ones (half of it or 512/644 of it) "
+        f"{LARGE_LOAD:g}; every configuration places on any free PEs (first fit)",
+        "- before: psched-split, the balancer only on a Batch and a Mixed domain, one "
+        "application a PE; gang: MPL 2, 0.2 s slices; nersc: psched with app_max 1, "
+        "abs_app_max 2, the "
         "balancer every 2 s, the large jobs prime; no-prime: the same without prime jobs", "",
         "Utilization: " + ("work done over PEs x makespan" if simulate else
                            "CPU seconds over PEs x makespan") + "; turnaround: response time "
@@ -191,9 +209,8 @@ def plot(records: list[dict[str, Any]], path: Path, title: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the configurations, print the table and save the JSON and the figure."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.nersc", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="a 15 s mix: shows that it works")
+    p = parser("benchmarks.nersc", __doc__, raw=True, quick="a 15 s mix: shows that it works",
+               json_help="one JSON record per run")
     p.add_argument("--seed", type=int, default=1, help="first seed")
     p.add_argument("--seeds", type=int, default=None,
                    help="seeds to run (default: 1 on real processes, 5 simulated)")
@@ -202,32 +219,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--simulate", action="store_true", help="run in the simulator")
     p.add_argument("--pes", type=int, default=None,
                    help="PEs (default: 2 on real processes, 128 simulated)")
-    p.add_argument("--json", action="store_true", help="one JSON record per run")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the table as a Markdown page")
     args = p.parse_args(argv)
     pes = args.pes or (128 if args.simulate else 2)
     span = 15.0 if args.quick else args.span or (2000.0 if args.simulate else 60.0)
     seeds = args.seeds or (5 if args.simulate else 1)
-    out = args.out or default_out("nersc")
-    out.mkdir(parents=True, exist_ok=True)
-    started = time.time()
+    session = Session.start("benchmarks.nersc", argv, args.out, "nersc")
+    out = session.out
+    assert out is not None
     records = [r for seed in range(args.seed, args.seed + seeds)
                for r in run(out, pes, span, seed, args.simulate)]
     (out / "nersc.json").write_text(json.dumps(records, indent=1))
     where = "simulated" if args.simulate else "real processes"
     plot(records, out / "nersc.png",
          f"NERSC's psched configuration against gang: {pes} PEs, {where}, {seeds} seed(s)")
-    if args.markdown is not None:
-        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
-                    f"{time.time() - started:.0f} s")
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(records, pes, span, args.simulate,
-                                          invocation("benchmarks.nersc", argv), measured))
-    if args.json:
-        for r in records:
-            print(json.dumps(r))
+    session.page(args.markdown, lambda: markdown(records, pes, span, args.simulate,
+                                                 session.command, session.measured()))
+    if emit(records, args.json):
         return 0
     print(table(["config", *METRICS], summarize(records)))
     print(f"\n{pes} PEs, {where}, {seeds} seed(s) of {span:g} s; figure: {out / 'nersc.png'}")

@@ -58,6 +58,7 @@ from typing import Any
 
 from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
 from benchmarks.harness import (
+    checkout_type,
     commit_of,
     events,
     host,
@@ -65,6 +66,7 @@ from benchmarks.harness import (
     page_head,
     run_workload,
     table,
+    write_page,
 )
 from testbed.emulation import injection
 from testbed.experiments.regression import MARGIN, Finding, check, least_rounds
@@ -464,14 +466,6 @@ def against(checkout: Path, plan: dict[str, Any], quick: bool,
             "sides": sides}
 
 
-def _checkout(text: str) -> Path:
-    path = Path(text)
-    if not (path / "benchmarks" / "overheads.py").is_file():
-        raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
-                                         "benchmarks/overheads.py)")
-    return path
-
-
 def _parts(text: str) -> tuple[str, ...]:
     parts = tuple(p.strip() for p in text.split(",") if p.strip())
     unknown = [p for p in parts if p not in PARTS]
@@ -490,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parts", type=_parts, default=PARTS,
                    help=f"comma-separated, of {','.join(PARTS)} (default all)")
     p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
-    p.add_argument("--against", type=_checkout, default=None, metavar="CHECKOUT",
+    p.add_argument("--against", type=checkout_type("benchmarks/overheads.py"), default=None,
+                   metavar="CHECKOUT",
                    help="measure that checkout's code too, rounds interleaved with this one's, "
                         "and compare this one against it")
     p.add_argument("--margin", type=float, default=None,
@@ -552,10 +547,8 @@ def main(argv: list[str] | None = None) -> int:
     margins = figure_margins(sample_sets(result), args.margin, given)
     findings = None if baseline is None else check(sample_sets(result), sample_sets(baseline),
                                                    margins=margins)
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(result, findings,
-                                          invocation("benchmarks.overheads", argv)))
+    write_page(args.markdown, lambda: markdown(result, findings,
+                                               invocation("benchmarks.overheads", argv)))
     return 0 if baseline is None else compare(result, baseline, margins, findings)
 
 

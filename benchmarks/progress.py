@@ -37,7 +37,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, invocation, markdown_table, now_iso, page_head
+from benchmarks.harness import (
+    default_out,
+    host,
+    invocation,
+    markdown_table,
+    now_iso,
+    page_head,
+    write_page,
+)
 from benchmarks.real_clients import verdict
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.experiments import comparison
@@ -242,10 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or runs_dir / "progress.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(doc, header, rows,
-                                          invocation("benchmarks.progress", argv)))
+    write_page(args.markdown, lambda: markdown(doc, header, rows,
+                                               invocation("benchmarks.progress", argv)))
     print(f"JSON: {out}", file=sys.stderr)
     hung = sum(c["hung"] + c["failed"] for c in counts.values())
     return 1 if hung else 0

@@ -87,6 +87,7 @@ from benchmarks.harness import (
     median,
     page_head,
     run_workload,
+    write_page,
 )
 from testbed.emulation import build
 from testbed.emulation.mpi_info import detect_mpi
@@ -528,10 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     to_stdout = args.out == "-"
     tables = render(results, reference, args.quick)
     print(tables, file=sys.stderr if to_stdout else sys.stdout)
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(doc, tables,
-                                          invocation("benchmarks.real_clients", argv)))
+    write_page(args.markdown, lambda: markdown(doc, tables,
+                                               invocation("benchmarks.real_clients", argv)))
     if to_stdout:
         print(text)
     else:

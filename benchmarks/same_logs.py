@@ -7,7 +7,8 @@ successors with limits and estimates), simulates each under every simulable sche
 few option sets (MPL and switch cost, job timeouts, the balancer, perfect estimates, an owner
 stream), once with this checkout's code and once with ``CHECKOUT``'s, and compares the
 ``events.jsonl`` files byte for byte after removing what differs by nature (the run id, the
-wall-clock time, the command line and the directories).  Exit 0 when every log is the same,
+wall-clock time, the command line and the directories), and the ``jobs.csv`` and
+``summary.json`` each side derives from its log byte for byte.  Exit 0 when every log is the same,
 1 when any differs (each named).  ``--quick`` runs four cases.
 
 Usage: ``python -m benchmarks.same_logs --against CHECKOUT [--quick] [--json]``
@@ -79,7 +80,8 @@ def workloads(directory: Path, names: set[str]) -> None:
 
 
 def digest(run_dir: Path, workloads_dir: Path) -> str:
-    """The log's digest, without what differs by nature between two runs."""
+    """The digest of the log, without what differs by nature between two runs, and of the
+    tables derived from it."""
     lines = (run_dir / "events.jsonl").read_text().splitlines()
     first = json.loads(lines[0])
     for key in ("run_id", "wall_time"):
@@ -87,7 +89,9 @@ def digest(run_dir: Path, workloads_dir: Path) -> str:
     first["config"].pop("argv", None)
     text = "\n".join([json.dumps(first), *lines[1:]])
     text = text.replace(str(run_dir), "RUN").replace(str(workloads_dir), "WORKLOADS")
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    tables = [(run_dir / name).read_bytes() if (run_dir / name).exists() else b"-"
+              for name in ("jobs.csv", "summary.json")]
+    return hashlib.sha256(b"\0".join([text.encode(), *tables])).hexdigest()[:16]
 
 
 def simulate(checkout: Path, case: tuple[str, str, list[str]], workloads_dir: Path,

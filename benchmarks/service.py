@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import host, invocation, page_head
+from benchmarks.harness import commit_of, host, invocation, page_head
 from benchmarks.real_clients import build_c_client
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.experiments.stats import Interval, median_interval, ratio_interval
@@ -195,15 +195,6 @@ def measure(sides: list[Side], mpiexec: str, repeats: int, rounds: int, jobs: in
     return result
 
 
-def commit(checkout: Path) -> str:
-    """The checked-out commit of ``checkout`` (short), with ``+changes`` if its tree differs."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(checkout), *args], capture_output=True,
-                              text=True).stdout.strip()
-    head = git("rev-parse", "--short", "HEAD") or "?"
-    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
 def _cell(f: dict[str, float | None], unit: str = "") -> str:
     if f["value"] is None:
         return "-"
@@ -310,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "service", "host": host(),
               "date": time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(started)),
               "command": invocation("benchmarks.service", argv),
-              "commits": {name: commit(path) for name, path in checkouts.items()},
+              "commits": {name: commit_of(path) for name, path in checkouts.items()},
               "plan": {"repeats": args.repeats, "rounds": args.rounds,
                        "jobs": max(1, args.jobs // args.clients) * args.clients,
                        "clients": args.clients},

@@ -1,23 +1,29 @@
 """Simulator speed: simulated jobs per wall second on a Lublin workload.
 
-``python -m benchmarks.simulator [--jobs 100000] [--pes 1024] [--policies easy,conservative,gang]
-[--repeats N [--against CHECKOUT] [--without-log] [--markdown PAGE]] [--json] [--profile]``
-generates one Lublin-Feitelson workload (seed 1, load 0.7, uncompressed; runtime estimates
-perfect), simulates it under each policy through the same driver and event log a ``testbed
-simulate`` run uses (gang with a 600 s quantum and MPL 8, the batch policies first-fit), and
-gives jobs / wall second of the simulation (driver, policy, executor, and writing
-``events.jsonl``), and apart from it the seconds ``jobs.csv`` and ``summary.json`` take to
-derive from the log.  Generating the workload is not timed.  Anchor: pyss did ~2,500 jobs/s
-with EASY on a 550 MHz Pentium III.
+``python -m benchmarks.simulator [--jobs 100000[,...]] [--pes 1024]
+[--policies easy,conservative,gang] [--repeats N [--once-from JOBS] [--against CHECKOUT]
+[--without-log] [--end-to-end POLICIES] [--markdown PAGE]] [--json] [--profile]``
+generates a Lublin-Feitelson workload of each size (seed 1, load 0.7, uncompressed; runtime
+estimates perfect), simulates it under each policy through the same driver and event log a
+``testbed simulate`` run uses (gang with a 600 s quantum and MPL 8, the batch policies
+first-fit), and gives jobs / wall second of the simulation (driver, policy, executor, and
+writing ``events.jsonl``), and apart from it the seconds ``jobs.csv`` and ``summary.json`` take
+to derive from the log; the simulated span (the virtual time from the start to the last event)
+and its ratio to the simulation's wall time; and the process's peak RSS.  Generating the
+workload is not timed.  Anchor: pyss did ~2,500 jobs/s with EASY on a 550 MHz Pentium III.
 
 Without ``--repeats`` each policy runs once, in this process.  With ``--repeats N`` every run
-is a fresh process (this file with ``--json``, one policy), N of them a policy, and the table
-gives the median jobs/s with its 95 % interval (``testbed.experiments.stats``; with fewer than
-6 runs the interval is their range and states its own, lower confidence).
+is a fresh process (this file with ``--json``, one policy), N of them a policy and size (one
+for sizes of ``--once-from`` jobs or more, default 1,000,000), and the table gives the median
+jobs/s with its 95 % interval (``testbed.experiments.stats``; with fewer than 6 runs the
+interval is their range and states its own, lower confidence).  ``--end-to-end POLICIES``
+also times, N times each, what a user waits for: ``python -m testbed simulate`` of the largest
+repeated size's workload written as an SWF file (``testbed workload lublin --format swf``, perfect
+estimates), from the command's start to its exit, its results written.
 ``--against CHECKOUT`` also runs this benchmark over that checkout's ``testbed`` the same way
-(the same workload and measurement, the other code), its runs taking turns with this
-checkout's (a drift of the machine lands on both alike), and gives the ratio of medians with
-its interval.
+(the same workload and measurement, the other code; the sizes repeated, and the end-to-end
+runs), its runs taking turns with this checkout's (a drift of the machine lands on both
+alike), and gives the ratio of medians with its interval.
 ``--without-log`` also measures each policy with an event log that writes nothing (``--no-log``
 in the runs): what the simulator costs apart from its log, a diagnostic whose runs have no
 results.  ``--markdown PAGE`` writes the table as a Markdown page with the host, the date and
@@ -33,6 +39,8 @@ import io
 import json
 import os
 import pstats
+import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -40,8 +48,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import commit_of, host, invocation, page_head, table
-from testbed.driver import Driver
+from benchmarks.harness import checkout_type, commit_of, host, invocation, page_head, table
+from testbed import run
 from testbed.events import EventLog
 from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
 from testbed.policies import PolicyConfig, make_policy
@@ -82,29 +90,29 @@ def lublin_workload(jobs: int, pes: int, seed: int = SEED, load: float = LOAD) -
 
 
 def simulate(workload: Workload, scheduler: str, pes: int, out: Path, log: bool = True,
-             profiler: cProfile.Profile | None = None) -> tuple[float, float | None]:
+             profiler: cProfile.Profile | None = None) -> tuple[float, float | None, float]:
     """Simulate ``workload`` under ``scheduler`` into ``out``; the wall seconds the simulation
-    took (driver, policy, executor and event log; ``profiler`` on meanwhile) and those the
+    took (driver, policy, executor and event log; ``profiler`` on meanwhile), those the
     results took (``jobs.csv`` and ``summary.json`` derived from the log; None without a
-    ``log``)."""
+    ``log``) and the simulated span (s of virtual time, to the last event)."""
     allocator = "buddy" if scheduler == "gang" else "first-fit"
     config = PolicyConfig(pes, GANG_MPL, GANG_QUANTUM_S, allocator)
     policy = make_policy(scheduler, config)
     executor = SimulationExecutor({job.id: job.work or 0.0 for job in workload.jobs})
     events = (EventLog if log else NullLog)(out / "events.jsonl", flush_each=False)
-    driver = Driver(workload, policy, executor, out, {"scheduler": scheduler, "machine": {
-        "pes": pes, "oversubscribed": False}}, log=events)
+    config = {"scheduler": scheduler, "machine": {"pes": pes, "oversubscribed": False}}
     if profiler is not None:
         profiler.enable()
     began = time.perf_counter()
-    driver.run()
+    run.drive(workload, policy, executor, out, config, log=events)
     simulated = time.perf_counter()
     if profiler is not None:
         profiler.disable()
+    span = executor.now()
     if not log:
-        return simulated - began, None
+        return simulated - began, None, span
     write_results(out)
-    return simulated - began, time.perf_counter() - simulated
+    return simulated - began, time.perf_counter() - simulated, span
 
 
 def profile_lines(profiler: cProfile.Profile, top: int = 15) -> list[str]:
@@ -120,24 +128,34 @@ def profile_lines(profiler: cProfile.Profile, top: int = 15) -> list[str]:
     return lines
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident set size so far (MiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def measure_here(args: argparse.Namespace) -> list[dict[str, Any]]:
-    """One run of every policy in this process; one record each."""
-    workload = lublin_workload(args.jobs, args.pes)
+    """One run of every policy and size in this process; one record each."""
     records: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="testbed-simbench-") as tmp:
-        for scheduler in args.policies:
-            out = Path(tmp) / scheduler
-            out.mkdir()
-            profiler = cProfile.Profile() if args.profile else None
-            seconds, report_s = simulate(workload, scheduler, args.pes, out, not args.no_log,
-                                         profiler)
-            if profiler is not None:
-                print(f"--- {scheduler}: {seconds:.3f} s profiled\n"
-                      + "\n".join(profile_lines(profiler)))
-            records.append({"policy": scheduler, "jobs": args.jobs, "pes": args.pes,
-                            "seconds": round(seconds, 3),
-                            "jobs_per_s": round(args.jobs / seconds),
-                            "report_s": None if report_s is None else round(report_s, 3)})
+        for jobs in args.jobs:
+            workload = lublin_workload(jobs, args.pes)
+            for scheduler in args.policies:
+                out = Path(tmp) / f"{scheduler}-{jobs}"
+                out.mkdir()
+                profiler = cProfile.Profile() if args.profile else None
+                seconds, report_s, span = simulate(workload, scheduler, args.pes, out,
+                                                   not args.no_log, profiler)
+                if profiler is not None:
+                    print(f"--- {scheduler}: {seconds:.3f} s profiled\n"
+                          + "\n".join(profile_lines(profiler)))
+                records.append({"policy": scheduler, "jobs": jobs, "pes": args.pes,
+                                "seconds": round(seconds, 3),
+                                "jobs_per_s": round(jobs / seconds),
+                                "report_s": None if report_s is None else round(report_s, 3),
+                                "span_s": round(span, 3),
+                                "span_per_wall_s": round(span / seconds),
+                                "peak_rss_mib": round(peak_rss_mib(), 1)})
+                shutil.rmtree(out)
     return records
 
 
@@ -154,32 +172,76 @@ def run_in(checkout: Path, scheduler: str, jobs: int, pes: int, log: bool) -> di
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def end_to_end_jobs(sizes: list[int], once_from: int) -> int:
+    """The size whose workload ``testbed simulate`` is timed on: the largest repeated one."""
+    return max((jobs for jobs in sizes if jobs < once_from), default=min(sizes))
+
+
+def simulate_command(checkout: Path, scheduler: str, swf: Path, pes: int) -> dict[str, Any]:
+    """One ``python -m testbed simulate`` of ``swf`` under ``scheduler`` by ``checkout``'s
+    testbed, timed from the command's start to its exit (its results written); its record."""
+    with tempfile.TemporaryDirectory(prefix="testbed-simbench-") as tmp:
+        command = [sys.executable, "-m", "testbed", "simulate", str(swf), "--scheduler",
+                   scheduler, "--pes", str(pes), "--estimates", "perfect", "--out",
+                   str(Path(tmp) / "run")]
+        began = time.perf_counter()
+        done = subprocess.run(command, cwd=checkout, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(checkout)})
+        seconds = time.perf_counter() - began
+        if done.returncode != 0 or not (Path(tmp) / "run" / "summary.json").is_file():
+            raise RuntimeError(f"{' '.join(command)} in {checkout} exited {done.returncode}: "
+                               f"{done.stderr.strip()[-500:]}")
+    return {"policy": scheduler, "seconds": round(seconds, 3)}
+
+
 def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
-    """``args.repeats`` runs of every policy on every side (this checkout, ``--against``'s,
-    this one without its log), each a fresh process, the sides taking turns; the runs and
-    their summaries."""
+    """``args.repeats`` runs of every policy and size on every side (this checkout,
+    ``--against``'s, this one without its log; sizes of ``args.once_from`` jobs or more once,
+    on this side only), each a fresh process, the sides taking turns; and the end-to-end runs
+    of ``testbed simulate``; the runs and their summaries."""
     sides = {"this": (HERE, True)}
     if args.against is not None:
         sides["against"] = (args.against.resolve(), True)
     if args.without_log:
         sides["no_log"] = (HERE, False)
     started = time.time()
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {side: {p: [] for p in args.policies}
-                                                        for side in sides}
-    for repeat in range(args.repeats):
-        for scheduler in args.policies:
-            for side, (checkout, log) in sides.items():
-                record = run_in(checkout, scheduler, args.jobs, args.pes, log)
-                runs[side][scheduler].append(record)
-                print(f"[{repeat + 1}/{args.repeats}] {scheduler} {side}: "
-                      f"{record['jobs_per_s']} jobs/s", file=sys.stderr)
+    runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+    end_to_end: dict[str, list[dict[str, Any]]] = {side: [] for side in sides if side != "no_log"}
+    with tempfile.TemporaryDirectory(prefix="testbed-simbench-") as tmp:
+        swf = Path(tmp) / "lublin.swf"
+        if args.end_to_end:
+            subprocess.run([sys.executable, "-m", "testbed", "workload", "lublin", "--jobs",
+                            str(end_to_end_jobs(args.jobs, args.once_from)), "--pes",
+                            str(args.pes), "--seed", str(SEED),
+                            "--load", str(LOAD), "--format", "swf", "--output", str(swf)],
+                           cwd=HERE, check=True, capture_output=True)
+        for repeat in range(args.repeats):
+            for jobs in args.jobs:
+                once = jobs >= args.once_from
+                if once and repeat > 0:
+                    continue
+                for scheduler in args.policies:
+                    for side, (checkout, log) in sides.items():
+                        if once and side != "this":
+                            continue
+                        record = run_in(checkout, scheduler, jobs, args.pes, log)
+                        runs[side].append(record)
+                        print(f"[{repeat + 1}/{args.repeats}] {jobs} {scheduler} {side}: "
+                              f"{record['jobs_per_s']} jobs/s", file=sys.stderr)
+            for scheduler in args.end_to_end:
+                for side in end_to_end:
+                    record = simulate_command(sides[side][0], scheduler, swf, args.pes)
+                    end_to_end[side].append(record)
+                    print(f"[{repeat + 1}/{args.repeats}] testbed simulate {scheduler} {side}: "
+                          f"{record['seconds']} s", file=sys.stderr)
     return {"benchmark": "simulator", "host": host(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             "seconds": round(time.time() - started, 1), "jobs": args.jobs, "pes": args.pes,
-            "repeats": args.repeats,
+            "repeats": args.repeats, "once_from": args.once_from,
             "checkouts": {side: {"path": str(checkout), "commit": commit_of(checkout)}
                           for side, (checkout, _) in sides.items()},
-            "runs": runs, "summary": summarize(runs)}
+            "runs": runs, "summary": summarize(runs),
+            "end_to_end": end_to_end, "end_to_end_summary": summarize_end_to_end(end_to_end)}
 
 
 def _interval(interval: Interval | None) -> dict[str, float | None] | None:
@@ -189,20 +251,49 @@ def _interval(interval: Interval | None) -> dict[str, float | None] | None:
             "confidence": interval.confidence if interval.low is not None else None}
 
 
-def summarize(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> dict[str, Any]:
-    """Per policy and side: the median jobs/s with its interval, the median results seconds;
-    and this side's jobs/s over the others' (ratio of medians with its interval)."""
-    summary: dict[str, Any] = {}
-    for scheduler, here in runs["this"].items():
-        rates = {side: [r["jobs_per_s"] for r in by[scheduler]] for side, by in runs.items()}
-        entry: dict[str, Any] = {side: _interval(median_interval(values))
-                                 for side, values in rates.items()}
-        entry["report_s"] = _interval(median_interval([r["report_s"] for r in here]))
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per policy and size (in the order first run): the runs of this side, the median jobs/s
+    of each side with its interval, this side's median results seconds, simulated span over
+    wall seconds and peak RSS; and this side's jobs/s over the others' (ratio of medians with
+    its interval)."""
+    keys = list(dict.fromkeys((r["policy"], r["jobs"]) for r in runs["this"]))
+    summary = []
+    for scheduler, jobs in keys:
+        by = {side: [r for r in records if (r["policy"], r["jobs"]) == (scheduler, jobs)]
+              for side, records in runs.items()}
+        by = {side: found for side, found in by.items() if found}
+        here = by["this"]
+        rates = {side: [r["jobs_per_s"] for r in found] for side, found in by.items()}
+        entry: dict[str, Any] = {"policy": scheduler, "jobs": jobs, "runs": len(here)}
+        entry.update({side: _interval(median_interval(values)) for side, values in rates.items()})
+        for key in ("report_s", "span_per_wall_s", "peak_rss_mib"):
+            entry[key] = _interval(median_interval([r[key] for r in here]))
+        if "against" in by:
+            entry["against_report_s"] = _interval(median_interval(
+                [r["report_s"] for r in by["against"]]))
+        entry["span_s"] = here[0]["span_s"]
         for side in rates:
             if side != "this":
                 entry[f"this_over_{side}"] = _interval(ratio_interval(rates["this"],
                                                                       rates[side]))
-        summary[scheduler] = entry
+        summary.append(entry)
+    return summary
+
+
+def summarize_end_to_end(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Per policy: the median seconds of ``testbed simulate`` on each side with its interval,
+    and this side's over the other's."""
+    summary = []
+    for scheduler in dict.fromkeys(r["policy"] for r in runs.get("this", [])):
+        seconds = {side: [r["seconds"] for r in found if r["policy"] == scheduler]
+                   for side, found in runs.items()}
+        entry: dict[str, Any] = {"policy": scheduler, "runs": len(seconds["this"])}
+        entry.update({side: _interval(median_interval(values))
+                      for side, values in seconds.items()})
+        if "against" in seconds:
+            entry["this_over_against"] = _interval(ratio_interval(seconds["this"],
+                                                                  seconds["against"]))
+        summary.append(entry)
     return summary
 
 
@@ -216,24 +307,48 @@ def _rate(found: dict[str, float | None] | None, digits: int = 0) -> str:
             + below_nominal(found.get("confidence")))
 
 
+def _span(seconds: float) -> str:
+    """A simulated span in days."""
+    return f"{seconds / 86400:,.0f} d"
+
+
 def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """The header and rows of the table of a ``measure_repeated`` document."""
     sides = list(document["checkouts"])
-    header = ["policy", "runs", "jobs/s", "us a job", "results s"]
+    header = ["jobs", "policy", "runs", "jobs/s", "us a job", "results s", "simulated span",
+              "simulated / wall", "peak RSS MiB"]
     if "against" in sides:
-        header += ["against jobs/s", "this / against"]
+        header += ["against jobs/s", "this / against", "against results s"]
     if "no_log" in sides:
         header += ["without log jobs/s", "log's share"]
     out = []
-    for scheduler, entry in document["summary"].items():
+    for entry in document["summary"]:
         this = entry["this"]
-        row = [scheduler, str(document["repeats"]), _rate(this),
-               f"{1e6 / this['value']:.1f}", _rate(entry["report_s"], 1)]
+        row = [f"{entry['jobs']:,}", entry["policy"], str(entry["runs"]), _rate(this),
+               f"{1e6 / this['value']:.1f}", _rate(entry["report_s"], 1), _span(entry["span_s"]),
+               _rate(entry["span_per_wall_s"]), _rate(entry["peak_rss_mib"])]
         if "against" in sides:
-            row += [_rate(entry["against"]), _rate(entry["this_over_against"], 2)]
+            row += [_rate(entry.get("against")), _rate(entry.get("this_over_against"), 2),
+                    _rate(entry.get("against_report_s"), 1)]
         if "no_log" in sides:
-            share = 1 - this["value"] / entry["no_log"]["value"]
-            row += [_rate(entry["no_log"]), f"{share:.0%}"]
+            no_log = entry.get("no_log")
+            share = "-" if no_log is None else f"{1 - this['value'] / no_log['value']:.0%}"
+            row += [_rate(no_log), share]
+        out.append(row)
+    return header, out
+
+
+def end_to_end_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The header and rows of the end-to-end table of a ``measure_repeated`` document."""
+    header = ["policy", "runs", "testbed simulate s"]
+    against = "against" in document["end_to_end"]
+    if against:
+        header += ["against s", "this / against"]
+    out = []
+    for entry in document["end_to_end_summary"]:
+        row = [entry["policy"], str(entry["runs"]), _rate(entry["this"], 2)]
+        if against:
+            row += [_rate(entry["against"], 2), _rate(entry["this_over_against"], 2)]
         out.append(row)
     return header, out
 
@@ -242,9 +357,10 @@ def markdown(document: dict[str, Any], command: str) -> str:
     """The Markdown page of a ``measure_repeated`` document."""
     header, body = rows(document)
     checkouts = document["checkouts"]
+    sizes = ", ".join(f"{jobs:,}" for jobs in document["jobs"])
     lines = [*page_head("Simulator speed", "benchmarks.simulator", command, document["host"],
                         f"{document['date']}, {document['seconds'] / 60:.0f} min"),
-             f"- workload: {document['jobs']:,} Lublin-Feitelson jobs (seed {SEED}, load "
+             f"- workload: {sizes} Lublin-Feitelson jobs (seed {SEED}, load "
              f"{LOAD}, uncompressed, runtime estimates perfect) on {document['pes']:,} PEs; "
              f"gang with a {GANG_QUANTUM_S:g} s quantum and MPL {GANG_MPL} (buddy), the batch "
              "policies first fit",
@@ -252,12 +368,20 @@ def markdown(document: dict[str, Any], command: str) -> str:
     if "against" in checkouts:
         lines.append(f"- against: {checkouts['against']['path']} at "
                      f"{checkouts['against']['commit']}")
+    once = [f"{jobs:,}" for jobs in document["jobs"] if jobs >= document["once_from"]]
     lines += ["", "Each run is a fresh process that generates the workload (not timed) and "
               "simulates it through the driver, the policy, the simulation executor and the "
               "event log, as `testbed simulate` does; jobs/s is the number of jobs over the "
               "wall seconds of the simulation, writing `events.jsonl` included.  \"results s\" "
               "is the time `jobs.csv` and `summary.json` then take to derive from the log.  "
-              f"{document['repeats']} runs a row, the rows' runs taking turns; medians with "
+              "The simulated span is the virtual time from the start to the last event; "
+              "\"simulated / wall\" is it over the wall time of the simulation (how many "
+              "simulated seconds a wall second covers, to set beside other simulators); peak "
+              "RSS is the process's, generating the workload included.  "
+              f"{document['repeats']} runs a row"
+              + (f", except the {' and '.join(once)}-job rows: one run each, so no interval "
+                 "(and no comparison)" if once else "")
+              + "; the rows' runs taking turns; medians with "
               "95 % order-statistics intervals and Hodges-Lehmann ratios with the rank test's "
               "(`testbed.experiments.stats`; fewer than 6 runs give their range, whose lower "
               "confidence is shown beside it)."]
@@ -267,26 +391,46 @@ def markdown(document: dict[str, Any], command: str) -> str:
                      "the log's share is 1 - jobs/s over that.")
     lines += ["", "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
               *("| " + " | ".join(row) + " |" for row in body), ""]
+    if document["end_to_end_summary"]:
+        header, body = end_to_end_rows(document)
+        lines += [f"What a user waits for: `python -m testbed simulate lublin.swf --scheduler "
+                  f"POLICY --pes {document['pes']} --estimates perfect` on the "
+                  f"{end_to_end_jobs(document['jobs'], document['once_from']):,}-job workload "
+                  "written as SWF (times rounded to "
+                  "seconds), from the command's start to its exit with `jobs.csv` and "
+                  "`summary.json` written: starting Python, reading the trace, simulating and "
+                  "deriving the results.  Wall seconds, medians with intervals as above.", "",
+                  "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                  *("| " + " | ".join(row) + " |" for row in body), ""]
     return "\n".join(lines)
 
 
-def _checkout(text: str) -> Path:
-    path = Path(text)
-    if not (path / "benchmarks" / "simulator.py").is_file():
-        raise argparse.ArgumentTypeError(f"{text}: not a checkout of the testbed (no "
-                                         "benchmarks/simulator.py)")
-    return path
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(part) for part in text.split(",") if part]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: not a comma-separated list of job counts") \
+            from None
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"{text}: job counts must be >= 1")
+    return sizes
 
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print simulated jobs per second for each policy."""
     p = argparse.ArgumentParser(prog="python -m benchmarks.simulator", description=__doc__)
-    p.add_argument("--jobs", type=int, default=100_000)
+    p.add_argument("--jobs", type=_sizes, default=[100_000],
+                   help="the workload's jobs, or several sizes (comma-separated)")
     p.add_argument("--pes", type=int, default=1024)
     p.add_argument("--policies", default="easy,conservative,gang")
     p.add_argument("--repeats", type=int, default=None,
                    help="runs of every policy, each a fresh process (default: one, in this one)")
-    p.add_argument("--against", type=_checkout, default=None, metavar="CHECKOUT",
+    p.add_argument("--once-from", type=int, default=1_000_000, metavar="JOBS",
+                   help="with --repeats: sizes of JOBS jobs or more run once, on this side only")
+    p.add_argument("--end-to-end", default="", metavar="POLICIES",
+                   help="with --repeats: also time testbed simulate under these policies")
+    p.add_argument("--against", type=checkout_type("benchmarks/simulator.py"), default=None,
+                   metavar="CHECKOUT",
                    help="with --repeats: also run that checkout's simulator, taking turns")
     p.add_argument("--without-log", action="store_true",
                    help="with --repeats: also run every policy with --no-log")
@@ -298,17 +442,20 @@ def main(argv: list[str] | None = None) -> int:
                    help="an event log that writes nothing (diagnostic; no results)")
     args = p.parse_args(argv)
     args.policies = [name for name in args.policies.split(",") if name]
+    args.end_to_end = [name for name in args.end_to_end.split(",") if name]
     if args.repeats is None:
-        if args.against or args.without_log or args.markdown:
-            p.error("--against, --without-log and --markdown need --repeats")
+        if args.against or args.without_log or args.markdown or args.end_to_end:
+            p.error("--against, --without-log, --end-to-end and --markdown need --repeats")
         records = measure_here(args)
         if args.json:
             for record in records:
                 print(json.dumps(record))
             return 0
-        print(table(["policy", "jobs", "pes", "seconds", "jobs/s", "results s"],
+        print(table(["policy", "jobs", "pes", "seconds", "jobs/s", "results s",
+                     "simulated / wall", "peak RSS MiB"],
                     [[r["policy"], r["jobs"], r["pes"], r["seconds"], r["jobs_per_s"],
-                      "-" if r["report_s"] is None else r["report_s"]] for r in records]))
+                      "-" if r["report_s"] is None else r["report_s"], r["span_per_wall_s"],
+                      r["peak_rss_mib"]] for r in records]))
         print(f"host: {host()}")
         return 0
     if args.repeats < 1 or args.profile or args.no_log:
@@ -319,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         header, body = rows(document)
         print(table(header, body))
+        if document["end_to_end_summary"]:
+            header, body = end_to_end_rows(document)
+            print(table(header, body))
         print(f"host: {document['host']}")
     if args.markdown is not None:
         args.markdown.parent.mkdir(parents=True, exist_ok=True)

@@ -35,8 +35,10 @@ from benchmarks.harness import (
     host,
     invocation,
     markdown_table,
+    measured,
     page_head,
     run_workload,
+    write_page,
 )
 from testbed.experiments.stats import below_nominal, median_interval
 from testbed.results.metrics import percentiles
@@ -189,13 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     runs = series(sides, mpls, args.repeats, args.work, args.timeslice)
     print(json.dumps({"benchmark": "switch_latency", "host": host(), "runs": runs}, indent=2))
-    if args.markdown is not None:
-        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
-                    f"{(time.time() - started) / 60:.0f} min")
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(runs, args.work, args.timeslice,
-                                          invocation("benchmarks.switch_latency", argv),
-                                          measured))
+    write_page(args.markdown, lambda: markdown(runs, args.work, args.timeslice,
+                                               invocation("benchmarks.switch_latency", argv),
+                                               measured(started, "min")))
     return 0
 
 

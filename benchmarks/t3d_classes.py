@@ -23,22 +23,21 @@ recorded.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
-    default_out,
+    Session,
+    emit,
     events,
     host,
-    invocation,
     markdown_table,
     page_head,
+    parser,
     table,
     testbed,
 )
@@ -174,27 +173,22 @@ def plot(records: list[dict[str, Any]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Write the mix and the scaled table, run each scheduler, print and save."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.t3d_classes", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="a 20 s mix: shows that it works")
+    p = parser("benchmarks.t3d_classes", __doc__, raw=True,
+               quick="a 20 s mix: shows that it works", json_help="one JSON record per scheduler")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--span", type=float, default=90.0, help="seconds of arrivals")
     p.add_argument("--scale", type=float, default=1.0,
                    help="multiply every arrival and work by this (a smaller mix)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the table as a Markdown page")
     args = p.parse_args(argv)
-    out = args.out or default_out("t3d-classes")
-    out.mkdir(parents=True, exist_ok=True)
+    session = Session.start("benchmarks.t3d_classes", argv, args.out, "t3d-classes")
+    out = session.out
+    assert out is not None
     workload = out / "workload.txt"
     span = 20.0 if args.quick else args.span
     workload.write_text(mix(span, args.seed, args.scale))
     classes = out / "classes.toml"
     classes.write_text(DEFAULT_TABLE.read_text().replace("time_scale = 1.0",
                                                          f"time_scale = {TIME_SCALE}"))
-    started = time.time()
     records = []
     for scheduler in SCHEDULERS:
         run = out / scheduler
@@ -204,15 +198,10 @@ def main(argv: list[str] | None = None) -> int:
         records.append(measure(run, scheduler))
     (out / "t3d-classes.json").write_text(json.dumps(records, indent=1))
     plot(records, out / "t3d-classes.png")
-    if args.markdown is not None:
-        measured = (f"{time.strftime('%Y-%m-%d %H:%M %Z', time.localtime(started))}, "
-                    f"{(time.time() - started) / 60:.0f} min")
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(records, span, args.seed, args.scale,
-                                          invocation("benchmarks.t3d_classes", argv), measured))
-    if args.json:
-        for r in records:
-            print(json.dumps({k: v for k, v in r.items() if k not in ("responses", "bslds")}))
+    session.page(args.markdown, lambda: markdown(records, span, args.seed, args.scale,
+                                                 session.command, session.measured("min")))
+    if emit(({k: v for k, v in r.items() if k not in ("responses", "bslds")} for r in records),
+            args.json):
         return 0
     print(table(HEADER, rows(records)))
     print(f"\nfigure: {out / 't3d-classes.png'}")

@@ -1,10 +1,11 @@
 """T3D Fig 6 in the simulator: mean slowdown against offered load for five schedulers, gang
 scheduling both with a bounded matrix and with an unbounded one.
 
-``python -m benchmarks.t3d_fig6 [--quick] [--json] [--out DIR] [--markdown PAGE]`` simulates,
-for each offered load, FCFS, EASY backfilling, prime/non-prime, and gang scheduling with a 10 s
-and a 600 s quantum on a 128-PE machine (Feitelson & Jette 1997, §3), gang once with ``--mpl``
-rows (16) and once with as many rows as the jobs need (the curves marked ∞).  Slowdown is
+``python -m benchmarks.t3d_fig6 [--quick] [--workers N] [--json] [--out DIR] [--markdown PAGE]``
+simulates, for each offered load, FCFS, EASY backfilling, prime/non-prime, and gang scheduling
+with a 10 s and a 600 s quantum on a 128-PE machine (Feitelson & Jette 1997, §3), gang once
+with ``--mpl`` rows (16) and once with as many rows as the jobs need (the curves marked ∞),
+the points spread over ``--workers`` processes.  Slowdown is
 response time over the dedicated runtime (the job's runtime), as T3D §3.2 defines it.
 
 Method (T3D §3.2): one sequence of jobs is generated once and reused for every point; only the
@@ -26,10 +27,15 @@ job gets one slice in k with k rows in use, more as an alternate).  Paging is no
 row costs a job nothing but its share of the time; with 16 rows a job that fits in none waits
 in strict FCFS order.
 
-A point is called saturated when the machine delivered less than 90 % of the offered load over
-the run (the work of all jobs over 128 PEs times the time from the first arrival to the last
-end): the backlog left at the last arrival then took more than a tenth of the arrival span to
-clear, far longer than the longest job (43 h against 43 days of arrivals at load 0.9).
+A point is called saturated when its queue keeps growing through the run, as T3D means by
+saturation ("the system cannot handle the load"): the mean number of jobs in the system
+(arrived, not ended) over the second half of the arrival span is more than ``GROWTH`` (1.3)
+times that over the first half (``growth``, the figure and threshold ``benchmarks.cow`` judges
+its queues by).  A stationary queue gives about 1 (an excursion of a heavy-tailed queue a
+little more), a queue growing linearly from empty 3.  Beside it each record keeps the load the
+machine delivered (the work of all jobs over 128 PEs times the time from the first arrival to
+the last end), which falls below the offered load only once the backlog left at the last
+arrival takes a long time to clear: it calls saturation late, not where it starts.
 
 Every scheme at a load runs the same jobs, so two schemes are compared job by job: the
 difference of their slowdowns for each job, in arrival order, in batches of the batch size
@@ -66,18 +72,27 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from scipy.stats import t as student
 
-from benchmarks.harness import default_out, host, invocation, now_iso, page_head, table
-from testbed.driver import Driver
+from benchmarks.harness import (
+    default_out,
+    exit_on_sigterm,
+    host,
+    invocation,
+    now_iso,
+    page_head,
+    table,
+)
+from testbed import run
 from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.policies.matrix import UNBOUNDED, Matrix
-from testbed.results.metrics import job_rows
+from testbed.results.metrics import JobRow, job_rows
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads import lublin
 from testbed.workloads.files import JobSpec, Workload
@@ -86,7 +101,7 @@ PES = 128
 BATCH = 3333
 SEED = 1
 MPL = 16
-SATURATED = 0.9         # delivered / offered load below this: saturated
+GROWTH = 1.3            # jobs in the system, second half over first: above this, saturated
 CONFIDENCE = 0.90       # T3D's batch-means intervals
 NEAR_ONE = 0.9          # "saturation delayed until load approaches 1": none below this load
 LOADS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -195,8 +210,8 @@ def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
     executor = SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs})
     out = Path(tempfile.mkdtemp(dir=tmp))
     began = time.perf_counter()
-    Driver(workload, policy, executor, out, {"scheduler": scheme.policy,
-           "machine": {"pes": PES}}, log=EventLog(out / "events.jsonl", flush_each=False)).run()
+    run.drive(workload, policy, executor, out, {"scheduler": scheme.policy,
+              "machine": {"pes": PES}}, log=EventLog(out / "events.jsonl", flush_each=False))
     wall = time.perf_counter() - began
     events = read_events(out / "events.jsonl")
     (out / "events.jsonl").unlink()
@@ -212,6 +227,7 @@ def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
     span = max(r.end or 0.0 for r in rows) - min(r.arrival for r in rows)
     load = float(workload.meta["load"])
     delivered = area / (PES * span)
+    grows = growth(rows)
     by_job = {r.id: r.response_slowdown for r in sorted(rows, key=lambda r: (r.arrival, r.id))
               if r.response_slowdown is not None}
     return ({"policy": scheme.label, "load": load,
@@ -219,8 +235,30 @@ def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
              "jobs": len(rows), "batches": batches, "bounded_slowdown": round(bounded, 3),
              "bounded_ci": _rounded(bounded_half),
              "batch_means": [round(b, 3) for b in batch_values(slowdowns, batch)],
-             "delivered": round(delivered, 4), "saturated": delivered < SATURATED * load,
+             "delivered": round(delivered, 4), "growth": round(grows, 3),
+             "saturated": saturated(grows),
              "mpl": policy.mpl, "peak_rows": peak_rows, "wall_s": round(wall, 3)}, by_job)
+
+
+def in_system(rows: list[JobRow], start: float, end: float) -> float:
+    """The mean number of jobs arrived and not ended between ``start`` and ``end`` (s)."""
+    return sum(max(0.0, min(r.end or end, end) - max(r.arrival, start))
+               for r in rows) / (end - start)
+
+
+def growth(rows: list[JobRow]) -> float:
+    """The mean number of jobs in the system over the second half of the arrival span over
+    that over the first half (inf when the first half holds none)."""
+    first = min(r.arrival for r in rows)
+    middle = (first + max(r.arrival for r in rows)) / 2
+    early = in_system(rows, first, middle)
+    late = in_system(rows, middle, 2 * middle - first)
+    return late / early if early > 0 else math.inf
+
+
+def saturated(grows: float) -> bool:
+    """Whether a queue whose ``growth`` is ``grows`` keeps growing through the run."""
+    return grows > GROWTH
 
 
 def paired(mine: dict[str, float], theirs: dict[str, float], batch: int) -> dict[str, Any]:
@@ -235,22 +273,38 @@ def paired(mine: dict[str, float], theirs: dict[str, float], batch: int) -> dict
 
 
 def run_points(loads: Iterable[float], batches: int, batch_size: int = BATCH,
-               schemes: Iterable[str] = LABELS, mpl: int = MPL) -> list[dict[str, Any]]:
+               schemes: Iterable[str] = LABELS, mpl: int = MPL,
+               workers: int = 1) -> list[dict[str, Any]]:
     """Simulate every scheme (by label) at every offered load, on ``batches`` batches of
-    ``batch_size`` terminations (the first dropped), bounded gang with ``mpl`` rows; the
-    records, load by load in the order of ``schemes``.  ``ValueError`` for an unknown label."""
+    ``batch_size`` terminations (the first dropped), bounded gang with ``mpl`` rows, the
+    points spread over ``workers`` processes (1: one after another here; the records are the
+    same whatever the number); the records, load by load in the order of ``schemes``.
+    ``ValueError`` for an unknown label."""
     chosen = [scheme(label) for label in schemes]
     specs, natural = base_workload(batches * batch_size)
+    plan = [(at_load(specs, natural, load), one, mpl, batch_size) for load in loads
+            for one in chosen]
+    if workers > 1 and len(plan) > 1:
+        with ProcessPoolExecutor(min(workers, len(plan)),
+                                 initializer=exit_on_sigterm) as pool:
+            found = list(pool.map(_point, plan))
+    else:
+        found = [_point(task) for task in plan]
     records = []
-    with tempfile.TemporaryDirectory(prefix="testbed-fig6-") as tmp:
-        for load in loads:
-            workload = at_load(specs, natural, load)
-            found = [point(workload, one, mpl, batch_size, Path(tmp)) for one in chosen]
-            for record, by_job in found:
-                record["versus"] = {other["policy"]: paired(by_job, theirs, batch_size)
-                                    for other, theirs in found if other is not record}
-                records.append(record)
+    for start in range(0, len(found), len(chosen)):
+        same_load = found[start:start + len(chosen)]
+        for record, by_job in same_load:
+            record["versus"] = {other["policy"]: paired(by_job, theirs, batch_size)
+                                for other, theirs in same_load if other is not record}
+            records.append(record)
     return records
+
+
+def _point(task: tuple[Workload, Scheme, int, int]) -> tuple[dict[str, Any], dict[str, float]]:
+    """``point`` on one ``(workload, scheme, mpl, batch)``, in a temporary directory of its
+    own."""
+    with tempfile.TemporaryDirectory(prefix="testbed-fig6-") as tmp:
+        return point(*task, Path(tmp))
 
 
 def row_bytes(pes: int = PES) -> int:
@@ -435,9 +489,15 @@ def _delivered(records: list[dict[str, Any]]) -> list[str]:
     lines = ["| load | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
     for load in sorted({r["load"] for r in records}):
         lines.append(f"| {load:g} | " + " | ".join(
-            f"{by[label, load]['delivered'] / load:.3f}" if (label, load) in by else "-"
+            _growth(by[label, load]) if (label, load) in by else "-"
             for label in labels) + " |")
     return lines
+
+
+def _growth(record: dict[str, Any]) -> str:
+    delivered = f"{record['delivered'] / record['load']:.3f}"
+    grows = record.get("growth")
+    return delivered if grows is None else f"{grows:.3g}, {delivered}"
 
 
 def _costs(records: list[dict[str, Any]], row_size: int) -> list[str]:
@@ -490,15 +550,18 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
               f"- simulated in {doc['seconds'] / 60:.1f} min", "",
               f"![slowdown against load]({figure})", "",
               "## Mean slowdown (response / dedicated runtime) ± 90 % batch-means half-width",
-              "", "(sat.): saturated, the machine delivered less than "
-              f"{SATURATED:.0%} of the offered load over the run; the interval of a saturated "
-              "point is not a confidence interval (its batch means grow), only their spread.",
+              "", "(sat.): saturated, the number of jobs in the system grew through the run "
+              f"(second half of the arrivals over the first above {GROWTH:g}); the interval of a "
+              "saturated point is not a confidence interval (its batch means grow), only their "
+              "spread.",
               "", *_grid(records, "slowdown", "ci"), "",
               "## Mean bounded slowdown (τ = 10 s) ± 90 % half-width", "",
               *_grid(records, "bounded_slowdown", "bounded_ci"), "",
-              "## Delivered / offered load", "",
-              "The work of all jobs over the PEs and the time from the first arrival to the "
-              f"last end, over the offered load; below {SATURATED:g}: saturated.", "",
+              "## Growth of the queue, and delivered / offered load", "",
+              "Growth: the mean number of jobs in the system over the second half of the "
+              f"arrivals over that over the first half; above {GROWTH:g}: saturated. Delivered: "
+              "the work of all jobs over the PEs and the time from the first arrival to the "
+              "last end, over the offered load.", "",
               *_delivered(records), "",
               "## T3D §3.3's claims", "",
               "Slowdowns are compared job by job (every scheme ran the same jobs): a scheme is "
@@ -550,6 +613,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--schemes", default=",".join(LABELS),
                    help="comma-separated curves (default all: " + ", ".join(LABELS) + ")")
     p.add_argument("--mpl", type=int, default=MPL, help="rows of the bounded gang matrix")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes to spread the points over (the records are the same)")
     p.add_argument("--json", action="store_true", help="one JSON record per point")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
@@ -557,6 +622,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--from", dest="source", type=Path, default=None, metavar="FIG6_JSON",
                    help="write the figure and page from a saved fig6.json, simulating nothing")
     args = p.parse_args(argv)
+    exit_on_sigterm()
     command = invocation("benchmarks.t3d_fig6", argv)
     if args.source is not None:
         doc = json.loads(args.source.read_text())
@@ -575,7 +641,7 @@ def main(argv: list[str] | None = None) -> int:
                 p.error(str(err))
         began = time.perf_counter()
         started = now_iso()
-        records = run_points(loads, batches, args.batch_size, schemes, args.mpl)
+        records = run_points(loads, batches, args.batch_size, schemes, args.mpl, args.workers)
         seconds = time.perf_counter() - began
         doc = {"host": host(), "pes": PES, "batch": args.batch_size, "batches": batches,
                "mpl": args.mpl, "records": records, "claims": claims(records),

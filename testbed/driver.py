@@ -12,186 +12,35 @@ jobs end:
   its virtual clock to the next thing that happens.
 
 As in SimPy, where the real-time environment overrides only ``step``, the loop is the same for
-both; only ``advance`` (wait until a time, or until something happens) differs.
+both; only ``advance`` (wait until a time, or until something happens) differs.  What an
+executor and an observer are is in ``testbed.ports``; an operator's commands reach a serving
+driver through ``testbed.control``; only the run library (``testbed.run``) builds a driver.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import random
 import time
 import uuid
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any
 
 from testbed.agenda import Agenda, Entry, Kind
 from testbed.events import EventLog, WriteFailed
 from testbed.job_table import JobTable
 from testbed.memory_history import MemoryHistory, program_of
+from testbed.owners import OwnerStream, owner_pe
 from testbed.policies import Action, JobRequest, Launch, Migrate, Policy, Requeue, Run
+from testbed.ports import Ended, Executor, Interrupted, Observer
 from testbed.workloads.files import JobSpec, Workload
-
-
-class Ended(NamedTuple):
-    """What an executor reports when a job ends (immutable; a named tuple, quick to make).
-
-    ``status`` is done, failed, killed or timeout; ``swap_in``/``swap_out`` are pages swapped
-    during its life (None when simulated); ``cpu_s`` the CPU seconds of its ranks when the
-    executor models them (None when measured per rank); ``peak_mib`` its largest rank's peak
-    RSS (MiB), None when unknown.
-    """
-
-    job: str
-    status: str
-    exit_code: int | None = None
-    reason: str = ""
-    swap_in: int | None = None
-    swap_out: int | None = None
-    cpu_s: float | None = None
-    peak_mib: float | None = None
-
-
-@dataclass(frozen=True)
-class Switch:
-    """What a heartbeat changed: jobs stopped and continued, and its latency (s)."""
-
-    stopped: tuple[str, ...]
-    continued: tuple[str, ...]
-    latency: float
-
-
-OWNER_PICKS = ("unowned", "idle", "any")
-
-
-@dataclass(frozen=True)
-class OwnerStream:
-    """Workstation owners (COW §2.1): they arrive Poisson at ``rate`` (per s), each stays an
-    exponential time of mean ``mean_s`` (s) at a PE drawn uniformly, as ``pick`` says, from
-
-    * ``unowned``: the PEs without an owner, idle or running a gang (COW §2.1's redraw until
-      the workstation drawn is not its owner's already);
-    * ``idle``: the PEs with neither an owner nor a gang, or, when there is none, ``unowned``;
-    * ``any``: all PEs (an owner drawn at a PE that has one already is dropped).
-
-    An arrival finding every PE owned is dropped; every draw comes from ``seed``."""
-
-    rate: float
-    mean_s: float
-    seed: int = 1
-    pick: str = "unowned"
-
-    def __post_init__(self) -> None:
-        if self.pick not in OWNER_PICKS:
-            raise ValueError(f"unknown owner pick {self.pick!r} (known: {', '.join(OWNER_PICKS)})")
-
-
-def owner_pe(rng: random.Random, pick: str, pes: int, owned: set[int],
-             busy: set[int]) -> int | None:
-    """The PE an arriving owner takes (``OwnerStream.pick`` says how), drawn with ``rng``
-    among ``pes`` PEs of which ``owned`` have an owner and ``busy`` run a gang; None when the
-    owner is dropped."""
-    if pick == "any":
-        pe = rng.randrange(pes)
-        return None if pe in owned else pe
-    free = [pe for pe in range(pes) if pe not in owned]
-    if pick == "idle":
-        free = [pe for pe in free if pe not in busy] or free
-    return rng.choice(free) if free else None
-
-
-class Executor(Protocol):
-    """What the driver needs from an executor.  Times are seconds on the run's clock.
-    ``cpus`` maps PEs to the CPUs ranks are pinned to, None when nothing is pinned."""
-
-    kind: str
-    cpus: tuple[int, ...] | list[int] | None
-
-    def now(self) -> float:
-        """The run's clock (s since the run started)."""
-        ...
-
-    def begin(self, log: EventLog, config: dict[str, Any]) -> None:
-        """Set up before the first event (``config`` may gain executor facts)."""
-        ...
-
-    def check(self) -> None:
-        """Raise ``Interrupted`` if the run has been asked to stop (a signal came)."""
-        ...
-
-    def launch(self, spec: JobSpec, action: Launch) -> Ended | None:
-        """Start ``spec`` as ``action`` says; an ``Ended`` if it failed to start."""
-        ...
-
-    def switch(self, jobs: frozenset[str], slot: int | None) -> Switch:
-        """Make exactly ``jobs`` run (the others placed stop)."""
-        ...
-
-    def kill(self, job: str) -> None:
-        """Kill ``job`` (its limit expired); its end is reported by ``advance`` later."""
-        ...
-
-    def requeue(self, job: str) -> tuple[float, float | None]:
-        """Kill ``job`` for good (an owner interrupted it; it will be launched again); the
-        seconds it had run and the CPU seconds its ranks used (None when unknown)."""
-        ...
-
-    def owner_start(self, pe: int, duration: float) -> None:
-        """A workstation owner takes ``pe`` for ``duration`` s (its job starts at once)."""
-        ...
-
-    def migrate(self, job: str, slot: int, pes: tuple[int, ...]) -> str | None:
-        """Move ``job``'s rank i to PE ``pes[i]``, its home row ``slot``; None when done, else
-        why not."""
-        ...
-
-    def owner_end(self, pe: int) -> None:
-        """The owner of ``pe`` leaves (its job ends)."""
-        ...
-
-    def advance(self, until: float) -> list[Ended]:
-        """Let time pass up to ``until`` (s) at most; return the jobs that ended meanwhile.
-        May return early with nothing (the emulation polls)."""
-        ...
-
-    def end(self, status: str) -> tuple[list[Ended], int]:
-        """Kill what is left at the end of the run; the jobs that ended so, and the number of
-        stray processes swept."""
-        ...
 
 
 def new_run_id() -> str:
     """A fresh, unique run id (also the marker every process of an emulated run carries)."""
     return f"{time.strftime('%Y%m%d%H%M%S')}-{uuid.uuid4().hex[:8]}"
-
-
-class Interrupted(Exception):
-    """The run was stopped by a signal (raised by an executor while it waits)."""
-
-
-class Observer(Protocol):
-    """Someone told of jobs as they start and end, and asked to look around every round (the
-    service: streaming output, answering clients)."""
-
-    def started(self, job: str) -> None:
-        """``job`` was launched."""
-        ...
-
-    def ended(self, end: Ended) -> None:
-        """A job ended (its ``finish`` event is written)."""
-        ...
-
-    def poll(self, now: float) -> None:
-        """Once a round of the loop, at ``now`` (s)."""
-        ...
-
-
-class Stalled(RuntimeError):
-    """Jobs wait but nothing can ever happen (a policy that never starts them)."""
 
 
 class Driver:
@@ -225,7 +74,6 @@ class Driver:
         self.states: dict[str, str] = {}
         self.stopping = False
         self.jobs = JobTable()
-        self.successors: dict[int, list[JobSpec]] = defaultdict(list)
         self.next_tick: float | None = None
         # a policy that keeps the base's wake_at (or states) never wakes (or keeps states),
         # and one without a timeslice never gets one: the loop does not ask them every round
@@ -287,13 +135,13 @@ class Driver:
             raise WriteFailed(config, err) from None
         self.log.emit("run_start", 0.0, run_id=self.run_id, wall_time=time.time(),
                       config=self.config)
-        self._enter(0.0, self.workload)
+        self.enter(0.0, self.workload)
         for visit in self.workload.owners:
             self.agenda.push(visit.arrival, Kind.OWNER_VISIT, visit)
         if self.owners is not None:
             self.agenda.push(self.owner_rng.expovariate(self.owners.rate), Kind.OWNER_ARRIVAL)
 
-    def _enter(self, now: float, workload: Workload) -> None:
+    def enter(self, now: float, workload: Workload) -> None:
         """Log ``workload`` and enter its jobs: each arrives its ``arrival`` seconds from
         ``now``, or that long after its predecessor ends."""
         self.log.emit_workload(now, workload.path, workload.meta,
@@ -301,19 +149,16 @@ class Driver:
                                  j.after, j.source_id, j.job_class or None, j.prime)
                                 for j in workload.jobs])
         for spec in workload.jobs:
+            record = self.jobs.enter(spec)
             if spec.after is None:
-                record = self.jobs.add(spec, "pending")
                 record.arrival = self.agenda.push(now + spec.arrival, Kind.ARRIVAL, spec)
-            else:
-                self.jobs.add(spec, "waiting")
-                self.successors[spec.after].append(spec)
 
     def _tick_at(self) -> float | None:
         return self.next_tick
 
     def _loop(self) -> None:
         executor, agenda, policy, observer = self.executor, self.agenda, self.policy, self.observer
-        handle, ended = self._handle, self._ended
+        handle, ended = self._handle, self.job_ended
         arm = self._arm_heartbeat if Kind.HEARTBEAT in agenda.timers else None
         arrival = Kind.ARRIVAL
         while True:
@@ -328,7 +173,7 @@ class Driver:
             if arm is not None:
                 arm(now)
             if (observer is None and not agenda.count(arrival)
-                    and not self.successors_waiting() and policy.idle()):
+                    and not self.jobs.successors_waiting() and policy.idle()):
                 return
             for end in executor.advance(agenda.next_at()):
                 ended(end)
@@ -341,7 +186,7 @@ class Driver:
         elif kind is Kind.HEARTBEAT:
             self._heartbeat(entry.at, now)
         elif kind is Kind.WAKE:
-            self._apply(self.policy.wake(now))
+            self.apply(self.policy.wake(now))
         elif kind is Kind.OWNER_END:
             self._owner_leaves(entry.what, now)
         elif kind is Kind.OWNER_VISIT:
@@ -353,10 +198,7 @@ class Driver:
             self.agenda.push(entry.at + self.owner_rng.expovariate(self.owners.rate),
                              Kind.OWNER_ARRIVAL)
         else:
-            record = self.jobs.get(entry.what)
-            assert record is not None and record.limit is not None
-            self.log.emit("limit", now, job=entry.what, limit=record.limit)
-            record.limit = record.deadline = None
+            self.log.emit("limit", now, job=entry.what, limit=self.jobs.limit_reached(entry.what))
             self.executor.kill(entry.what)
 
     def _heartbeat(self, due: float, now: float) -> None:
@@ -366,7 +208,7 @@ class Driver:
         if timeslice is None or not self.policy.busy():
             self.next_tick = None
             return
-        self._apply(self.policy.tick(now), due=due)
+        self.apply(self.policy.tick(now), due=due)
         timeslice = self.policy.timeslice or timeslice      # adapted by the switch
         self.next_tick = due + timeslice * max(1, math.ceil((now - due) / timeslice))
 
@@ -377,12 +219,6 @@ class Driver:
             self.next_tick = None
         elif self.next_tick is None:
             self.next_tick = now + timeslice
-
-    def submit(self, workload: Workload) -> None:
-        """Jobs submitted while the driver runs (logged as one more ``workload`` event): each
-        arrives its ``arrival`` seconds from now (or, with ``after``, that long after its
-        predecessor ends)."""
-        self._enter(self.executor.now(), workload)
 
     def cancel(self, job: str, kill: Callable[[str], None]) -> str:
         """Cancel ``job``: not arrived yet, or still queued, it ends ``killed`` at once; running,
@@ -400,44 +236,11 @@ class Driver:
         elif record.state == "pending":
             self.agenda.cancel(record.arrival)
         else:
-            after = self.successors[record.spec.after]     # type: ignore[index]
-            after[:] = [spec for spec in after if spec.id != job]
-        self._ended(Ended(job, "killed", None, "killed: cancelled"), started=False)
+            self.jobs.withdraw(job)
+        self.job_ended(Ended(job, "killed", None, "killed: cancelled"), started=False)
         if actions:
-            self._apply(actions)
+            self.apply(actions)
         return "cancelled"
-
-    def hold(self, job: str, held: bool) -> bool:
-        """Suspend (``held``) or resume a started job; False if it is not running."""
-        if self.jobs.state(job) != "started":
-            return False
-        self.log.emit("hold", self.executor.now(), job=job, held=held)
-        self._apply(self.policy.hold(job) if held else self.policy.release(job))
-        return True
-
-    def held(self, job: str) -> bool:
-        """Whether ``job`` is held stopped (``hold``)."""
-        return job in self.policy.held
-
-    def set_class(self, job: str, name: str) -> str | None:
-        """Move ``job`` to class ``name`` (logged as ``job_class``); None when done, else why
-        not (the policy has no classes, no such class, no such job or it has ended)."""
-        record = self.jobs.get(job)
-        if record is None:
-            return f"{job} has ended or does not exist"
-        now = self.executor.now()
-        try:
-            old, actions = self.policy.set_class(job, name, now)
-        except ValueError as err:
-            return str(err)
-        self.log.emit("job_class", now, job=job, old=old, new=name)
-        record.spec = dataclasses.replace(record.spec, job_class=name)
-        self._apply(actions)
-        return None
-
-    def stop(self) -> None:
-        """End a serving run at the next round: what is left is killed."""
-        self.stopping = True
 
     def _owner_arrives(self, rng: random.Random, owners: OwnerStream, now: float) -> None:
         """An owner arrives at a PE picked as ``owners.pick`` says (none: it is dropped)."""
@@ -453,17 +256,13 @@ class Driver:
         self.agenda.push(now + duration, Kind.OWNER_END, pe, key=pe)
         self.log.emit("owner_start", now, pe=pe, duration=round(duration, 6))
         self.executor.owner_start(pe, duration)
-        self._apply(self.policy.owner_arrive(pe, now))
+        self.apply(self.policy.owner_arrive(pe, now))
 
     def _owner_leaves(self, pe: int, now: float) -> None:
         self.owned.discard(pe)
         self.log.emit("owner_end", now, pe=pe)
         self.executor.owner_end(pe)
-        self._apply(self.policy.owner_leave(pe, now))
-
-    def successors_waiting(self) -> bool:
-        """Whether some job still waits for its predecessor to end."""
-        return any(self.successors.values())
+        self.apply(self.policy.owner_leave(pe, now))
 
     def _arrive(self, spec: JobSpec, due: float, now: float) -> None:
         """``spec`` arrives at ``now``; ``due`` (s) is when it was due (its workload arrival,
@@ -477,18 +276,18 @@ class Driver:
                     mem_mb, source = found
         self.log.emit_arrival(now, spec.id, due, spec.pes, spec.work, spec.limit, spec.estimate,
                               spec.user, spec.argv, mem_mb and round(mem_mb, 3), source)
-        record = self.jobs.get(spec.id)
-        assert record is not None
-        record.state, record.arrived_at, record.arrival = "queued", due, None
+        self.jobs.arrived(spec.id, due)
         request = JobRequest(spec.id, spec.pes, due, mem_mb, spec.estimate, spec.job_class,
                              spec.interactive, spec.prime)
         refusal = self.policy.refuse(request)
         if refusal is not None:
-            self._ended(Ended(spec.id, "failed", None, refusal), started=False)
+            self.job_ended(Ended(spec.id, "failed", None, refusal), started=False)
             return
-        self._apply(self.policy.arrive(request, now))
+        self.apply(self.policy.arrive(request, now))
 
-    def _apply(self, actions: list[Action], due: float | None = None) -> None:
+    def apply(self, actions: list[Action], due: float | None = None) -> None:
+        """Carry out the policy's ``actions`` (``due``: when the heartbeat that made them was
+        due, s), then log the job states that changed when the policy keeps states."""
         for action in actions:
             if isinstance(action, Launch):
                 self._launch(action)
@@ -500,10 +299,7 @@ class Driver:
                 lost, cpu = self.executor.requeue(action.job)
                 self.log.emit("interrupt", self.executor.now(), job=action.job, pe=action.pe,
                               lost_s=round(lost, 6), cpu_s=cpu)
-                record = self.jobs.get(action.job)
-                assert record is not None
-                self.agenda.cancel(record.deadline)
-                record.state, record.limit, record.deadline = "queued", None, None
+                self.agenda.cancel(self.jobs.requeued(action.job))
         if not self.keeps_states:
             return
         states = self.policy.states()
@@ -520,19 +316,7 @@ class Driver:
                       from_slot=move.from_slot, from_pes=list(move.from_pes),
                       error=problem)
         if problem is not None:
-            self._apply(self.policy.migration_failed(move, now))
-
-    def migrate(self, job: str, pes: tuple[int, ...]) -> str | None:
-        """Move ``job`` to ``pes`` by hand (an operator's ``testbed migrate``); None when
-        done, else why not."""
-        if self.jobs.state(job) != "started":
-            return f"{job} is not running"
-        try:
-            actions = self.policy.migrate(job, pes, self.executor.now())
-        except ValueError as err:
-            return str(err)
-        self._apply(actions)
-        return None
+            self.apply(self.policy.migration_failed(move, now))
 
     def _launch(self, action: Launch) -> None:
         record = self.jobs.get(action.job)
@@ -542,15 +326,15 @@ class Driver:
         cpus = self.executor.cpus
         self.log.emit_start(now, spec.id, action.slot, action.pes,
                             None if cpus is None else [cpus[pe] for pe in action.pes])
-        record.state, record.started_at, record.pes = "started", now, action.pes
-        record.limit = limit = self._limit(spec)
+        limit = self._limit(spec)
+        self.jobs.started(spec.id, now, action.pes, limit)
         if limit is not None:
             record.deadline = self.agenda.push(now + limit, Kind.DEADLINE, spec.id, key=spec.id)
         failed = self.executor.launch(spec, action)
         if self.observer is not None:
             self.observer.started(spec.id)
         if failed is not None:
-            self._ended(failed)
+            self.job_ended(failed)
 
     def _limit(self, spec: JobSpec) -> float | None:
         """The job's runtime limit (s): its ``limit=``, else its estimate when jobs are killed
@@ -584,7 +368,9 @@ class Driver:
                              end.swap_out, end.cpu_s)
         return now
 
-    def _ended(self, end: Ended, started: bool = True) -> None:
+    def job_ended(self, end: Ended, started: bool = True) -> None:
+        """``end`` came: log it, take the job out of the table, tell the policy (when it had
+        ``started``) and the observer, and let its successors arrive."""
         now = self._finish_event(end)
         record = self.jobs.remove(end.job)
         self.agenda.cancel(record.deadline)
@@ -593,13 +379,9 @@ class Driver:
             self.history.record(program_of(spec.argv), spec.pes, spec.user, end.peak_mib)
             self.history.save()
         if started:
-            self._apply(self.policy.finish(end.job, now))
+            self.apply(self.policy.finish(end.job, now))
         if self.observer is not None:
             self.observer.ended(end)
-        if spec.source_id is not None:
-            for successor in self.successors.pop(spec.source_id, []):
-                waiting = self.jobs.get(successor.id)
-                assert waiting is not None
-                waiting.state = "pending"
-                waiting.arrival = self.agenda.push(now + successor.arrival, Kind.ARRIVAL,
-                                                   successor)
+        for waiting in self.jobs.released(spec.source_id):
+            waiting.arrival = self.agenda.push(now + waiting.spec.arrival, Kind.ARRIVAL,
+                                               waiting.spec)

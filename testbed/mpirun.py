@@ -12,11 +12,10 @@ from __future__ import annotations
 import os
 import sys
 
+from testbed.exit_codes import EXIT_BAD_INPUT
 from testbed.service import native_client
 from testbed.service.client import NoService, follow, socket_path
 from testbed.service.mpirun_args import parse_mpirun
-
-EXIT_BAD_INPUT = 2
 
 
 def mpirun_main(argv: list[str], name: str) -> int:

@@ -1,24 +1,31 @@
 """The run library: what a run needs, checked, set up, run and taken down again.
 
-``Options`` holds every setting of a run (keyword-only, the defaults of ``testbed run``).
-``check_emulation`` and ``check_simulation`` turn options into a machine (or refuse them with
-a ``UsageError`` naming the option); ``emulate`` and ``simulate`` run one workload into a run
-directory and own what the run needs on the way (cgroups and a swap file, the service's
-socket, the executor, the driver), releasing it on every exit path.  The ``testbed`` command
-is a thin layer of argparse over this module; ``testbed mpirun`` without a service and the
-benchmarks call it in-process.
+One way to run::
 
-Exit codes (``exit_code`` maps an error to its code): 0 success; 1 a job or run failed;
-2 bad input (nothing run, no run directory made); 3 no usable MPI (or the shim cannot be
-built); 4 the machine cannot provide what was asked (node memory or swap without root or
-cgroups, node managers that cannot be started); 5 a file of the run could not be written;
-130 the run was interrupted (its partial results are kept and say so).
+    prepared = run.prepare(options, workload_path_or_workload)   # checked: UsageError
+    result = run.execute(prepared, out)                          # status, run_dir, summary
+
+``Options`` (``testbed.run_options``) holds every setting of a run, its default, text form
+and choices (argparse takes them from there), made from parsed arguments (``Options.of``) or
+from a mapping of plain values (``Options.from_mapping``: experiment cells, benchmarks); the
+ranges are checked here, each in one place with one message.
+``prepare`` checks the options and the workload against the machine (emulated) or the
+simulator, and ``execute`` runs it into a new run directory, owning what the run needs on
+the way (cgroups and a swap file, the service's socket, the executor, the driver) and
+releasing it on every exit path.  The ``testbed`` command is a thin layer of argparse over
+this module; ``testbed mpirun`` without a service, the service, experiments and the
+benchmarks call it in-process.  ``drive`` runs a driver for benchmarks that bring their own
+policy object or executor.  No other module builds a ``Driver``.
+
+Exit codes are in ``testbed.exit_codes``; ``exit_code`` maps an error to its code and
+``Result.exit_code`` a run's status.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import math
 import os
 import platform
@@ -31,7 +38,8 @@ from typing import Any
 
 from testbed import __version__
 from testbed.class_tables import ClassTableError, load_class_table
-from testbed.driver import Driver, OwnerStream, Stalled, new_run_id
+from testbed.control import Control
+from testbed.driver import Driver, new_run_id
 from testbed.emulation import injection, shim
 from testbed.emulation.commands import check_commands, checks_commands_here
 from testbed.emulation.executor import EmulationExecutor
@@ -45,84 +53,33 @@ from testbed.emulation.memory import (
 from testbed.emulation.mpi_info import MpiInfo, MpiNotFound, detect_mpi
 from testbed.emulation.paging import may_page_out
 from testbed.emulation.remote import NodesError
-from testbed.emulation.tree import DEFAULT_WIDTH
 from testbed.events import EventLog, WriteFailed, read_events
-from testbed.hang import DEFAULT_HANG_AFTER, describe
+from testbed.exit_codes import (
+    EXIT_BAD_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_NO_MPI,
+    EXIT_UNAVAILABLE,
+    EXIT_WRITE_FAILED,
+    job_exit_code,
+    run_exit_code,
+)
+from testbed.hang import describe
 from testbed.hosts import Host, HostsError, read_hostfile, slurm_hosts
 from testbed.machine import Machine, build_cluster, build_machine
 from testbed.memory_history import DEFAULT_PATH as DEFAULT_HISTORY
 from testbed.memory_history import MemoryHistory
+from testbed.owners import OwnerStream
 from testbed.policies import POLICIES, MemoryAdmission, Policy, PolicyConfig, PrimeTime, make_policy
 from testbed.policies.matrix import UNBOUNDED
+from testbed.ports import Executor, Stalled
 from testbed.results.metrics import job_rows
 from testbed.results.report import write_results
-from testbed.service.protocol import job_exit_code
+from testbed.run_options import CHOICES, Options, UsageError
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, load_workload
 from testbed.workloads.swf import SwfError, trace_workload
 
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_NO_MPI = 3
-EXIT_UNAVAILABLE = 4
-EXIT_WRITE_FAILED = 5
-EXIT_INTERRUPTED = 130
 SWAP_DIR = Path("/var/tmp")
-
-
-class UsageError(Exception):
-    """Bad input: reported as one line, exit code 2."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Options:
-    """Every setting of a run; times in seconds, sizes in bytes, None: not set."""
-
-    scheduler: str = "gang"
-    mpl: int = 2                # UNBOUNDED (0): no limit (the simulator only)
-    timeslice: float = 0.2
-    pes: int | None = None
-    allocator: str = "buddy"
-    job_timeout: float | None = None
-    estimates: str = "given"
-    overrun: str = "kill"
-    prime_shift: float = PrimeTime.shift_s
-    prime_large: int | None = None
-    prime_free: int | None = None
-    prime_large_limit: float = PrimeTime.large_limit_s
-    prime_small_limit: float = PrimeTime.small_limit_s
-    classes: Path | None = None
-    variation: float = 0.0
-    balance: float = 0.0
-    migration_delay: float = 10.0
-    app_max: int = 1
-    abs_app_max: int = 2
-    owners: tuple[float, float] | None = None
-    owner_seed: int = 1
-    # emulation
-    nodes: int = 1
-    rank_priority: str = "auto"
-    hosts: Path | None = None
-    launcher: str | None = None
-    tree_width: int = DEFAULT_WIDTH
-    spin: float | None = None
-    hang_after: float = DEFAULT_HANG_AFTER
-    node_mem: int | None = None
-    swap: int | None = None
-    memory_admission: float | None = None
-    memory_history: Path | None = None
-    # simulation
-    switch_cost: float = 0.0
-    launch_cost: float = 0.0
-    uncompress: bool = False
-
-    @classmethod
-    def of(cls, settings: Any, **changes: Any) -> Options:
-        """Options from any object with some of these fields as attributes (an argparse
-        namespace), the rest at their defaults, then ``changes``."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        given = {n: getattr(settings, n) for n in names if hasattr(settings, n)}
-        return cls(**{**given, **changes})
 
 
 def exit_code(err: BaseException) -> int | None:
@@ -160,8 +117,12 @@ def check_policy_options(options: Options, schedulers: list[str]) -> None:
     for name in schedulers:
         if name not in POLICIES:
             raise UsageError(f"unknown scheduler {name!r} (known: {', '.join(sorted(POLICIES))})")
+    for option, words in CHOICES.items():
+        if getattr(options, option) not in words:
+            raise UsageError(f"--{option}: expected one of {', '.join(words)}, got "
+                             f"{getattr(options, option)!r}")
     if options.mpl < 0:
-        raise UsageError(f"--mpl must be >= 1, or unbounded, got {options.mpl}")
+        raise UsageError(f"--mpl must be a number of rows >= 1, or unbounded, got {options.mpl}")
     for option in ("timeslice", "job_timeout", "prime_shift", "prime_large_limit",
                    "prime_small_limit"):
         value = getattr(options, option)
@@ -345,6 +306,12 @@ def simulated_workload(path: str | Path, options: Options, pes: int) -> Workload
         raise UsageError(str(err)) from None
     if not workload.jobs:
         raise UsageError(f"{path}: no jobs")
+    return _for_simulation(workload, options, path)
+
+
+def _for_simulation(workload: Workload, options: Options, path: str | Path) -> Workload:
+    """``workload`` (read from ``path``) checked to give every job a work, uncompressed when
+    asked, with perfect estimates when asked."""
     missing = next((job for job in workload.jobs if job.work is None), None)
     if missing is not None:
         raise UsageError(f"{path}:{missing.line}: field 'command': the simulator needs "
@@ -503,7 +470,7 @@ def _emulate(workload: Workload, options: Options, machine: Machine, mpi: MpiInf
                         kill_at_estimate=_kills_at_estimate(policy, options), run_id=run_id,
                         observer=service, owners=owners)
         if service is not None:
-            service.attach(driver)
+            service.attach(Control(driver))
         status = driver.run()
     finally:
         if service is not None:
@@ -539,6 +506,86 @@ def simulate(workload: Workload, options: Options, pes: int, run_dir: Path) -> s
     return status
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A run checked and ready to execute: its options, its workload, its machine (None when
+    simulated), its PEs and the label of its default run directory."""
+
+    options: Options
+    workload: Workload
+    machine: Machine | None
+    pes: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Result:
+    """What ``execute`` gives back: the run's status (``complete``, ``interrupted``,
+    ``stopped``, or ``error`` when a simulation stalled), its directory and its summary (None
+    when it has none)."""
+
+    status: str
+    run_dir: Path
+    summary: dict[str, Any] | None
+
+    @property
+    def exit_code(self) -> int:
+        """The command's exit code for this run (``testbed.exit_codes.run_exit_code``)."""
+        return run_exit_code(self.status)
+
+    def hangs(self) -> list[str]:
+        """One line for each job found hung (``hang_lines``)."""
+        return hang_lines(read_events(self.run_dir / "events.jsonl"))
+
+
+def prepare(options: Options, source: str | Path | Workload) -> Prepared:
+    """Check ``options`` and the workload ``source`` (a workload file, an SWF trace when
+    simulated, or a ``Workload`` made in code) for a run on ``options.executor``; the run,
+    ready.  ``UsageError`` for bad input, ``MemorySetupError`` for memory the machine cannot
+    give; nothing is made on disk."""
+    schedulers = [options.scheduler]
+    if options.executor == "simulation":
+        machine = None
+        pes = simulated_pes(options)
+        check_simulation(options, schedulers, pes)
+        workload = (_for_simulation(source, options, source.path)
+                    if isinstance(source, Workload)
+                    else simulated_workload(source, options, pes))
+    else:
+        machine = check_emulation(options, schedulers)
+        pes = machine.pes
+        workload = source if isinstance(source, Workload) else load(source, options.timeslice,
+                                                                   machine)
+    check_owners(options, schedulers, workload)
+    label = options.scheduler if machine is not None else f"sim-{options.scheduler}"
+    return Prepared(options, workload, machine, pes, label)
+
+
+def execute(prepared: Prepared, out: Path | None = None, *,
+            serve: tuple[socket.socket, Path] | None = None) -> Result:
+    """Run ``prepared`` into the run directory ``out`` (made; it must not hold anything, and
+    by default is a new ``runs/DATE-LABEL``), serving on ``serve`` (a bound socket and its
+    path) when given; its result."""
+    run_dir = new_run_dir(out, prepared.label)
+    if prepared.machine is None:
+        status = simulate(prepared.workload, prepared.options, prepared.pes, run_dir)
+        summary = (None if status == "error"
+                   else json.loads((run_dir / "summary.json").read_text()))
+        return Result(status, run_dir, summary)
+    status, summary = emulate(prepared.workload, prepared.options, prepared.machine, run_dir,
+                              serve)
+    return Result(status, run_dir, summary)
+
+
+def drive(workload: Workload, policy: Policy, executor: Executor, run_dir: Path,
+          config: dict[str, Any], *, log: EventLog, owners: OwnerStream | None = None) -> str:
+    """Run ``workload`` under a ``policy`` object on an ``executor`` of the caller's into
+    ``run_dir``, recording ``config`` and writing ``log``; the run's status.  For benchmarks
+    that build their own policy (settings no option names) or executor (a horizon); every
+    other run is ``prepare`` then ``execute``."""
+    return Driver(workload, policy, executor, run_dir, config, log=log, owners=owners).run()
+
+
 def exec_job(command: list[str], ranks: int, options: Options, out: Path | None = None,
              prefix: str = "testbed") -> int:
     """Run one MPI ``command`` on ``ranks`` ranks as a job (as the T3D's ``mppexec``), copy its
@@ -550,13 +597,13 @@ def exec_job(command: list[str], ranks: int, options: Options, out: Path | None 
         raise UsageError("exec needs a command after --")
     if ranks < 1:
         raise UsageError(f"-n must be >= 1, got {ranks}")
-    machine = check_emulation(options, [options.scheduler])
-    if ranks > machine.pes:
-        raise UsageError(f"-n {ranks} is more than the machine's {machine.pes} PEs (see --pes)")
     workload = Workload("<exec>", [JobSpec("j1", 0, 0.0, ranks, tuple(command),
                                            limit=options.job_timeout)])
-    run_dir = new_run_dir(out, f"exec-{options.scheduler}")
-    status, _ = emulate(workload, options, machine, run_dir)
+    prepared = prepare(dataclasses.replace(options, executor="emulation"), workload)
+    if ranks > prepared.pes:
+        raise UsageError(f"-n {ranks} is more than the machine's {prepared.pes} PEs (see --pes)")
+    result = execute(dataclasses.replace(prepared, label=f"exec-{options.scheduler}"), out)
+    run_dir, status = result.run_dir, result.status
     for suffix, stream in ((".out", sys.stdout), (".err", sys.stderr)):
         path = run_dir / "jobs" / f"j1{suffix}"
         if path.exists():

@@ -76,12 +76,32 @@ def test_a_timer_fires_once_a_round_in_its_kind_order():
 def test_the_job_table_keeps_live_jobs_only():
     table = JobTable()
     spec = JobSpec("j1", 1, 0.0, 1, ("true",))
-    record = table.add(spec, "pending")
+    record = table.enter(spec)
     assert table.state("j1") == "pending" and len(table) == 1
-    record.state = "started"
+    table.arrived("j1", 0.5)
+    assert (record.state, record.arrived_at) == ("queued", 0.5)
+    table.started("j1", 1.0, (0,), 3.0)
+    assert (record.state, record.pes, record.limit) == ("started", (0,), 3.0)
     assert [r.spec.id for r in table] == ["j1"]
     assert table.remove("j1") is record
     assert table.get("j1") is None and table.state("j1") is None and len(table) == 0
+
+
+def test_the_job_table_makes_a_successor_pending_when_its_predecessor_ends():
+    table = JobTable()
+    first = JobSpec("j1", 1, 0.0, 1, ("true",), source_id=1)
+    then = JobSpec("j2", 2, 0.5, 1, ("true",), after=1)
+    dropped = JobSpec("j3", 3, 0.5, 1, ("true",), after=1)
+    for spec in (first, then, dropped):
+        table.enter(spec)
+    assert [table.state(j) for j in ("j1", "j2", "j3")] == ["pending", "waiting", "waiting"]
+    table.withdraw("j3")
+    table.remove("j3")
+    assert table.successors_waiting()
+    table.remove("j1")
+    assert [r.spec.id for r in table.released(1)] == ["j2"]
+    assert table.state("j2") == "pending" and not table.successors_waiting()
+    assert table.released(None) == []
 
 
 def test_entries_pushed_in_order_or_not_come_out_as_one_sorted_agenda():

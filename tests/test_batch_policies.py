@@ -12,6 +12,7 @@ from heapq import heappop, heappush
 import pytest
 
 from testbed.policies import (
+    Conservative,
     JobRequest,
     Launch,
     MemoryAdmission,
@@ -425,3 +426,67 @@ def test_decisions_are_deterministic_and_ignore_job_names(name):
                      {back.get(j, j): p for j, p in placed.items()}))
     assert runs[0] == runs[1] == runs[2]
     assert _overtaken(jobs, runs[0][0]) > 0
+
+
+class _Rebuilt(Conservative):
+    """Conservative backfilling that makes its schedule from scratch at every event."""
+
+    def _kept(self, now: float) -> bool:
+        return False
+
+
+class _Counted(Conservative):
+    """Conservative backfilling that counts the times it makes its schedule from scratch."""
+
+    rebuilds = 0
+
+    def _rebuild(self, now: float) -> list[Launch]:
+        self.rebuilds += 1
+        return super()._rebuild(now)
+
+
+def _launched(actions) -> list[tuple[str, tuple[int, ...]]]:
+    return [(a.job, a.pes) for a in actions if isinstance(a, Launch)]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_conservative_kept_profile_decides_as_a_rebuilt_one(seed):
+    """The kept profile gives the same starts (PEs included) and reservations as the schedule
+    made from scratch at every event, over random jobs that end early, at their estimates or
+    late, at times shared by several events, some without estimates, some cancelled."""
+    rng = random.Random(seed)
+    pes = 16
+    kept, rebuilt = _Counted(_config(pes)), _Rebuilt(_config(pes))
+    jobs = _workload(rng, 60, pes, unknown=0.1)
+    runtime = {job.id: (job.estimate or 30.0) * rng.choice([0.25, 0.5, 1.0, 1.0, 1.0, 1.0, 2.0])
+               for job in jobs}
+    arrivals = deque(jobs)
+    ends: list[tuple[float, int, str]] = []
+    queued: list[str] = []
+    now, seq, events = 0.0, 0, 0
+    while arrivals or ends or queued:
+        now = min(ends[0][0] if ends else math.inf,
+                  arrivals[0].arrival if arrivals else math.inf)
+        if ends and ends[0][0] == now:
+            job = heappop(ends)[2]
+            got, want = kept.finish(job, now), rebuilt.finish(job, now)
+        elif arrivals:
+            job = arrivals.popleft()
+            queued.append(job.id)
+            got, want = kept.arrive(job, now), rebuilt.arrive(job, now)
+        else:
+            break
+        if queued and rng.random() < 0.05:
+            victim = rng.choice([j for j in queued if j in kept.reservations] or [""])
+            got += kept.cancel(victim, now) or []
+            want += rebuilt.cancel(victim, now) or []
+            queued = [j for j in queued if j != victim]
+        events += 1
+        assert _launched(got) == _launched(want), f"t={now}"
+        assert kept.reservations == rebuilt.reservations, f"t={now}"
+        for name, _ in _launched(got):
+            queued.remove(name)
+            seq += 1
+            heappush(ends, (now + runtime[name], seq, name))
+    assert kept.idle() and rebuilt.idle()
+    assert 0 < kept.rebuilds < events

@@ -345,39 +345,62 @@ def test_simulator_benchmark_reports_jobs_per_second():
 @pytest.mark.realtime
 def test_simulator_benchmark_repeats_runs_and_writes_its_page(tmp_path):
     page = tmp_path / "simulator.md"
-    subprocess.run([sys.executable, "-m", "benchmarks.simulator", "--jobs", "200", "--pes", "64",
-                    "--policies", "easy,gang", "--repeats", "2", "--without-log",
-                    "--markdown", str(page)], capture_output=True, text=True, timeout=300,
-                   check=True)
+    subprocess.run([sys.executable, "-m", "benchmarks.simulator", "--jobs", "200,300", "--pes",
+                    "64", "--policies", "easy,gang", "--repeats", "2", "--once-from", "300",
+                    "--without-log", "--end-to-end", "easy", "--markdown", str(page)],
+                   capture_output=True, text=True, timeout=300, check=True)
     text = page.read_text()
-    assert "Written by `python -m benchmarks.simulator --jobs 200" in text
-    assert "| easy | 2 |" in text and "| gang | 2 |" in text and "without log" in text
+    assert "Written by `python -m benchmarks.simulator --jobs 200,300" in text
+    assert "| 200 | easy | 2 |" in text and "| 200 | gang | 2 |" in text
+    assert "| 300 | easy | 1 |" in text and "without log" in text
+    assert "| easy | 2 | " in text.split("What a user waits for")[1]
 
 
 def _simulator_document(rates: dict[str, list[float]]) -> dict[str, Any]:
-    runs = {side: {"easy": [{"jobs_per_s": r, "report_s": 1.0} for r in values]}
-            for side, values in rates.items()}
+    runs = {side: [{"policy": "easy", "jobs": 1000, "jobs_per_s": r, "report_s": 1.0,
+                    "span_s": 86400.0 * 30, "span_per_wall_s": 1e6, "peak_rss_mib": 100.0}
+                   for r in values] for side, values in rates.items()}
+    runs["this"].append({"policy": "easy", "jobs": 10_000, "jobs_per_s": 40_000,
+                         "report_s": 2.0, "span_s": 86400.0 * 300, "span_per_wall_s": 2e6,
+                         "peak_rss_mib": 500.0})
+    end_to_end = {"this": [{"policy": "easy", "seconds": s} for s in (4.0, 5.0, 6.0)],
+                  "against": [{"policy": "easy", "seconds": s} for s in (10.0, 10.0, 10.0)]}
     return {"checkouts": {side: {"path": side, "commit": "abc"} for side in rates},
             "repeats": len(rates["this"]), "runs": runs, "summary": simulator.summarize(runs),
             "host": {"uname": "Linux", "cpus": 2, "python": "3.11"}, "date": "today",
-            "seconds": 60.0, "jobs": 1000, "pes": 64}
+            "seconds": 60.0, "jobs": [1000, 10_000], "pes": 64, "once_from": 10_000,
+            "end_to_end": end_to_end,
+            "end_to_end_summary": simulator.summarize_end_to_end(end_to_end)}
 
 
 def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
     document = _simulator_document({"this": [20_000, 25_000, 30_000],
                                     "against": [10_000, 10_000, 10_000],
                                     "no_log": [50_000, 50_000, 50_000]})
-    entry = document["summary"]["easy"]
-    assert entry["this"]["value"] == 25_000
+    entry, once = document["summary"]
+    assert entry["this"]["value"] == 25_000 and entry["runs"] == 3
     assert entry["this_over_against"]["value"] == pytest.approx(2.5)
     assert entry["this"]["low"] <= 25_000 <= entry["this"]["high"]
+    assert once["runs"] == 1 and "against" not in once
     header, rows = simulator.rows(document)
     row = dict(zip(header, rows[0], strict=True))
     assert row["jobs/s"].startswith("25,000 [") and row["us a job"] == "40.0"
     assert row["jobs/s"].endswith("] (75 %)")
     assert row["this / against"].startswith("2.50") and row["log's share"] == "50%"
+    assert row["against results s"].startswith("1.0")
+    assert row["simulated span"] == "30 d" and row["simulated / wall"].startswith("1,000,000")
+    single = dict(zip(header, rows[1], strict=True))
+    assert single["jobs"] == "10,000" and single["runs"] == "1"
+    assert single["jobs/s"] == "40,000" and single["this / against"] == "-"
+    assert single["peak RSS MiB"] == "500"
+    header, rows = simulator.end_to_end_rows(document)
+    assert rows[0][:3] == ["easy", "3", "5.00 [4.00, 6.00] (75 %)"]
+    assert rows[0][4].startswith("0.50")
     page = simulator.markdown(document, "python -m benchmarks.simulator --repeats 3")
-    assert page.startswith("# Simulator speed") and "| easy | 3 | 25,000 [" in page
+    assert page.startswith("# Simulator speed") and "| 1,000 | easy | 3 | 25,000 [" in page
+    assert "except the 10,000-job rows: one run each" in page
+    assert "`python -m testbed simulate lublin.swf" in page and "the 1,000-job workload" in page
+    assert simulator.end_to_end_jobs([10_000, 100_000, 1_000_000], 1_000_000) == 100_000
 
 
 def test_the_simulator_s_null_log_writes_nothing(tmp_path):
@@ -387,6 +410,18 @@ def test_the_simulator_s_null_log_writes_nothing(tmp_path):
     log.emit_jobs("resume", 1.0, ["j1"])
     log.close()
     assert (tmp_path / "events.jsonl").read_text() == ""
+
+
+@pytest.mark.realtime
+def test_t3d_fig6_points_spread_over_workers_give_the_same_records():
+    from benchmarks.t3d_fig6 import run_points
+
+    def figures(workers: int) -> list[dict]:
+        return [{k: v for k, v in r.items() if k != "wall_s"}
+                for r in run_points((0.5, 0.8), 3, 40, ("fcfs", "gang 10 s ∞"), workers=workers)]
+
+    alone = figures(1)
+    assert figures(2) == alone and all("growth" in r for r in alone)
 
 
 @pytest.mark.realtime
@@ -620,9 +655,9 @@ def test_nersc_page_gives_medians_and_ranges_over_seeds():
 
 def test_nersc_mix_primes_only_the_large_jobs():
     from benchmarks.nersc import mix, sizes
-    assert sizes(2) == ([1], [2]) and sizes(128) == ([1, 2, 4, 8, 16, 32], [64, 128])
+    assert sizes(2) == ([1], [2]) and sizes(128) == ([1, 2, 4, 8, 16, 32], [64, 102])
     lines = [line.split() for line in mix(16, 200, 3, prime=True).splitlines()[1:]]
-    assert {int(w[1]) for w in lines if w[2] == "prime"} == {8, 16}
+    assert {int(w[1]) for w in lines if w[2] == "prime"} == {8, 13}
     assert {int(w[1]) for w in lines if w[2] != "prime"} == {1, 2, 4}
     assert "prime" not in mix(16, 200, 3, prime=False)
 
@@ -633,12 +668,13 @@ def test_nersc_benchmark_simulated_primes_shorten_large_turnaround(tmp_path):
                            "--span", "300", "--seeds", "1", "--json", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, check=True)
     records = {r["config"]: r for r in map(json.loads, done.stdout.splitlines())}
-    assert list(records) == ["gang", "nersc", "no-prime"]
+    assert list(records) == ["before", "gang", "nersc", "no-prime"]
     assert {r["large"] for r in records.values()} == {records["gang"]["large"]} != {0}
     # the simulator is deterministic: prime status reverses job-size entropy (psched §NERSC)
     assert records["nersc"]["large_mean"] < records["no-prime"]["large_mean"]
     assert records["nersc"]["large_mean"] < records["gang"]["large_mean"]
     assert records["gang"]["migrations"] == 0
+    assert records["nersc"]["utilization"] > records["before"]["utilization"]
     assert (tmp_path / "nersc.png").exists()
 
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from testbed.driver import OwnerStream, owner_pe
 from testbed.events import read_events
+from testbed.owners import OwnerStream, owner_pe
 from testbed.policies import JobRequest, Launch, PolicyConfig, Requeue, make_policy
 from testbed.policies.cow import Afcfs, Lgfs
 from testbed.results.metrics import job_rows

@@ -18,7 +18,7 @@ from conftest import TESTBED, run_testbed
 from scipy import stats as scipy_stats
 
 from testbed import cli
-from testbed.experiments import comparison, runner, stats
+from testbed.experiments import comparison, plots, runner, stats
 from testbed.experiments.plan import Cell, Plan, PlanError, load_plan, parse_generator
 
 SHIFTED = [1.0, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0]
@@ -469,3 +469,16 @@ def test_a_paired_simulated_comparison_is_narrower_than_the_same_runs_unpaired(t
         widths[paired] = {r.metric: r.ratio_high - r.ratio_low for r in records
                           if r.label == "gang"}
     assert all(widths[True][m] < widths[False][m] for m in widths[True])
+
+
+def test_a_comparison_without_a_numeric_setting_plots_one_tick_per_scheduler(tmp_path):
+    records = [comparison.Record(label, label, "makespan", 3, median, median - 1, median + 1,
+                                 75.0, None, None, None, None, None, None, None, None, None,
+                                 False, "all", None, 0)
+               for label, median in (("fcfs", 10.0), ("gang", 8.0), ("local", 7.0))]
+    [path] = plots.write_plots([({"workload": "mix"}, "", records)], tmp_path)
+    assert path.name == "makespan.png" and path.stat().st_size > 0
+    _, ax = plots.plt.subplots()
+    plots._categories(ax, [({"workload": "mix"}, "", records)], [], "makespan")
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["fcfs", "gang", "local"]
+    assert ax.get_ylim()[0] == 0

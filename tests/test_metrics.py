@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from testbed.events import EventLog, read_events
+from testbed.results.columns import Columns, from_events, read_log
 from testbed.results.metrics import job_rows, summarize
 from testbed.results.report import format_table, write_results
 
@@ -108,3 +110,79 @@ def test_ranks_never_found_count_as_unknown_not_as_zero(ranks, cpu_s, peak):
     j2 = {r.id: r for r in job_rows(events)}["j2"]
     assert (j2.cpu_s, j2.peak_rss_kib) == (cpu_s, peak)
     assert j2.minor_faults == (None if cpu_s is None else 10)
+
+
+def _columns_as_dicts(columns) -> dict:
+    names = [*Columns.RAW, "config", "run_status", "ends_at", "switch_latencies", "derived"]
+    return {name: getattr(columns, name) for name in names}
+
+
+def _written(tmp_path, emit) -> str:
+    """The line ``emit(log)`` writes with the event log's writer."""
+    path = tmp_path / f"line-{len(list(tmp_path.iterdir()))}.jsonl"
+    log = EventLog(path, flush_each=False)
+    emit(log)
+    log.close()
+    return path.read_text()
+
+
+def test_the_one_pass_reader_reads_what_json_reads(tmp_path):
+    """Lines in the writer's own format (taken apart by pattern) and others (parsed as JSON:
+    escaped names, other spacing, an int time) give the same columns, up to a torn last line."""
+    events = [dict(ev) for ev in EVENTS]
+    events[1] = {**events[1], "jobs": [*events[1]["jobs"],
+                                       {"job": 'q"4', "arrival": 0.5, "pes": 1, "work": 7.0}]}
+    lines = []
+    for ev in events:
+        kind = ev["event"]
+        if kind == "arrival":
+            lines.append(_written(tmp_path, lambda log, ev=ev: log.emit_arrival(
+                ev["t"], ev["job"], ev["due"], 1, None, None, None, "", [], None, "none")))
+        elif kind == "start":
+            lines.append(_written(tmp_path, lambda log, ev=ev: log.emit_start(
+                ev["t"], ev["job"], 0, [0, 1], None)))
+        elif kind == "finish":
+            lines.append(_written(tmp_path, lambda log, ev=ev: log.emit_finish(
+                ev["t"], ev["job"], ev["status"], ev["exit_code"], ev["reason"], None, None,
+                1.25)))
+        else:
+            lines.append(json.dumps(ev) + "\n")
+    job = 'q"4'
+    lines += [_written(tmp_path, lambda log: log.emit_arrival(6.5, job, 0.5, 1, 7.0, None, 7.0,
+                                                               "", ["a b"], None, "none")),
+              _written(tmp_path, lambda log: log.emit_start(6.5, job, 0, [1], None)),
+              _written(tmp_path, lambda log: log.emit_jobs("suspend", 6.75, [job])),
+              '{"t":7,"event":"suspend","job":"q\\"4"}\n',
+              _written(tmp_path, lambda log: log.emit_switch(7.0, 1, 0, [job], [], [job], 12.5,
+                                                              None, 1.0)),
+              _written(tmp_path, lambda log: log.emit_finish(8.0, job, "done", 0, 'said "ok"',
+                                                              None, None, 0.5)),
+              '{"t": 9.0, "event": "finish", "job": "j1"']
+    log = tmp_path / "events.jsonl"
+    log.write_text("".join(lines))
+    fast = read_log(log)
+    parsed = from_events(read_events(log))
+    assert _columns_as_dicts(fast) == _columns_as_dicts(parsed)
+    assert fast.summary() == parsed.summary()
+    at = fast.index[job]
+    assert (fast.start[at], fast.end[at], fast.stops[at], fast.reason[at]) == \
+        (6.5, 8.0, 2, 'said "ok"')
+    assert fast.switch_latencies == [12.5] and fast.ends_at == 8.0
+    assert fast.derived["wait"][at] == 6.0 and fast.cpu_s[2] == 1.25
+
+
+def test_a_job_given_again_by_a_later_workload_is_made_afresh_in_its_place():
+    start = EVENTS[0]
+    events = [start,
+              {"t": 0.0, "event": "workload", "meta": {}, "jobs": [
+                  {"job": "a", "arrival": 0.0, "pes": 1, "work": 1.0},
+                  {"job": "b", "arrival": 0.0, "pes": 1, "work": 2.0}]},
+              {"t": 0.0, "event": "arrival", "job": "b", "due": 0.0},
+              {"t": 0.0, "event": "start", "job": "b"},
+              {"t": 1.0, "event": "workload", "meta": {}, "jobs": [
+                  {"job": "c", "arrival": 0.0, "pes": 2, "work": 3.0},
+                  {"job": "b", "arrival": 0.5, "pes": 2, "work": 4.0}]}]
+    rows = job_rows(events)
+    assert [(r.id, r.size, r.work, r.status, r.start) for r in rows] == [
+        ("a", 1, 1.0, "not started", None), ("b", 2, 4.0, "not started", None),
+        ("c", 2, 3.0, "not started", None)]

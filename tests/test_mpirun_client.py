@@ -60,7 +60,7 @@ def _same_ids(text: bytes) -> bytes:
 
 def test_the_service_refuses_a_bad_command_line_as_mpirun_would(tmp_path):
     service = Service(socket.socket(socket.AF_UNIX), tmp_path / "s.sock", tmp_path, None, 0.2)
-    service.driver = object()                    # a refusal comes before the driver is used
+    service.control = object()                   # a refusal comes before the control is used
     ours, theirs = socket.socketpair()
     with ours, theirs:
         client = Client(ours, uid=os.getuid())

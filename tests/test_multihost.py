@@ -25,7 +25,6 @@ import pytest
 from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_processes
 
 from testbed import cli, run
-from testbed.driver import Ended
 from testbed.emulation import auth, nm_daemon, remote, tree
 from testbed.emulation.executor import EmulationExecutor
 from testbed.emulation.messages import (
@@ -49,6 +48,7 @@ from testbed.events import EventLog
 from testbed.hosts import Host
 from testbed.machine import Node, build_cluster, build_machine
 from testbed.policies import Launch, PolicyConfig, make_policy
+from testbed.ports import Ended
 from testbed.workloads.files import JobSpec
 
 
@@ -242,7 +242,8 @@ def _slurm_ready() -> str | None:
     except subprocess.TimeoutExpired:
         return "Slurm is installed but its controller does not answer"
     if state.returncode != 0 or "idle" not in state.stdout:
-        return f"Slurm is installed but no node is idle: {state.stderr.strip() or state.stdout}"
+        said = (state.stderr.strip() or state.stdout.strip() or "no output").splitlines()[-1]
+        return f"Slurm is installed but no node is idle ({said}; scripts/slurm-local start)"
     return None
 
 

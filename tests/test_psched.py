@@ -184,3 +184,19 @@ def test_a_prime_job_preempts_normal_work_on_real_processes(tmp_path, workload):
     end = next(e["t"] for e in evs if e["event"] == "finish" and e["job"] == "j2")
     assert float(rows["j1"]["end"]) > end > start
     assert run_processes(run_id(out)) == []
+
+
+def test_split_domains_before_2_0_4_run_one_application_a_pe_inside_one_domain():
+    policy = make_policy("psched-split", PolicyConfig(16, allocator="first-fit"))
+    assert policy.batch_size == 13 and policy.mixed_max == 2      # 512/644 and 64/644 of 16
+    assert _launched(policy.arrive(JobRequest("small", 2, 0), 0)) == {"small": (0, (13, 14))}
+    assert _launched(policy.arrive(JobRequest("mid", 4, 0), 0)) == {"mid": (0, (0, 1, 2, 3))}
+    # 2 PEs are free in Mixed and 9 in Batch: 10 free PEs, but no domain holds a 10-PE job
+    assert policy.arrive(JobRequest("big", 10, 0), 0) == []
+    assert _launched(policy.arrive(JobRequest("tiny", 1, 0), 0)) == {"tiny": (0, (15,))}
+    # no gang scheduling: a later small job finds Mixed full and fits on unoccupied Batch PEs
+    assert _launched(policy.arrive(JobRequest("more", 2, 0), 0)) == {"more": (0, (4, 5))}
+    assert _launched(policy.finish("mid", 1)) == {"big": (0, (0, 1, 2, 3, 6, 7, 8, 9, 10, 11))}
+    assert policy.refuse(JobRequest("whole", 14, 0)) == "needs 14 PEs, more than the Batch " \
+        "region's 13"
+    assert policy.refuse(JobRequest("fits", 13, 0)) is None

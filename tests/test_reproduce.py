@@ -13,7 +13,7 @@ import pytest
 from benchmarks import cow as cow_bench
 from benchmarks import t3d_fig6
 from benchmarks.reproduce import __main__ as cli
-from benchmarks.reproduce import claims, cow, report, t3d, t3e, thesis
+from benchmarks.reproduce import claims, cow, memory, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import (
     AGREES,
     CANNOT_TELL,
@@ -30,6 +30,7 @@ from benchmarks.reproduce.claims import (
 from benchmarks.reproduce.context import Context, failure
 from testbed.experiments.stats import Interval
 from testbed.experiments.stats import Test as RankTest
+from testbed.results.metrics import JobRow
 
 
 def test_an_interval_inside_the_claimed_region_agrees_outside_disagrees_across_cannot_tell():
@@ -125,7 +126,8 @@ def test_classes_match_rank_by_rank_with_none_for_any():
 def _fig6(points: dict[str, list[tuple[float, float | None, bool]]],
           loads: tuple[float, ...] = (0.3, 0.9)) -> list[dict]:
     """``t3d_fig6`` records: per scheme, (slowdown, half-width, saturated) at each load."""
-    return [{"policy": p, "load": x, "slowdown": s, "ci": ci, "saturated": sat,
+    return [{"policy": p, "load": x, "slowdown": s, "ci": ci, "growth": 2.5 if sat else 1.05,
+             "saturated": t3d_fig6.saturated(2.5 if sat else 1.05),
              "delivered": x * (0.8 if sat else 0.99)}
             for p, curve in points.items() for x, (s, ci, sat) in zip(loads, curve, strict=True)]
 
@@ -145,7 +147,7 @@ def _t3d_verdicts(records: list[dict]) -> dict[str, str]:
 
 def test_t3d_claims_are_judged_on_the_unbounded_gang_with_the_bounded_beside():
     found = t3d.judge_records(_fig6(FIG6), "given")
-    assert set(found) == {s.key for s in t3d.SPECS}
+    assert set(found) == {s.key for s in t3d.SPECS if not s.key.startswith("t3d-prod")}
     assert {k: f.decision.verdict for k, f in found.items()} == dict.fromkeys(found, AGREES)
     gang = found["t3d-gang"]
     assert gang.ours.startswith("gang 10 s ∞: 0.3: 2 ± 1, 0.9: 12 ± 6; gang 600 s ∞:")
@@ -154,10 +156,21 @@ def test_t3d_claims_are_judged_on_the_unbounded_gang_with_the_bounded_beside():
     assert gang.decision.why.startswith("gang 10 s ∞ holds: below every batch scheme at 0.3, "
                                         "0.9; not at none; above one at none; gang 600 s ∞ ")
     near = found["t3d-gang-near-one"]
-    assert "16 rows: gang 10 s: 0.3: 0.99, 0.9: 0.8 (sat.) (holds)" in near.ours
+    assert "16 rows: gang 10 s: 0.3: 1.05 (0.99), 0.9: 2.5 (0.8) (sat.) (holds)" in near.ours
     assert near.decision.why == "gang 10 s ∞ holds: saturated never; gang 600 s ∞ holds: " \
                                 "saturated never"
     assert "gang 10 s" not in found["t3d-fcfs-first"].decision.why.replace("gang 10 s ∞", "")
+
+
+def test_t3d_saturation_is_a_queue_that_keeps_growing():
+    steady = [JobRow(f"j{i}", 1, float(i), end=i + 0.5) for i in range(100)]
+    assert t3d_fig6.growth(steady) == pytest.approx(1.0, rel=0.05)
+    assert not t3d_fig6.saturated(t3d_fig6.growth(steady))
+    # one job served per 2 s of arrivals at one a second: the backlog grows linearly from empty
+    backlog = [JobRow(f"j{i}", 1, float(i), end=2.0 * i + 1) for i in range(100)]
+    grows = t3d_fig6.growth(backlog)
+    assert 2.5 < grows < 3.5 and t3d_fig6.saturated(grows)
+    assert not t3d_fig6.saturated(t3d_fig6.GROWTH)
 
 
 def test_t3d_rows_read_t3d_fig6_verdicts_holds_partly_fails():
@@ -196,7 +209,8 @@ def _cow_records(cells: list[tuple[float, float, float]], rt: dict[str, list[flo
             us = [u[p][i] + 0.001 * k for k in range(len(SEEDS))]
             out.append({"policy": p, "inv_lambda": lam, "inv_lambda_owner": own,
                         "inv_mu_owner": mu, "rt": sum(rts) / 5, "rt_ci": cow_bench.interval(rts),
-                        "u": sum(us) / 5, "u_ci": cow_bench.interval(us), "rts": rts, "us": us})
+                        "u": sum(us) / 5, "u_ci": cow_bench.interval(us), "rts": rts, "us": us,
+                        "us_owners": [0.1 / own] * len(SEEDS), "growth": 1.05})
     return out
 
 
@@ -227,19 +241,73 @@ def test_cow_claims_are_judged_on_paired_replications():
     assert one["cow-rt-set1"].decision.verdict == CANNOT_TELL
 
 
+def test_cow_cells_that_did_not_settle_say_so_and_cannot_tell():
+    cells = [(1.0, x, 1.0) for x in (1.0, 0.8, 0.6, 0.4)]
+    set1 = _cow_records(cells, {"afcfs": [20, 80, 170, 500], "lgfs": [15, 70, 160, 470]},
+                        {"afcfs": [0.5, 0.45, 0.37, 0.23], "lgfs": [0.52, 0.47, 0.36, 0.24]})
+    for r in set1:
+        if r["inv_lambda_owner"] == 0.4:
+            r["growth"] = cow_bench.SETTLED + 0.5
+    found = cow.judge_records(set1, [], "given")
+    assert found["cow-rt-set1"].decision.verdict == CANNOT_TELL
+    assert "(1, 0.4): did not settle" in found["cow-rt-set1"].ours
+    assert "0.4: did not settle" in found["cow-shape-owners"].ours
+
+
+def test_cow_u_counts_every_busy_processor_with_the_gangs_beside():
+    cells = [(1.0, 1.0, 1.0)]
+    # the gangs' U higher under AFCFS, but LGFS's owners busier: every busy processor counts
+    set1 = _cow_records(cells, {"afcfs": [20], "lgfs": [15]}, {"afcfs": [0.5], "lgfs": [0.48]})
+    for r in set1:
+        r["us_owners"] = [0.2 if r["policy"] == "lgfs" else 0.1] * len(SEEDS)
+    found = cow.judge_records(set1, [], "given")
+    assert found["cow-u"].decision.verdict == AGREES
+    assert "the gangs' U alone (not judged): (1, 1): 0.96" in found["cow-u"].ours
+
+
+def test_cow_advantage_largest_with_owners_as_often_as_gangs_and_constant_below_08():
+    cells = [(1.0, x, 1.0) for x in (1.0, 0.8, 0.6, 0.4)]
+    u = {"afcfs": [0.5] * 4, "lgfs": [0.5] * 4}
+    holds = _cow_records(cells, {"afcfs": [20, 80, 170, 500], "lgfs": [14, 72, 158, 462]}, u)
+    assert cow.judge_records(holds, [], "given")["cow-advantage-owners"].decision.verdict \
+        == AGREES
+    apart = _cow_records(cells, {"afcfs": [20, 80, 170, 500], "lgfs": [14, 72, 100, 480]}, u)
+    assert cow.judge_records(apart, [], "given")["cow-advantage-owners"].decision.verdict \
+        == DISAGREES                                  # 0.59 at 0.6 against 0.96 at 0.4
+
+
+def test_cow_tie_at_06_2_and_the_u_gap_at_06():
+    cells2 = [(lam, k, k) for lam in (1.0, 0.8, 0.6) for k in (1.0, 2.0)]
+    rt = {"afcfs": [20, 22, 95, 75, 240, 225], "lgfs": [17, 15, 84, 52, 207, 226]}
+    u = {"afcfs": [0.5] * 6, "lgfs": [0.52, 0.52, 0.53, 0.53, 0.6, 0.6]}
+    found = cow.judge_records([], _cow_records(cells2, rt, u), "given")
+    assert found["cow-equal-06-2"].decision.verdict == AGREES
+    assert found["cow-u-gap"].decision.verdict == AGREES
+    apart = {"afcfs": rt["afcfs"], "lgfs": [17, 15, 84, 52, 207, 150]}
+    assert cow.judge_records([], _cow_records(cells2, apart, u), "given")[
+        "cow-equal-06-2"].decision.verdict == DISAGREES
+
+
 def test_t3e_claims_are_paired_by_seed():
     records = []
     for seed in range(1, 9):
-        records += [{"config": "gang", "seed": seed, "utilization": 0.80 + seed / 1000,
+        records += [{"config": "before", "seed": seed, "utilization": 0.80 + seed / 1000,
                      "large_mean": 260.0 + seed},
                     {"config": "nersc", "seed": seed, "utilization": 0.95 + seed / 1000,
-                     "large_mean": 11.0 + seed},
+                     "large_mean": 11.0 + seed, "large_wait": 5.0 + seed,
+                     "small_wait": 4.0 + seed},
                     {"config": "no-prime", "seed": seed, "utilization": 0.83,
                      "large_mean": 430.0 + seed}]
     found = t3e.judge_records(records, "given")
     assert {k: f.decision.verdict for k, f in found.items()} == {
         "t3e-utilization": AGREES, "t3e-utilization-gain": AGREES,
-        "t3e-large-turnaround": AGREES}
+        "t3e-large-turnaround": AGREES, "t3e-even-waits": AGREES, "t3e-slice-formula": AGREES}
+    assert found["t3e-slice-formula"].ours.startswith("switch 0 s -> slice 60 s (paper 60 s), "
+                                                      "switch 60 s -> slice 1260 s")
+    for r in records:
+        if r["config"] == "nersc":
+            r["large_wait"] = 20 * r["small_wait"]
+    assert t3e.judge_records(records, "given")["t3e-even-waits"].decision.verdict == DISAGREES
     few = t3e.judge_records([r for r in records if r["seed"] <= 5], "given")
     assert few["t3e-large-turnaround"].decision.verdict == CANNOT_TELL  # 5 pairs: p >= 0.0625
 
@@ -305,11 +373,21 @@ def test_a_paper_that_cannot_run_here_says_why_in_every_row(monkeypatch, tmp_pat
                for f in found.values())
 
 
-def test_the_estimate_shares_simulations_among_cores():
-    papers = cli.choose("t3d,cow")
-    t3d_s, cow_s = (p.seconds[1] for p in papers)
-    assert cli.estimate(papers, "quick", 2) == max(t3d_s, cow_s)
-    assert cli.estimate(papers, "quick", 1) == t3d_s + cow_s
+def test_the_estimate_spreads_simulations_over_the_workers():
+    papers = cli.choose("t3d,cow,thesis")
+    t3d_s, cow_s = (p.seconds[1] for p in papers if not p.emulated)
+    (thesis_s,) = (p.seconds[1] for p in papers if p.emulated)
+    assert cli.estimate(papers, "quick", 2) == thesis_s + (t3d_s + cow_s) / 2
+    assert cli.estimate(papers, "quick", 1) == thesis_s + t3d_s + cow_s
+
+
+@pytest.mark.realtime
+def test_t3d_at_tiny_size_measures_the_production_figures_on_real_processes(tmp_path):
+    assert cli.main(["--only", "T3D", "--size", "tiny", "--out", str(tmp_path)]) == 0
+    rows = {c["key"]: c for c in json.loads((tmp_path / "claims.json").read_text())["claims"]}
+    for key in t3d.PRODUCTION_ROWS:
+        assert rows[key]["ours"] != "-" and "failed" not in rows[key]["why"], rows[key]
+    assert rows["t3d-prod-utilization"]["checks"] == "measurement"
 
 
 @pytest.mark.realtime
@@ -334,3 +412,106 @@ def test_a_failed_part_loses_only_its_own_rows(tmp_path):
     assert found["a"].decision == Decision(CANNOT_TELL,
                                            "the run failed: testbed run exited 1 (runs/x)")
     assert failure(ValueError("bad walk")) == "bad walk"
+
+
+def test_a_figure_row_checks_the_magnitude_and_says_when_a_miniature_cannot_match():
+    band = claims.magnitude(1.26)                    # +26 %: the effect within 1/1.5 to 1.5 x
+    assert (round(band.low, 4), round(band.high, 4)) == (1.1733, 1.39)
+    assert claims.magnitude(0.8).low == pytest.approx(0.7) and \
+        claims.magnitude(0.8).high == pytest.approx(1 - 0.2 / 1.5)
+    up = Decision(AGREES, "all > 1")
+    near = Interval(1.25, 1.2, 1.3)
+    assert claims.figure(up, near, 1.26, band).verdict == AGREES
+    small = Interval(1.025, 1.02, 1.03)            # the right side, a tenth of the size
+    assert claims.figure(up, small, 1.26, band).verdict == DISAGREES
+    why = claims.figure(up, small, 1.26, band, "2 ranks against 32")
+    assert why.verdict == CANNOT_TELL and why.why.endswith("not expected to match: 2 ranks "
+                                                           "against 32")
+    # a wrong direction disagrees whatever the setup
+    down = Decision(DISAGREES, "all < 1")
+    assert claims.figure(down, Interval(0.9, 0.8, 0.95), 1.26, band, "miniature").verdict \
+        == DISAGREES
+    # the figure in the band but the direction's rank test not backing it: cannot tell
+    unsure = Decision(CANNOT_TELL, "p = 0.1")
+    assert claims.figure(unsure, near, 1.26, band).verdict == CANNOT_TELL
+
+
+def _slowdowns(curves: dict[str, list[float]], loads=(0.3, 0.9)) -> list[dict]:
+    return [{"policy": p, "load": x, "slowdown": s, "ci": s / 20, "growth": 1.0,
+             "saturated": False, "delivered": x} for p, curve in curves.items()
+            for x, s in zip(loads, curve, strict=True)]
+
+
+def test_easy_and_prime_much_better_than_fcfs_needs_half_its_slowdown_at_every_load():
+    much = _slowdowns({"fcfs": [1000, 9000], "easy": [100, 500], "prime": [300, 900]})
+    assert t3d.better_than_fcfs(much).verdict == AGREES
+    little = _slowdowns({"fcfs": [1000, 9000], "easy": [100, 500], "prime": [700, 900]})
+    assert t3d.better_than_fcfs(little).verdict == CANNOT_TELL     # prime 0.7 of fcfs at 0.3
+    worse = _slowdowns({"fcfs": [1000, 9000], "easy": [2000, 500], "prime": [300, 900]})
+    assert t3d.better_than_fcfs(worse).verdict == DISAGREES
+
+
+def test_thesis_ratios_judge_every_pair_with_the_rank_test():
+    wait = {"gang": [1.0, 1.1, 0.9, 1.05], "fcs": [2.0, 2.1, 1.9, 2.05],
+            "ics": [3.0, 3.1, 2.9, 3.05], "local": [4.0, 4.1, 3.9, 4.05]}
+    text, decision = thesis._ratios(wait, [("gang", "fcs"), ("fcs", "ics"), ("ics", "local")],
+                                    claims.below(1.0), "long-job wait")
+    assert decision.verdict == AGREES and text.startswith("gang / fcs: 0.5")
+    flipped = {**wait, "fcs": [3.5, 3.6, 3.4, 3.55]}
+    assert thesis._ratios(flipped, [("fcs", "ics")], claims.below(1.0), "w")[1].verdict \
+        == DISAGREES
+    same = {"gang": [1.78, 1.79, 1.77, 1.78], "ics": [1.776, 1.78, 1.77, 1.775]}
+    assert thesis._ratios(same, [("gang", "ics")], thesis.EQUAL, "r")[1].verdict == AGREES
+
+
+def test_memory_fig6_overallocation_slows_low_locality_only():
+    def runs(x: float) -> list[float]:
+        return [x * (1 + 0.01 * k) for k in range(6)]      # full size: 6 rounds
+
+    total = {(1.0, 8, "C=1"): runs(10), (1.0, 8, "C=2"): runs(25), (1.0, 8, "C=0.8"): runs(10.5),
+             (2.0, 8, "C=1"): runs(8), (2.0, 8, "C=2"): runs(8.4)}
+    found = memory._fig6(total, 8, "given")
+    assert found["memory-f6-overallocation"].decision.verdict == AGREES
+    assert found["memory-f6-stays-low"].decision.verdict == AGREES
+    paged = {**total, (2.0, 8, "C=2"): runs(20)}
+    assert memory._fig6(paged, 8, "given")["memory-f6-stays-low"].decision.verdict == DISAGREES
+
+
+def test_t3d_production_figures_from_given_jobs():
+    rows = [JobRow("i1", 1, 0.0, start=0.0, end=2.0, work=1.0, runtime=1.5, response=2.0,
+                   job_class="interactive"),
+            JobRow("i2", 1, 0.0, start=1.0, end=4.0, work=0.5, runtime=2.5, response=4.0,
+                   job_class="interactive"),
+            JobRow("p1", 2, 0.0, start=0.0, end=9.0, work=8.0, runtime=9.0, response=9.0,
+                   stops=2),
+            JobRow("p2", 2, 0.0, start=0.0, end=9.0, work=8.0, runtime=9.0, response=9.0)]
+    found = t3d.production_figures(rows)
+    assert found["t3d-prod-slowdown"] == pytest.approx(6.0 / 4.0)
+    assert found["t3d-prod-bounded"] == pytest.approx((2.0 + 4.0) / 2)   # threshold 1 s
+    assert found["t3d-prod-preempted"] == pytest.approx(0.25)
+    bounded = claims.figure(None, Interval(2.2, 2.0, 2.4), 2.27, claims.magnitude(2.27))
+    assert bounded.verdict == AGREES
+    far = claims.figure(None, Interval(1.05, 1.0, 1.1), 2.27, claims.magnitude(2.27), "2 PEs")
+    assert far.verdict == CANNOT_TELL and "not expected to match: 2 PEs" in far.why
+
+
+def test_fig_5_1_is_linear_with_a_fixed_cost_per_job_and_not_with_a_switch_cost():
+    def rounds(runtime) -> list[dict[int, float]]:
+        return [{k: runtime(k) * (1 + 0.001 * i) for k in (1, 2, 4, 8)} for i in range(5)]
+
+    text, decision = thesis.linearity(rounds(lambda k: 0.15 + 1.0 * k))  # a line, intercept
+    assert decision.verdict == AGREES
+    assert "R(k) / (k R(1)): k=2: 0.93" in text and "intercept, a fixed cost per job, 0.15" \
+        in text
+    text, decision = thesis.linearity(rounds(lambda k: k + 0.02 * k * k))    # bends upwards
+    assert decision.verdict == DISAGREES and "k=8: 1.113" in text
+
+
+def test_every_row_says_what_it_checks():
+    for module in (thesis, memory, t3d, t3e, cow):
+        assert all(s.checks in claims.CHECKS for s in module.SPECS)
+    with pytest.raises(ValueError, match="unknown checks 'vibes'"):
+        Spec("k", "COW", "§3", "c", "p", "vibes")
+    page = report.markdown(_rows(), _header())
+    assert "| paper | where | claim | checks | published |" in page
+    assert "| COW | §3.2 | LGFS \\| AFCFS | direction | < 1 |" in page

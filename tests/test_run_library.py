@@ -43,7 +43,8 @@ def test_node_managers_that_cannot_start_are_said_so():
 
 
 @pytest.mark.parametrize(("changes", "message"), [
-    ({"mpl": -1}, "--mpl must be >= 1, or unbounded"),
+    ({"mpl": -1}, "--mpl must be a number of rows >= 1, or unbounded"),
+    ({"estimates": "guessed"}, "--estimates: expected one of given, perfect"),
     ({"timeslice": 0.0}, "--timeslice must be > 0"),
     ({"balance": -1.0}, "--balance must be >= 0"),
     ({"app_max": 3}, "need 1 <= --app-max <= --abs-app-max"),
@@ -105,3 +106,49 @@ def test_default_run_directories_started_in_one_second_are_each_new(tmp_path, mo
     assert [p.name for p in made] == ["20261125-120000-exec-gang", "20261125-120000-exec-gang-2",
                                       "20261125-120000-exec-gang-3"]
     assert all(p.is_dir() and not any(p.iterdir()) for p in made)
+
+
+def test_options_from_a_mapping_take_plain_values_and_the_command_lines_text():
+    options = run.Options.from_mapping({"mpl": "unbounded", "timeslice": 1, "node_mem": "1M",
+                                        "owners": "0.5:2", "uncompress": True, "pes": 4})
+    assert (options.mpl, options.timeslice, options.node_mem) == (UNBOUNDED, 1.0, 2**20)
+    assert (options.owners, options.uncompress, options.pes) == ((0.5, 2.0), True, 4)
+    assert run.Options.from_mapping({}) == run.Options()
+
+
+@pytest.mark.parametrize(("settings", "message"), [
+    ({"mpl": "lots"}, "mpl: expected a number of rows or 'unbounded', got 'lots'"),
+    ({"uncompress": "yes"}, "uncompress: expected true or false"),
+    ({"pes": 1.5}, "pes: expected a whole number"),
+    ({"live": True}, "live: not an option of a run"),
+])
+def test_options_from_a_mapping_refuse_a_bad_value_naming_its_field(settings, message):
+    with pytest.raises(run.UsageError, match=message):
+        run.Options.from_mapping(settings)
+
+
+def test_the_command_line_defaults_are_the_options_defaults():
+    parser = argparse.ArgumentParser()
+    policy_options(parser)
+    parsed = run.Options.of(parser.parse_args([]))
+    assert parsed == run.Options()
+
+
+def test_prepare_then_execute_makes_a_simulated_run_and_says_its_exit_code(tmp_path):
+    path = tmp_path / "w.txt"
+    path.write_text("0 2 bsp --work 2\n0.5 1 bsp --work 1\n")
+    options = run.Options(executor="simulation", scheduler="fcfs", pes=2)
+    prepared = run.prepare(options, path)
+    assert (prepared.pes, prepared.machine, prepared.label) == (2, None, "sim-fcfs")
+    result = run.execute(prepared, tmp_path / "r")
+    assert (result.status, result.exit_code, result.summary["done"]) == ("complete", 0, 2)
+    with pytest.raises(run.UsageError, match="exists and is not empty"):
+        run.execute(prepared, tmp_path / "r")
+    with pytest.raises(run.UsageError, match="field 'command': the simulator needs"):
+        run.prepare(options, run.Workload("<code>", [run.JobSpec("j1", 1, 0.0, 1, ("x",))]))
+
+
+@pytest.mark.parametrize(("status", "code"), [("complete", 0), ("stopped", 0),
+                                              ("interrupted", 130), ("error", 1)])
+def test_a_runs_status_gives_its_exit_code(status, code, tmp_path):
+    assert run.Result(status, tmp_path, None).exit_code == code

@@ -291,7 +291,7 @@ def _wait_for(condition, timeout: float = 60) -> None:
 def test_only_the_submitter_or_root_may_change_a_job(tmp_path):
     from testbed.service.server import Client, Service
     service = Service(socket.socket(socket.AF_UNIX), tmp_path / "s.sock", tmp_path, None, 0.2)
-    service.driver = object()                    # the refusal comes before the driver is used
+    service.control = object()                   # the refusal comes before the control is used
     service.submitter["j1"] = 0
     ours, theirs = socket.socketpair()
     with ours, theirs:

@@ -11,13 +11,14 @@ from pathlib import Path
 import pytest
 
 from testbed import run
-from testbed.driver import Driver, Ended, Interrupted
+from testbed.driver import Driver
 from testbed.events import EventLog, SchemaError, read_events
 from testbed.policies import PolicyConfig, make_policy
 from testbed.policies.matrix import UNBOUNDED
+from testbed.ports import Ended, Interrupted
 from testbed.results import top
 from testbed.results.metrics import job_rows
-from testbed.results.plots import write_plots
+from testbed.results.plots import gantt_figure, write_plots
 from testbed.results.timeline import matrix_rows
 from testbed.simulation.executor import SimulationExecutor
 from testbed.workloads.files import load_workload
@@ -276,3 +277,15 @@ def test_an_unbounded_run_records_mpl_0_and_its_views_show_the_rows_used(tmp_pat
     (tmp_path / "plots").mkdir()
     written = write_plots({"gang": events}, tmp_path / "plots")
     assert all(path.stat().st_size > 0 for path in written)
+
+
+def test_schedules_side_by_side_span_the_longest_run_not_the_last(tmp_path):
+    logs = {}
+    for name, work in (("long", 6), ("short", 2)):
+        path = tmp_path / f"{name}.txt"
+        path.write_text(f"0 2 bsp --work {work}\n")
+        options = run.Options(executor="simulation", scheduler="fcfs", pes=2)
+        result = run.execute(run.prepare(options, path), tmp_path / name)
+        logs[name] = read_events(result.run_dir / "events.jsonl")
+    figure = gantt_figure(logs)
+    assert [ax.get_xlim()[1] for ax in figure.axes] == pytest.approx([6.0, 6.0], abs=0.01)

@@ -125,6 +125,40 @@ def judge(interval: Interval | None, region: Region, p: float | None = None,
     return Decision(verdict, why)
 
 
+def magnitude(published: float, factor: float = 1.5) -> Region:
+    """Where a ratio whose published value is ``published`` lies at "the same magnitude":
+    its effect (ratio - 1) between 1 / ``factor`` and ``factor`` times the published one."""
+    effect = published - 1
+    low, high = sorted((1 + effect / factor, 1 + effect * factor))
+    return within(low, high)
+
+
+def figure(direction: Decision | None, interval: Interval | None, published: float,
+           region: Region, not_comparable: str | None = None) -> Decision:
+    """The verdict on a figure the paper gives (``published``) whose direction is judged by
+    ``direction`` (the verdict on its side of "no difference", with its rank test; None for a
+    level, which has no direction): disagrees when the direction does; agrees when the
+    direction agrees and our ``interval`` lies wholly in ``region`` (the figure's tolerance);
+    disagrees when the interval lies wholly outside it, unless our setup ``not_comparable``
+    (why, or None) cannot be expected to reach the paper's magnitude, which makes it "cannot
+    tell" with that reason; else cannot tell."""
+    if direction is None:
+        direction = Decision(AGREES, "a level")
+    if direction.verdict == DISAGREES:
+        return Decision(DISAGREES, f"direction: {direction.why}")
+    size = judge(interval, region)
+    why = f"figure {num(published)}: {size.why}"
+    if size.verdict == AGREES and direction.verdict == AGREES:
+        return Decision(AGREES, why)
+    if size.verdict == DISAGREES:
+        if not_comparable is None:
+            return Decision(DISAGREES, why)
+        return Decision(CANNOT_TELL, f"{why}; not expected to match: {not_comparable}")
+    if direction.verdict != AGREES:
+        return Decision(CANNOT_TELL, f"direction: {direction.why}; {why}")
+    return Decision(CANNOT_TELL, why)
+
+
 def p_of(test: Test | None) -> float | None:
     """A rank test's p-value (None without a test)."""
     return None if test is None else test.p
@@ -243,21 +277,36 @@ def show(interval: Interval | None) -> str:
     return f"{num(interval.value)} [{num(interval.low)}, {num(interval.high)}]"
 
 
+CHECKS = {"direction": "direction: which side of no difference (rank test)",
+          "band": "band: within a stated band",
+          "figure": "figure: the paper's value within a stated tolerance",
+          "measurement": "measurement: a production figure no run here reproduces"}
+"""What a row checks: ``Spec.checks`` is one of these keys."""
+
+
 @dataclass(frozen=True)
 class Spec:
-    """A published claim: the paper, where in it, what it says (in our words) and its value
-    or shape there."""
+    """A published claim: the paper, where in it, what it says (in our words, with its rule),
+    its value or shape there, and what the row checks (a key of ``CHECKS``)."""
 
     key: str
     paper: str
     where: str
     claim: str
     published: str
+    checks: str = "direction"
+
+    def __post_init__(self) -> None:
+        if self.checks not in CHECKS:
+            raise ValueError(f"{self.key}: unknown checks {self.checks!r}")
 
 
-def specs(paper: str, *entries: tuple[str, str, str, str]) -> tuple[Spec, ...]:
-    """The ``Spec`` of each ``(key, where, claim, published)`` of ``paper``, in order."""
-    return tuple(Spec(key, paper, where, claim, published)
+def specs(paper: str, *entries: tuple[str, str, str, str],
+          checks: dict[str, str] | None = None) -> tuple[Spec, ...]:
+    """The ``Spec`` of each ``(key, where, claim, published)`` of ``paper``, in order; what
+    each row checks from ``checks`` by key (default: a direction)."""
+    kinds = checks or {}
+    return tuple(Spec(key, paper, where, claim, published, kinds.get(key, "direction"))
                  for key, where, claim, published in entries)
 
 
@@ -283,8 +332,9 @@ class Row:
         """The row as ``claims.json`` holds it."""
         s, f = self.spec, self.finding
         return {"key": s.key, "paper": s.paper, "where": s.where, "claim": s.claim,
-                "published": s.published, "ours": f.ours, "verdict": f.decision.verdict,
-                "why": f.decision.why, "setup": f.setup, "plots": list(f.plots)}
+                "checks": s.checks, "published": s.published, "ours": f.ours,
+                "verdict": f.decision.verdict, "why": f.decision.why, "setup": f.setup,
+                "plots": list(f.plots)}
 
 
 def rows(specs: Sequence[Spec], found: dict[str, Finding], missing: str) -> list[Row]:

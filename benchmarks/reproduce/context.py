@@ -16,8 +16,8 @@ from benchmarks.reproduce.claims import Finding, unavailable
 
 T = TypeVar("T")
 SIZES = ("tiny", "quick", "full")
-"""``tiny``: a few seconds, to show the code works (tests); ``quick``: what fits in 15
-minutes on 2 cores; ``full``: the sizes the benchmarks document."""
+"""``tiny``: a few seconds, to show the code works (tests); ``quick``: what fits in 25
+minutes on 2 cores; ``full``: the sizes the benchmarks document (under 2 hours on 2 cores)."""
 
 
 def sized(size: str, tiny: T, quick: T, full: T) -> T:
@@ -27,12 +27,14 @@ def sized(size: str, tiny: T, quick: T, full: T) -> T:
 
 @dataclass
 class Context:
-    """One reproduction: its ``size``, the directory for run directories (``runs``) and the
-    report's directory (``out``, where plots are copied)."""
+    """One reproduction: its ``size``, the directory for run directories (``runs``), the
+    report's directory (``out``, where plots are copied) and how many processes a simulated
+    paper may spread its runs over (``workers``)."""
 
     size: str
     runs: Path
     out: Path
+    workers: int = 1
     started: float = field(default_factory=time.monotonic)
 
     def pick(self, tiny: T, quick: T, full: T) -> T:

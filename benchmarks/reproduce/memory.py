@@ -20,12 +20,11 @@ from benchmarks.harness import bsp_footprint_mb
 from benchmarks.reproduce.claims import (
     Cell,
     Finding,
+    Region,
     above,
     below,
     every,
-    judge,
     judge_cells,
-    p_of,
     show,
     specs,
     within,
@@ -37,22 +36,41 @@ from testbed.experiments import stats
 PAPER = "MEMORY"
 LINEAR = within(0.8, 1.25)
 SUPERLINEAR = above(1.25)
+THETAS = (1.0, 2.0)      # Fig 5's lowest and highest locality
+FIG6_LIMITS = (("C=0.8", 0.8), ("C=2", 2.0))     # Fig 6's limits besides Fig 5's
 
 SPECS = specs(
     PAPER,
     ("memory-f5-admission", "§4.2, Fig 5", "With memory overcommitted, admission "
-     "(queueing) finishes the jobs sooner than letting them page",
-     "run time consistently smaller with the memory limit, for every θ"),
-    ("memory-f5-linear", "§4.2, Fig 5", "With admission, execution time grows "
-     "linearly with the number of jobs (time for 2n jobs / twice that for n within "
-     "0.8-1.25)", "linear"),
+     "(queueing) at C = 1 and at C = 1.5 finishes the jobs sooner than letting them page, "
+     "at θ = 1 and at θ = 2; direction",
+     "\"for a given θ the run time of the jobs is consistently smaller when the improved "
+     "version of the system is used, that is, when the maximum used memory is limited\""),
+    ("memory-f5-linear", "§4.2, Fig 5", "With admission (C = 1 and 1.5, θ = 1 and 2), "
+     "execution time grows linearly with the number of jobs (time for 2n jobs / twice that "
+     f"for n {LINEAR.describe()}); a band", "\"when the memory pressure is limited by our "
+     "mechanism the graph is linear\""),
     ("memory-f5-superlinear", "§4.2, Fig 5", "Without admission, execution time "
-     "grows super-linearly once the jobs exceed memory (that ratio > 1.25)",
-     "gradient grows super-linearly"),
+     f"grows super-linearly once the jobs exceed memory (that ratio {SUPERLINEAR.describe()}, "
+     "θ = 1 and 2); a band", "\"When there is no memory limit, the graph's gradient grows "
+     "super-linearly with the number of jobs\""),
+    ("memory-f6-overallocation", "§4.2, Fig 6", "At low locality (θ = 1) overallocating "
+     "memory (C = 2) makes the jobs slower than a limit at physical memory (C = 1); direction",
+     "\"low locality coupled with a high degree of memory overallocation causes long execution "
+     "times\""),
+    ("memory-f6-stays-low", "§4.2, Fig 6", "Where locality is high (θ = 2, C = 2) or memory is "
+     "not overallocated (θ = 1, C = 0.8), the time stays that at C = 1 (ratio "
+     f"{LINEAR.describe()}); a band", "\"if either locality is high, or memory is not "
+     "overallocated, the jobs' runtime remains low\""),
     ("memory-f7-response", "§4.3, Fig 7", "Limiting the memory load decreases the "
      "mean response time", "consistently lower response time with the limit"),
     ("memory-f7-slowdown", "§4.3, Fig 7", "Mean slowdown is higher with the limit "
      "(short jobs wait in the queue)", "slowdown highest when memory load is limited"),
+    checks={
+        "memory-f5-linear": "band",
+        "memory-f5-superlinear": "band",
+        "memory-f6-stays-low": "band",
+    }
 )
 
 
@@ -80,51 +98,84 @@ def run(ctx: Context) -> dict[str, Finding]:
 
 
 def _fig5(ctx: Context) -> dict[str, Finding]:
-    """Fig 5 at θ = 1: n jobs that fit in memory and 2n that do not, with and without
-    admission (C = 1), the four configurations taking turns round after round."""
+    """Fig 5 at θ = 1 and 2: n jobs that fit in memory and 2n that do not, without admission
+    and with it at C = 1 and 1.5, the configurations taking turns round after round."""
     repeats = ctx.pick(1, 4, 6)
     fits = 4
+    fig6 = ctx.pick(False, False, True)
     walk = memory_fig5.Walk(ctx.pick(8.0, 64.0, 64.0), fits,
                             ctx.pick(0.3, 1.0, 1.0),
                             ctx.pick(2000, 30000, 30000),
                             2 * fits)
-    configs = (("unlimited", None), ("C=1", 1.0))
-    ctx.log(f"MEMORY Fig 5: {repeats} rounds of {fits} and {2 * fits} jobs, with and without "
-            "admission")
-    total: dict[tuple[int, str], list[float]] = {}
+    ctx.log(f"MEMORY Fig 5: {repeats} rounds of {fits} and {2 * fits} jobs at θ "
+            f"{', '.join(f'{t:g}' for t in THETAS)}, without admission and with C = 1, 1.5")
+    total: dict[tuple[float, int, str], list[float]] = {}
     for i in range(1, repeats + 1):
-        for jobs in (fits, 2 * fits):
-            for name, factor in configs:
-                done = memory_fig5.measure(jobs, 1.0, factor, walk,
-                                           ctx.runs / "memory-fig5" / str(i) / f"n{jobs}-{name}")
-                total.setdefault((jobs, name), []).append(done["total_s"])
-    medians = [[1.0, jobs, name, stats.median_interval(values).value, 0, 0]
-               for (jobs, name), values in sorted(total.items())]
+        for theta in THETAS:
+            for jobs in (fits, 2 * fits):
+                wider = FIG6_LIMITS if jobs == 2 * fits and fig6 else ()
+                for name, factor in (*memory_fig5.CONFIGS, *wider):
+                    done = memory_fig5.measure(
+                        jobs, theta, factor, walk,
+                        ctx.runs / "memory-fig5" / str(i) / f"theta{theta:g}" / f"n{jobs}-{name}")
+                    total.setdefault((theta, jobs, name), []).append(done["total_s"])
+    medians = [[theta, jobs, name, stats.median_interval(values).value, 0, 0]
+               for (theta, jobs, name), values in sorted(total.items())]
     node_mb = fits * bsp_footprint_mb(walk.mem_mb)
     ctx.out.mkdir(parents=True, exist_ok=True)
     memory_fig5.plot(medians, ctx.out / "memory-fig5.png", node_mb)
     plots = ("memory-fig5.png",)
     setup = (f"{repeats} rounds; 2 nodes of 1 PE, {node_mb:.0f} MiB each (holds {fits} jobs), "
-             f"2-rank jobs walking {walk.mem_mb:g} MiB per rank (θ = 1, {walk.accesses} "
-             f"accesses), {walk.work:g} s of work, gang at MPL = jobs; admission C = 1")
+             f"2-rank jobs walking {walk.mem_mb:g} MiB per rank (θ = 1 and 2, {walk.accesses} "
+             f"accesses), {walk.work:g} s of work, gang at MPL = jobs; admission C = 1 and 1.5; "
+             "Holm over a claim's cells")
     many, few = 2 * fits, fits
-    sooner = stats.ratio_interval(total[(many, "C=1")], total[(many, "unlimited")])
+    limits = [name for name, factor in memory_fig5.CONFIGS if factor is not None]
+    sooner: list[Cell] = [
+        (stats.ratio_interval(total[(t, many, c)], total[(t, many, "unlimited")]), below(1.0),
+         stats.rank_test(total[(t, many, c)], total[(t, many, "unlimited")]))
+        for t in THETAS for c in limits]
+    labels = [f"θ={t:g} {c}" for t in THETAS for c in limits]
     found = {"memory-f5-admission": Finding(
-        f"{many} jobs, C=1 / unlimited: {show(sooner)} (unlimited "
-        f"{show(stats.median_interval(total[(many, 'unlimited')]))} s)",
-        judge(sooner, below(1.0), p_of(stats.rank_test(total[(many, "C=1")],
-                                                       total[(many, "unlimited")])), null=1.0),
-        setup, plots)}
-    for key, name, region in (("memory-f5-linear", "C=1", LINEAR),
-                              ("memory-f5-superlinear", "unlimited", SUPERLINEAR)):
-        doubled = [2 * x for x in total[(few, name)]]
-        growth = stats.ratio_interval(total[(many, name)], doubled)
-        found[key] = Finding(
-            f"{name}: time({many}) / (2 time({few})): {show(growth)}",
-            judge(growth, region, p_of(stats.rank_test(total[(many, name)], doubled)),
-                  null=1.0),
-            setup, plots)
+        f"{many} jobs, limited / unlimited: " + "; ".join(
+            f"{label}: {show(cell[0])}" for label, cell in zip(labels, sooner, strict=True)),
+        every(*judge_cells(sooner, 1.0)), setup, plots)}
+    for key, names, region in (("memory-f5-linear", limits, LINEAR),
+                               ("memory-f5-superlinear", ["unlimited"], SUPERLINEAR)):
+        cells: list[Cell] = []
+        shown = []
+        for t in THETAS:
+            for name in names:
+                doubled = [2 * x for x in total[(t, few, name)]]
+                cells.append((stats.ratio_interval(total[(t, many, name)], doubled), region,
+                              stats.rank_test(total[(t, many, name)], doubled)))
+                shown.append(f"θ={t:g} {name}: {show(cells[-1][0])}")
+        found[key] = Finding(f"time({many}) / (2 time({few})): " + "; ".join(shown),
+                             every(*judge_cells(cells, 1.0)), setup, plots)
+    if fig6:
+        found.update(_fig6(total, many, setup + "; Fig 6: the 2n jobs also at C = 0.8 and 2"))
     return found
+
+
+def _fig6(total: dict[tuple[float, int, str], list[float]], jobs: int,
+          setup: str) -> dict[str, Finding]:
+    """Fig 6's claims from ``jobs`` jobs' total times by (θ, jobs, limit): at low locality
+    overallocation (C = 2) is slower than C = 1; where locality is high, or memory is not
+    overallocated (C = 0.8), the time stays that of C = 1."""
+    def ratio(theta: float, a: str, b: str, region: Region) -> Cell:
+        return (stats.ratio_interval(total[(theta, jobs, a)], total[(theta, jobs, b)]), region,
+                stats.rank_test(total[(theta, jobs, a)], total[(theta, jobs, b)]))
+
+    slower = ratio(1.0, "C=2", "C=1", above(1.0))
+    low = [ratio(2.0, "C=2", "C=1", LINEAR), ratio(1.0, "C=0.8", "C=1", LINEAR)]
+    return {
+        "memory-f6-overallocation": Finding(
+            f"θ=1, {jobs} jobs, C=2 / C=1: {show(slower[0])}",
+            every(*judge_cells([slower], 1.0)), setup),
+        "memory-f6-stays-low": Finding(
+            f"{jobs} jobs, θ=2 C=2 / C=1: {show(low[0][0])}; θ=1 C=0.8 / C=1: {show(low[1][0])}",
+            every(*judge_cells(low, 1.0)), setup),
+    }
 
 
 def _fig7(ctx: Context) -> dict[str, Finding]:

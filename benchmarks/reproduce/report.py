@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.reproduce.claims import VERDICTS, Row
+from benchmarks.reproduce.claims import CHECKS, VERDICTS, Row
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,14 +64,16 @@ def markdown(rows: Sequence[Row], header: dict[str, Any]) -> str:
         "it lies where the opposite claim puts it, and otherwise we *cannot tell*; a "
         "difference between two samples also needs the rank test (p < 0.05).  Intervals are "
         "95 % unless the paper used another (T3D: 90 % batch means).", "",
-        "| paper | where | claim | published | ours [interval] | verdict | why |",
-        "|---|---|---|---|---|---|---|",
+        "Each row checks one of: " + "; ".join(CHECKS.values()) + ". The claim says the rule "
+        "or band.", "",
+        "| paper | where | claim | checks | published | ours [interval] | verdict | why |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         s, f = r.spec, r.finding
         lines.append("| " + " | ".join(_cell(x) for x in (
-            s.paper, s.where, s.claim, s.published, f.ours, f"**{f.decision.verdict}**",
-            f.decision.why)) + " |")
+            s.paper, s.where, s.claim, s.checks, s.published, f.ours,
+            f"**{f.decision.verdict}**", f.decision.why)) + " |")
     papers = list(dict.fromkeys(r.spec.paper for r in rows))
     for paper in papers:
         mine = [r for r in rows if r.spec.paper == paper]

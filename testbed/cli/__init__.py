@@ -10,11 +10,17 @@ from collections.abc import Callable
 from testbed import __version__, run
 from testbed.cli.experiments import (
     cmd_compare,
+    cmd_experiment_block,
+    cmd_experiment_cancel,
     cmd_experiment_report,
     cmd_experiment_run,
+    cmd_experiment_status,
     setup_compare,
+    setup_experiment_block,
+    setup_experiment_dir,
     setup_experiment_report,
     setup_experiment_run,
+    setup_experiment_status,
 )
 from testbed.cli.results import cmd_report, cmd_shim, cmd_top, setup_report, setup_shim, setup_top
 from testbed.cli.runs import (
@@ -51,6 +57,7 @@ from testbed.cli.workloads import (
     setup_lublin,
     setup_mix,
 )
+from testbed.exit_codes import EXIT_FAILED
 from testbed.service.protocol import Cancel, Resume, Suspend
 
 Command = tuple[Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int]]
@@ -76,6 +83,9 @@ COMMANDS: dict[str, Command] = {
 EXPERIMENT_COMMANDS: dict[str, Command] = {
     "run": (setup_experiment_run, cmd_experiment_run),
     "report": (setup_experiment_report, cmd_experiment_report),
+    "status": (setup_experiment_status, cmd_experiment_status),
+    "cancel": (setup_experiment_dir, cmd_experiment_cancel),
+    "block": (setup_experiment_block, cmd_experiment_block),
 }
 WORKLOAD_COMMANDS: dict[str, Command] = {
     "mix": (setup_mix, cmd_mix),
@@ -114,6 +124,6 @@ def main(argv: list[str] | None = None) -> int:
         return args.handler(args)
     except ServiceUnavailable as err:
         print(f"testbed: {err}", file=sys.stderr)
-        return run.EXIT_FAILED
+        return EXIT_FAILED
     except Exception as err:
         return run.exit_with(err, "testbed")

@@ -9,13 +9,25 @@ import os
 import re
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import TypeVar
 
 from testbed import run
-from testbed.cli.options import options_of, owner_options, scheduler_options
-from testbed.cli.runs import setup_run, setup_simulate
+from testbed.cli.options import (
+    DEFAULTS,
+    options_of,
+    owner_options,
+    scheduler_options,
+    simulator_options,
+)
 from testbed.cli.workloads import write_text
+from testbed.events import read_events
+from testbed.exit_codes import EXIT_FAILED, EXIT_INTERRUPTED
+from testbed.experiments import engine
+from testbed.experiments import slurm as slurm_jobs
 from testbed.experiments.comparison import FAMILIES, FAMILY
 from testbed.experiments.figures import DEFAULT as DEFAULT_FIGURES
 from testbed.experiments.figures import check_names
@@ -36,9 +48,13 @@ from testbed.experiments.report import markdown as experiment_markdown
 from testbed.experiments.report import summaries as experiment_summaries
 from testbed.experiments.report import write_report as write_experiment_report
 from testbed.experiments.runner import Interrupted as ExperimentInterrupted
-from testbed.experiments.runner import Runner, RunOne, collect
-from testbed.results.report import format_table
-from testbed.run import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
+from testbed.experiments.runner import Runner, RunOne, collect, completed, duration
+from testbed.results.report import first_runs, format_table
+from testbed.run import UsageError
+from testbed.run_options import CHOICES
+from testbed.workloads.files import Workload
+
+T = TypeVar("T")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -49,19 +65,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.repeats < 1:
         raise UsageError(f"--repeats must be >= 1, got {args.repeats}")
     spec, seed = _workload_spec(args.workload)
-    simulated = args.executor == "simulation"
     options = options_of(args)
-    if simulated and args.pes is None:
+    if options.executor == "simulation" and args.pes is None:
         options = options_of(args, pes=dict(spec.params).get("pes"))
-    if simulated:
-        pes = run.simulated_pes(options)
-        run.check_simulation(options, schedulers, pes)
-    else:
-        pes = run.check_emulation(options, schedulers).pes
-    if spec.file is not None:
-        workload = (run.simulated_workload(spec.file, options, pes) if simulated else
-                    run.load(spec.file, args.timeslice, run.check_emulation(options, schedulers)))
-        run.check_owners(options, schedulers, workload)
+    cell_options = {s: run.Options.of(options, scheduler=s) for s in schedulers}
+    for each in cell_options.values():
+        pes = run.prepare(each, spec.file or Workload("<generated>", [])).pes
     try:
         metrics = check_names([m.strip() for m in args.metrics.split(",") if m.strip()])
     except ValueError as err:
@@ -82,13 +91,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = run.new_run_dir(args.out, "compare")
 
     def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
-        cell_options = run.Options.of(options, scheduler=cell.scheduler)
-        if simulated:
-            return run.simulate(run.simulated_workload(path, cell_options, pes), cell_options,
-                                pes, run_dir)
-        machine = run.check_emulation(cell_options, [cell.scheduler])
-        return run.emulate(run.load(path, args.timeslice, machine), cell_options, machine,
-                           run_dir)[0]
+        return run.execute(run.prepare(cell_options[cell.scheduler], path), run_dir).status
 
     return _run_plan(plan, out, run_one, pes, args.json, compare=True)
 
@@ -107,11 +110,11 @@ def _workload_spec(text: str) -> tuple[WorkloadSpec, int | None]:
         raise UsageError(str(err)) from None
 
 def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
-              compare: bool = False) -> int:
-    """Run ``plan`` into ``out``, then print its tables (or ``--json`` records: then they are
-    all that goes to standard output) and where the results are (on standard error); the
-    exit code (130 when interrupted)."""
-    runner = Runner(plan, out, run_one, code_version(), pes)
+              compare: bool = False, workers: int = 1) -> int:
+    """Run ``plan`` into ``out`` (simulated runs over ``workers`` processes), then print its
+    tables (or ``--json`` records: then they are all that goes to standard output) and where
+    the results are (on standard error); the exit code (130 when interrupted)."""
+    runner = Runner(plan, out, run_one, code_version(), pes, workers=workers)
     left: list[str] = []
     interrupted = False
     try:
@@ -143,10 +146,26 @@ def _run_plan(plan: Plan, out: Path, run_one: RunOne, pes: int, as_json: bool,
         why = (f"the budget ({plan.budget:g} s of runs)" if runner.stopped_by == "budget"
                else f"{plan.repeat_cap} repeats (--max-repeats)")
         print(f"did not converge within {why}: " + ", ".join(left), file=sys.stderr)
-    print(f"run directory: {out}" + ("" if single and compare else
-                                      " (results.csv, summary.csv, plots/)"),
-          file=sys.stderr if as_json else sys.stdout)
+    where = sys.stderr if as_json else sys.stdout
+    if compare:
+        first = _draw_schedules(out)
+        print(f"schedules: {out / 'gantt.png'} (each scheduler's first run, stacked)\n"
+              f"           {first / 'gantt.png'} (and the like: each run's own)", file=where)
+    print(f"plots:     {out / 'plots'}/ (one per figure, a point per scheduler)", file=where)
+    print(f"run directory: {out} (results.csv, summary.csv)", file=where)
     return EXIT_INTERRUPTED if interrupted else 0
+
+def _draw_schedules(out: Path) -> Path:
+    """Draw the schedule (Gantt chart, runtime and wait plots) of each label's first run in
+    its run directory and side by side in ``out``; the first label's run directory."""
+    from testbed.results.plots import write_plots  # matplotlib: only when drawing
+
+    firsts = first_runs(out)
+    logs = {label: read_events(path / "events.jsonl") for label, path in firsts.items()}
+    for label, path in firsts.items():
+        write_plots({label: logs[label]}, path)
+    write_plots(logs, out)
+    return next(iter(firsts.values()))
 
 def cmd_experiment_run(args: argparse.Namespace) -> int:
     """Run an experiment file (a factorial of workloads, schedulers, options and repeats),
@@ -155,58 +174,85 @@ def cmd_experiment_run(args: argparse.Namespace) -> int:
         plan = load_plan(args.file)
     except PlanError as err:
         raise UsageError(str(err)) from None
-    simulated = plan.executor == "simulation"
     with tempfile.TemporaryDirectory(prefix="testbed-exp-") as tmp:
         for cell in plan.cells:
-            options = _cell_options(args.file, simulated, cell, args.file)
+            options = _cell_options(args.file, plan.executor, cell)
             path = cell.workload.file or Path(tmp) / "workload.txt"
             if cell.workload.file is None:
                 path.write_text(cell.workload.text(cell.run_seed(1, False), options.pes or
                                                    len(os.sched_getaffinity(0))))
-            if simulated:
-                pes = run.simulated_pes(options)
-                run.check_simulation(options, [cell.scheduler], pes)
-                run.check_owners(options, [cell.scheduler],
-                                 run.simulated_workload(path, options, pes))
-            else:
-                machine = run.check_emulation(options, [cell.scheduler])
-                run.check_owners(options, [cell.scheduler],
-                                 run.load(path, options.timeslice, machine))
+            _in_cell(args.file, cell, lambda: run.prepare(options, path))  # noqa: B023
     out = args.out or Path("runs") / args.file.stem
     if out.exists() and any(out.iterdir()) and not (out / "experiment.json").exists():
         raise UsageError(f"{out}: exists, is not empty and holds no experiment")
     pes = len(os.sched_getaffinity(0))
-
-    def run_one(cell: Cell, path: Path, run_dir: Path) -> str:
-        options = _cell_options(args.file, simulated, cell, path)
-        if simulated:
-            cell_pes = run.simulated_pes(options)
-            return run.simulate(run.simulated_workload(path, options, cell_pes), options,
-                                cell_pes, run_dir)
-        machine = run.check_emulation(options, [cell.scheduler])
-        return run.emulate(run.load(path, options.timeslice, machine), options, machine,
-                           run_dir)[0]
-
-    return _run_plan(plan, out, run_one, pes, args.json)
+    run_one = CellRun(args.file, plan.executor)
+    if args.slurm:
+        return _submit(plan, out, run_one, pes, args)
+    if args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    return _run_plan(plan, out, run_one, pes, args.json, workers=args.workers)
 
 
-class _RaisingParser(argparse.ArgumentParser):
-    """An argument parser whose errors raise ``UsageError`` instead of exiting."""
+@dataclass(frozen=True)
+class CellRun:
+    """Runs one repeat of a cell of experiment file ``file`` (a ``RunOne`` that pickles, for
+    worker processes and Slurm jobs)."""
 
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
-        raise UsageError(message)
+    file: Path
+    executor: str
 
-def _cell_options(where: Path, simulated: bool, cell: Cell, workload: Path) -> run.Options:
-    """The ``testbed run`` (or ``simulate``) options of an experiment cell, parsed."""
-    parser = _RaisingParser(prog="testbed simulate" if simulated else "testbed run")
-    (setup_simulate if simulated else setup_run)(parser)
-    flags = cell.flags()
-    pes = dict(cell.workload.params).get("pes")
-    if simulated and pes is not None and "--pes" not in flags:
-        flags += ["--pes", str(pes)]
+    def __call__(self, cell: Cell, path: Path, run_dir: Path) -> str:
+        """Run ``cell`` on workload ``path`` into ``run_dir``; the driver's status."""
+        options = _cell_options(self.file, self.executor, cell)
+        return run.execute(run.prepare(options, path), run_dir).status
+
+
+def _submit(plan: Plan, out: Path, run_one: CellRun, pes: int, args: argparse.Namespace) -> int:
+    """Submit ``plan``'s blocks not done nor queued as Slurm jobs writing into ``out``."""
     try:
-        return options_of(parser.parse_args([str(workload), "--scheduler", cell.scheduler,
-                                             *flags]))
+        settings = slurm_jobs.settings_of(args.file).merged(args.partition, args.account,
+                                                            args.time, args.sbatch)
+    except PlanError as err:
+        raise UsageError(str(err)) from None
+    runner = Runner(plan, out, run_one, code_version(), pes)
+    out.mkdir(parents=True, exist_ok=True)
+    experiment = slurm_jobs.Experiment(out, runner, settings)
+    try:
+        if not (out / "experiment.json").exists():
+            runner.root.mkdir(parents=True, exist_ok=True)
+            (out / "experiment.json").write_text(json.dumps(runner.describe(), indent=2,
+                                                            default=str) + "\n")
+        submitted = experiment.submit(run_one)
+    except slurm_jobs.SlurmError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    every = experiment.all_blocks()
+    kind = "runs" if plan.executor == "simulation" else "rounds"
+    if submitted:
+        job = experiment.jobs()[-1]["job"]
+        print(f"submitted {len(submitted)} of {len(every)} blocks ({kind}) as job array {job}")
+    else:
+        print(f"nothing to submit: every block of {len(every)} is done or queued")
+    print(f"see: testbed experiment status {out}; once they are done: testbed experiment "
+          f"report {out}")
+    return 0
+
+
+def _cell_options(where: Path, executor: str, cell: Cell) -> run.Options:
+    """The run options of an experiment cell (``executor``'s; a generated workload's ``pes``
+    is the simulated machine's unless the cell gives ``pes``)."""
+    settings = {**dict(cell.options), "scheduler": cell.scheduler, "executor": executor}
+    pes = dict(cell.workload.params).get("pes")
+    if executor == "simulation" and pes is not None and "pes" not in settings:
+        settings["pes"] = pes
+    return _in_cell(where, cell, lambda: run.Options.from_mapping(settings))
+
+
+def _in_cell(where: Path, cell: Cell, make: Callable[[], T]) -> T:
+    """``make()``, its ``UsageError`` said as the experiment file's cell's."""
+    try:
+        return make()
     except UsageError as err:
         settings = ", ".join(f"{k}={v}" for k, v in cell.options)
         raise UsageError(f"{where}: cell {cell.label} ({settings}): {err}") from None
@@ -224,6 +270,87 @@ def cmd_experiment_report(args: argparse.Namespace) -> int:
         write_text(experiment_markdown(args.dir, tables), args.markdown)
     print(f"results.csv, summary.csv and plots/ written under {args.dir}")
     return 0
+
+def cmd_experiment_status(args: argparse.Namespace) -> int:
+    """Show an experiment's runs: done, and with --slurm its blocks running (with their
+    Slurm jobs), queued, failed (and why) and pending, and about how long is left (--wait:
+    once none is queued or running)."""
+    info = _experiment_json(args.dir)
+    cells, repeats = info.get("cells", []), int(info.get("repeats", 0))
+    runs = [args.dir / c["dir"] / str(n) for c in cells for n in range(1, repeats + 1)]
+    lines = []
+    if (args.dir / "slurm" / "plan.pickle").exists():
+        experiment = _slurm_experiment(args.dir)
+        try:
+            state = experiment.status()
+            while args.wait and (state["running"] or state["queued"]):
+                time.sleep(1.0)
+                state = experiment.status()
+        except slurm_jobs.SlurmError as err:
+            print(f"testbed: {err}", file=sys.stderr)
+            return EXIT_FAILED
+        for name, found in state.items():
+            lines.append(f"{name:8} {len(found)} blocks" + (
+                "" if not found or name == "done" else ":"))
+            for block, note in ([] if name == "done" else found):
+                where = (f"round {block.number}" if block.cell is None else
+                         f"round {block.number}, cell {block.cell + 1}")
+                lines.append(f"  block {block.index} ({where})" + (f": {note}" if note else ""))
+    done = [r for r in runs if completed(r)]
+    walls = [float(json.loads((r / "run.json").read_text()).get("wall_s", 0.0)) for r in done]
+    print("\n".join([f"{len(done)} of {len(runs)} runs done", *lines]))
+    if walls and len(done) < len(runs):
+        print(f"about {duration(sum(walls) / len(walls) * (len(runs) - len(done)))} of runs "
+              "left (the mean run so far times the runs not done)")
+    return 0
+
+
+def cmd_experiment_cancel(args: argparse.Namespace) -> int:
+    """Cancel the queued and running Slurm jobs of an experiment run with --slurm; the runs
+    they completed are kept (running the experiment again submits the rest)."""
+    _experiment_json(args.dir)
+    try:
+        tasks = _slurm_experiment(args.dir).cancel()
+    except slurm_jobs.SlurmError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    print(f"cancelled {', '.join(tasks)}" if tasks else "nothing queued or running")
+    return 0
+
+
+def cmd_experiment_block(args: argparse.Namespace) -> int:
+    """Run one block of an experiment run with --slurm (what each of its Slurm array tasks
+    runs; the block is SLURM_ARRAY_TASK_ID unless --block gives it)."""
+    index = args.block or int(os.environ.get("SLURM_ARRAY_TASK_ID", "0"))
+    if index < 1:
+        raise UsageError("no block: give --block N or run inside a Slurm array task")
+    try:
+        return slurm_jobs.run_block(args.dir, index, code_version())
+    except slurm_jobs.SlurmError as err:
+        print(f"testbed: {err}", file=sys.stderr)
+        return EXIT_FAILED
+    except ExperimentInterrupted:
+        print("testbed: interrupted; the runs completed are kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _experiment_json(root: Path) -> dict:
+    try:
+        return json.loads((root / "experiment.json").read_text())
+    except OSError:
+        raise UsageError(f"{root}: holds no experiment (no experiment.json)") from None
+    except ValueError as err:
+        raise UsageError(f"{root}/experiment.json: not JSON: {err}") from None
+
+
+def _slurm_experiment(root: Path) -> slurm_jobs.Experiment:
+    try:
+        saved = slurm_jobs.load_submission(root)
+    except slurm_jobs.SlurmError as err:
+        raise UsageError(str(err)) from None
+    return slurm_jobs.Experiment(root, Runner(saved["plan"], root, saved["run_one"],
+                                              saved["code"], saved["pes"]))
+
 
 def setup_compare(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a workload file, or a generator such as "
@@ -255,14 +382,9 @@ def setup_compare(p: argparse.ArgumentParser) -> None:
                         "repeat (default; the simulator's), or by round")
     p.add_argument("--json", action="store_true",
                    help="print one JSON record per scheduler and metric instead of the table")
-    p.add_argument("--executor", choices=("emulation", "simulation"), default="emulation",
+    p.add_argument("--executor", choices=CHOICES["executor"], default=DEFAULTS.executor,
                    help="real ranks (default) or the simulator (repeats differ by seed)")
-    p.add_argument("--switch-cost", type=float, default=0.0, metavar="S",
-                   help="simulation: seconds a job loses each time it is continued")
-    p.add_argument("--launch-cost", type=float, default=0.0, metavar="S",
-                   help="simulation: seconds each job needs beyond its work to start")
-    p.add_argument("--uncompress", action="store_true",
-                   help="simulation: undo the workload's time compression")
+    simulator_options(p, "simulation: ")
     owner_options(p)
     scheduler_options(p)
 
@@ -272,6 +394,36 @@ def setup_experiment_run(p: argparse.ArgumentParser) -> None:
                    help="the experiment's directory (default runs/NAME, NAME the file's stem); "
                         "an interrupted experiment resumes there")
     p.add_argument("--json", action="store_true", help="print the records as JSON")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help=f"simulated runs in N processes at once (this machine has "
+                        f"{engine.cores()} CPUs); emulated runs stay one at a time")
+    p.add_argument("--slurm", action="store_true",
+                   help="submit the runs as Slurm jobs (a block, one round, per allocation "
+                        "when emulated; a run per CPU when simulated) instead of running them; "
+                        "again: submits what is neither done nor queued")
+    p.add_argument("--partition", default=None, help="--slurm: the partition ([slurm] "
+                                                      "partition)")
+    p.add_argument("--account", default=None, help="--slurm: the account ([slurm] account)")
+    p.add_argument("--time", default=None, metavar="LIMIT",
+                   help="--slurm: each block's time limit, as sbatch --time ([slurm] time)")
+    p.add_argument("--sbatch", action="append", default=[], metavar="OPTION",
+                   help="--slurm: one more sbatch option (--sbatch=--constraint=ib); repeatable")
+
+
+def setup_experiment_dir(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="an experiment's directory")
+
+
+def setup_experiment_status(p: argparse.ArgumentParser) -> None:
+    setup_experiment_dir(p)
+    p.add_argument("--wait", action="store_true",
+                   help="with --slurm: wait until none of its blocks is queued or running")
+
+
+def setup_experiment_block(p: argparse.ArgumentParser) -> None:
+    p.add_argument("dir", type=Path, help="the directory of an experiment run with --slurm")
+    p.add_argument("--block", type=int, default=None, metavar="N",
+                   help="the block (default: SLURM_ARRAY_TASK_ID)")
 
 def setup_experiment_report(p: argparse.ArgumentParser) -> None:
     p.add_argument("dir", type=Path, help="an experiment's (or a compare's) directory")

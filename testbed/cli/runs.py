@@ -4,16 +4,24 @@ the service) run by the run library."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from testbed import run
-from testbed.cli.options import options_of, owner_options, policy_options, scheduler_options
-from testbed.events import read_events
+from testbed.cli.options import (
+    options_of,
+    owner_options,
+    policy_options,
+    scheduler_choice,
+    scheduler_options,
+    simulator_options,
+)
 from testbed.policies import POLICIES
-from testbed.results.report import format_table, write_results
-from testbed.run import EXIT_FAILED, EXIT_INTERRUPTED, UsageError
+from testbed.results.report import format_table
+from testbed.run import UsageError
 from testbed.service.client import socket_path
 from testbed.service.server import ServiceError, listen
 from testbed.workloads.files import Workload
@@ -21,50 +29,48 @@ from testbed.workloads.files import Workload
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run a workload under one scheduler and print its table."""
-    options = options_of(args)
-    machine = run.check_emulation(options, [args.scheduler])
-    workload = run.load(args.workload, args.timeslice, machine)
-    run.check_owners(options, [args.scheduler], workload)
-    run_dir = run.new_run_dir(args.out, args.scheduler)
-    viewer = None
-    if args.live:
-        viewer = subprocess.Popen([sys.executable, "-m", "testbed.cli", "top", str(run_dir)])
-    try:
-        status, summary = run.emulate(workload, options, machine, run_dir)
-    finally:
-        if viewer is not None:
-            try:
-                viewer.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                viewer.terminate()
-                viewer.wait()
-    print(format_table({args.scheduler: summary}))
-    print(f"run directory: {run_dir}")
-    for line in run.hang_lines(read_events(run_dir / "events.jsonl")):
-        print(f"testbed: {line}", file=sys.stderr)
-    return EXIT_INTERRUPTED if status == "interrupted" else 0
+    prepared = run.prepare(options_of(args), args.workload)
+    out = run.new_run_dir(args.out, prepared.label) if args.live else args.out
+    with _live_view(out) if args.live else contextlib.nullcontext():
+        result = run.execute(prepared, out)
+    return _print_result(args.scheduler, result)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     """Simulate a workload under one scheduler in virtual time and print its table."""
-    options = options_of(args)
-    pes = run.simulated_pes(options)
-    run.check_simulation(options, [args.scheduler], pes)
-    workload = run.simulated_workload(args.workload, options, pes)
-    run.check_owners(options, [args.scheduler], workload)
-    run_dir = run.new_run_dir(args.out, f"sim-{args.scheduler}")
-    status = run.simulate(workload, options, pes, run_dir)
-    if status == "error":
-        return EXIT_FAILED
-    print(format_table({args.scheduler: write_results(run_dir)}))
-    print(f"run directory: {run_dir}")
-    return 0
+    result = run.execute(run.prepare(options_of(args, executor="simulation"), args.workload),
+                         args.out)
+    return _print_result(args.scheduler, result, hangs=False)
+
+
+def _print_result(scheduler: str, result: run.Result, hangs: bool = True) -> int:
+    """Print a run's table under ``scheduler``, its directory and (with ``hangs``) the jobs
+    found hung; its exit code."""
+    if result.summary is not None:
+        print(format_table({scheduler: result.summary}))
+        print(f"run directory: {result.run_dir}")
+    for line in result.hangs() if hangs else []:
+        print(f"testbed: {line}", file=sys.stderr)
+    return result.exit_code
+
+
+@contextlib.contextmanager
+def _live_view(run_dir: Path) -> Iterator[None]:
+    """``testbed top`` on ``run_dir`` while the body runs (given 5 s to see the end)."""
+    viewer = subprocess.Popen([sys.executable, "-m", "testbed.cli", "top", str(run_dir)])
+    try:
+        yield
+    finally:
+        try:
+            viewer.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            viewer.terminate()
+            viewer.wait()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Run the coordinator as a service: jobs come from testbed mpirun/submit until stopped."""
-    options = options_of(args)
-    machine = run.check_emulation(options, [args.scheduler])
+    prepared = run.prepare(options_of(args), Workload("<service>", [], {}))
     path = args.socket or socket_path()
     try:
         server = listen(path)
@@ -76,12 +82,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         server.close()
         path.unlink(missing_ok=True)
         raise
-    print(f"testbed: serving {args.scheduler} on {machine.pes} PEs at {path}; "
+    print(f"testbed: serving {args.scheduler} on {prepared.pes} PEs at {path}; "
           f"run directory {run_dir}", file=sys.stderr, flush=True)
-    _, summary = run.emulate(Workload("<service>", [], {}), options, machine, run_dir,
-                             (server, path))
-    print(format_table({args.scheduler: summary}))
-    print(f"run directory: {run_dir}")
+    _print_result(args.scheduler, run.execute(prepared, run_dir, serve=(server, path)),
+                  hangs=False)
     return 0
 
 
@@ -92,33 +96,26 @@ def cmd_exec(args: argparse.Namespace) -> int:
 
 def setup_run(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload")
-    p.add_argument("--scheduler", default="gang", help=f"one of {', '.join(sorted(POLICIES))}")
+    scheduler_choice(p)
     p.add_argument("--live", action="store_true", help="show the live view while it runs")
     owner_options(p)
     scheduler_options(p)
 
 def setup_simulate(p: argparse.ArgumentParser) -> None:
     p.add_argument("workload", help="a workload file (every job with a work) or an SWF trace")
-    p.add_argument("--scheduler", default="gang",
-                   help="one of " + ", ".join(sorted(n for n, c in POLICIES.items()
-                                                     if c.simulable)))
-    p.add_argument("--switch-cost", type=float, default=0.0, metavar="S",
-                   help="seconds a job loses each time it is continued (default 0)")
-    p.add_argument("--launch-cost", type=float, default=0.0, metavar="S",
-                   help="seconds each job needs beyond its work to start (default 0)")
-    p.add_argument("--uncompress", action="store_true",
-                   help="undo the workload's time compression (compress= in its header)")
+    scheduler_choice(p, sorted(n for n, c in POLICIES.items() if c.simulable))
+    simulator_options(p)
     owner_options(p)
     policy_options(p)
 
 def setup_exec(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=int, required=True, help="number of ranks")
-    p.add_argument("--scheduler", default="gang")
+    scheduler_choice(p)
     scheduler_options(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ARGS...")
 
 def setup_serve(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scheduler", default="gang", help=f"one of {', '.join(sorted(POLICIES))}")
+    scheduler_choice(p)
     p.add_argument("--socket", type=Path, default=None,
                    help="the socket to listen on (default: TESTBED_SOCKET, else "
                         "$XDG_RUNTIME_DIR/testbed/coordinator.sock or "

@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from testbed import shim_record
-from testbed.driver import Ended, Interrupted, Switch
 from testbed.emulation import procs, remote, tree
 from testbed.emulation.link import LocalNode, NodeLink
 from testbed.emulation.memory import NodeCgroups, SwapFile
@@ -62,6 +61,7 @@ from testbed.hang import HangWatch, RankSample, describe, wait_cycles
 from testbed.machine import Machine, Node
 from testbed.policies import Launch, Policy
 from testbed.policies.node import ClassChange
+from testbed.ports import Ended, Interrupted, Switch
 from testbed.workloads.files import JobSpec
 
 DISCOVERY_POLL = 0.002

@@ -278,8 +278,8 @@ def not_callable_note(records: list[Record], paired: bool = False) -> list[str]:
             else f"no difference can be called on {len(stuck)} of the {len(tested)} "
                  "comparisons")
     return [f"note: {what} with these runs: the smallest p-value the test can reach on them, "
-            f"Holm-corrected over the family, is not below 0.05 (3 runs a side never reach "
-            f"it); {stats.least_runs(family, paired)} {'pairs' if paired else 'runs a side'} "
+            f"Holm-corrected over the family of {family}, is not below 0.05; "
+            f"{stats.least_runs(family, paired)} {'pairs' if paired else 'runs a side'} "
             "would do"]
 
 

@@ -31,6 +31,13 @@ An experiment file is TOML::
     [options]                       # the same for every cell
     timeslice = 0.2
 
+    [slurm]                         # with --slurm (experiments.slurm); the command line wins
+    partition = "batch"
+    account = "sched"
+    time = "1:00:00"                # each block's limit
+    options = ["--constraint=ib"]   # more sbatch options
+    hosts = 1                       # hosts per emulated run (exclusive nodes per block)
+
 Factor and option names are ``testbed run`` (or ``simulate``) options without the dashes
 (``job_timeout`` is ``--job-timeout``); ``true`` gives a flag.  A generator's ``pes`` defaults
 to the machine's PEs.  Under the simulation executor each repeat of a generated workload uses
@@ -49,6 +56,7 @@ import json
 import random
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -202,6 +210,13 @@ class Cell:
         return base + repeat - 1 if vary else base
 
 
+def _one_of(where: str, field: str, value: object, allowed: Sequence[str]) -> None:
+    """``PlanError`` naming ``field`` when ``value`` is not one of ``allowed``."""
+    if value not in allowed:
+        raise PlanError(f"{where}: field '{field}': {value!r} is not one of "
+                        f"{', '.join(allowed)}")
+
+
 @dataclass
 class Plan:
     """An experiment: its cells, repeats and run order, the figures it reports, and the
@@ -243,12 +258,8 @@ class Plan:
 
     def check(self, where: str) -> None:
         """``PlanError`` for settings that cannot work together."""
-        if self.executor not in EXECUTORS:
-            raise PlanError(f"{where}: field 'executor': {self.executor!r} is not one of "
-                            f"{', '.join(EXECUTORS)}")
-        if self.order not in ORDERS:
-            raise PlanError(f"{where}: field 'order': {self.order!r} is not one of "
-                            f"{', '.join(ORDERS)}")
+        _one_of(where, "executor", self.executor, EXECUTORS)
+        _one_of(where, "order", self.order, ORDERS)
         if self.repeats < 1:
             raise PlanError(f"{where}: field 'repeats': must be >= 1, got {self.repeats}")
         if self.until_ci is not None and not 0 < self.until_ci < 1:
@@ -261,12 +272,8 @@ class Plan:
                                              or self.max_repeats < self.repeats):
             raise PlanError(f"{where}: field 'max_repeats': an integer >= repeats "
                             f"({self.repeats}), got {self.max_repeats!r}")
-        if self.family not in FAMILIES:
-            raise PlanError(f"{where}: field 'family': {self.family!r} is not one of "
-                            f"{', '.join(FAMILIES)}")
-        if self.pair_by not in PAIR_BY:
-            raise PlanError(f"{where}: field 'pair_by': {self.pair_by!r} is not one of "
-                            f"{', '.join(PAIR_BY)}")
+        _one_of(where, "family", self.family, FAMILIES)
+        _one_of(where, "pair_by", self.pair_by, PAIR_BY)
         try:
             figures.check_names(self.metrics)
         except ValueError as err:
@@ -296,7 +303,7 @@ def labels(schedulers: list[str]) -> list[str]:
 
 TOP_KEYS = {"executor", "repeats", "order", "seed", "reference", "metrics", "vary_seed",
             "until_ci", "budget", "max_repeats", "family", "pair_by", "workload", "factors",
-            "options", "description"}
+            "options", "description", "slurm"}
 
 
 def load_plan(path: Path) -> Plan:

@@ -49,37 +49,59 @@ def write_plots(parts: list[Part], out: Path) -> list[Path]:
                    for _, _, records in parts for r in records):
             continue
         fig, ax = plt.subplots(figsize=(7, 4.2))
-        series: dict[str, list[tuple[Any, Record]]] = {}
-        categories: list[str] = []
-        for settings, _, records in parts:
-            rest = ", ".join(f"{k}={settings[k]}" for k in varied if k != x_key)
-            if x_key is None:
-                categories.append(rest or "all")
-            for r in records:
-                if r.metric != metric or r.median is None:
-                    continue
-                name = r.label if x_key is None or not rest else f"{r.label}, {rest}"
-                x = settings[x_key] if x_key is not None else len(categories) - 1
-                series.setdefault(name, []).append((x, r))
-        for index, (name, points) in enumerate(series.items()):
-            points.sort(key=lambda p: p[0])
-            shift = 0 if x_key is not None else (index - (len(series) - 1) / 2) * 0.12
-            xs = [p[0] + shift for p in points]
-            records = [p[1] for p in points]
-            ax.errorbar(xs, [r.median for r in records], yerr=_errors(records), capsize=3,
-                        marker="o", linestyle="-" if x_key is not None else "none", label=name)
         if x_key is None:
-            ax.set_xticks(range(len(categories)), categories, rotation=20, ha="right",
-                          fontsize=8)
+            _categories(ax, parts, varied, metric)
         else:
-            ax.set_xlabel(x_key)
+            _lines(ax, parts, varied, x_key, metric)
         ax.set_ylabel(figure_label(metric))
         ax.set_title(f"{figure_label(metric)}: median and its interval (95 % from 6 runs)",
                      fontsize=10)
-        ax.legend(fontsize=7)
         fig.tight_layout()
         path = out / f"{metric}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
     return written
+
+
+def _lines(ax: Any, parts: list[Part], varied: list[str], x_key: str, metric: str) -> None:
+    """``metric`` against the numeric setting ``x_key``: a line per label (and value of any
+    other varied setting)."""
+    series: dict[str, list[tuple[Any, Record]]] = {}
+    for settings, _, records in parts:
+        rest = ", ".join(f"{k}={settings[k]}" for k in varied if k != x_key)
+        for r in records:
+            if r.metric == metric and r.median is not None:
+                name = r.label if not rest else f"{r.label}, {rest}"
+                series.setdefault(name, []).append((settings[x_key], r))
+    for name, points in series.items():
+        points.sort(key=lambda p: p[0])
+        records = [p[1] for p in points]
+        ax.errorbar([p[0] for p in points], [r.median for r in records],
+                    yerr=_errors(records), capsize=3, marker="o", label=name)
+    ax.set_xlabel(x_key)
+    ax.legend(fontsize=7)
+
+
+def _categories(ax: Any, parts: list[Part], varied: list[str], metric: str) -> None:
+    """``metric`` with one x tick per label (per label and setting combination when other
+    settings vary), each label in its own colour, from 0 up when no value is negative."""
+    colours: dict[str, str] = {}
+    ticks: list[str] = []
+    for settings, _, records in parts:
+        rest = ", ".join(f"{k}={settings[k]}" for k in varied)
+        for r in records:
+            if r.metric != metric or r.median is None:
+                continue
+            colour = colours.setdefault(r.label, f"C{len(colours) % 10}")
+            ax.errorbar([len(ticks)], [r.median], yerr=_errors([r]), capsize=4, marker="o",
+                        markersize=7, linestyle="none", color=colour)
+            ticks.append(r.label if not rest else f"{r.label}\n{rest}")
+    ax.set_xticks(range(len(ticks)), ticks, fontsize=9)
+    ax.set_xlim(-0.6, len(ticks) - 0.4)
+    shown = [r for _, _, records in parts for r in records
+             if r.metric == metric and r.median is not None]
+    low = min(r.median if r.ci_low is None else r.ci_low for r in shown)
+    high = max(r.median if r.ci_high is None else r.ci_high for r in shown)
+    if low >= 0:
+        ax.set_ylim(0, high * 1.1 or 1.0)

@@ -23,12 +23,13 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from testbed.experiments import comparison, figures, load
+from testbed.experiments import comparison, engine, figures, load
 from testbed.experiments.plan import Cell, Plan
 
 RunOne = Callable[[Cell, Path, Path], str]
@@ -50,7 +51,7 @@ class RunResult:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
     os.replace(tmp, path)
 
@@ -122,13 +123,98 @@ def groups_of(results: list[RunResult], order: list[str] | None = None,
                        paired[k]) for k, v in out.items()]
 
 
+@dataclass(frozen=True)
+class Task:
+    """One repeat of one cell to run into ``root``, with what its ``run.json`` records."""
+
+    run_one: RunOne
+    cell: Cell
+    root: Path
+    number: int
+    executor: str
+    code: str
+    varies_seed: bool
+    pes: int
+
+    @property
+    def run_dir(self) -> Path:
+        """The run's directory: ``CELL/REPEAT``."""
+        return self.root / self.cell.dirname(self.executor, self.code) / str(self.number)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a task ended: the driver's status, its wall time (s), its seed and its load."""
+
+    task: Task
+    status: str
+    wall: float
+    seed: int | None
+    disturbance: dict[str, Any]
+
+
+def where() -> dict[str, str]:
+    """The node a run ran on, and its Slurm job (``JOB`` or ``JOB_TASK``) inside one."""
+    out = {"node": os.environ.get("SLURMD_NODENAME") or os.uname().nodename}
+    job = os.environ.get("SLURM_ARRAY_JOB_ID")
+    task = os.environ.get("SLURM_ARRAY_TASK_ID")
+    if job and task:
+        out["slurm_job"] = f"{job}_{task}"
+    elif os.environ.get("SLURM_JOB_ID"):
+        out["slurm_job"] = os.environ["SLURM_JOB_ID"]
+    return out
+
+
+def perform(task: Task) -> Outcome:
+    """Run ``task`` into its directory (what an earlier, unfinished attempt left there is
+    removed first) and write its ``load.json`` and, last, its ``run.json``; raises
+    ``Interrupted`` on Ctrl-C.  Runs in the runner's process or in a worker."""
+    cell, run_dir = task.cell, task.run_dir
+    cell_dir = run_dir.parent
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    cell_dir.mkdir(parents=True, exist_ok=True)
+    seed = cell.run_seed(task.number, task.varies_seed)
+    workload = cell_dir / f"workload{'' if seed is None else f'-s{seed}'}.txt"
+    if not workload.exists():
+        _write_json(cell_dir / "cell.json", {"label": cell.label, **cell.settings(),
+                                             "workload_spec": cell.workload.identity(),
+                                             "executor": task.executor, "code": task.code})
+        tmp = workload.with_name(f".{workload.name}.{os.getpid()}.tmp")
+        tmp.write_text(cell.workload.text(seed, dict(cell.options).get("pes", task.pes)))
+        os.replace(tmp, workload)
+    run_dir.mkdir()
+    before = load.snapshot()
+    began = time.monotonic()
+    try:
+        status = task.run_one(cell, workload, run_dir)
+    except KeyboardInterrupt:
+        raise Interrupted from None
+    wall = time.monotonic() - began
+    disturbance = load.disturbance(before, load.snapshot())
+    if task.executor == "simulation":
+        disturbance.update(disturbed=False, why="simulated: virtual time, not disturbed")
+    _write_json(run_dir / "load.json", disturbance)
+    if status == "interrupted":
+        raise Interrupted
+    _write_json(run_dir / "run.json", {
+        "status": status, "label": cell.label, "repeat": task.number, "seed": seed,
+        "settings": cell.settings(), "executor": task.executor, "code": task.code,
+        "varies_seed": task.varies_seed and seed is not None,
+        "key": cell.key(task.executor, task.code), "wall_s": round(wall, 3), **where()})
+    return Outcome(task, status, wall, seed, disturbance)
+
+
 class Runner:
-    """Runs ``plan`` into ``root`` with ``run_one``; progress goes to ``progress``."""
+    """Runs ``plan`` into ``root`` with ``run_one``; progress goes to ``progress``.  With
+    ``workers`` above 1 a simulated plan's runs go over that many processes (``run_one`` must
+    then pickle); emulated runs always run one at a time, as they measure the machine."""
 
     def __init__(self, plan: Plan, root: Path, run_one: RunOne, code: str, pes: int,
-                 progress: TextIO = sys.stderr) -> None:
+                 progress: TextIO = sys.stderr, workers: int = 1) -> None:
         self.plan, self.root, self.run_one, self.code, self.pes = plan, root, run_one, code, pes
         self.progress = progress
+        self.workers = workers if plan.executor == "simulation" else 1
         self.durations: list[float] = []
         self.stopped_by: str | None = None
 
@@ -158,8 +244,7 @@ class Runner:
         self.root.mkdir(parents=True, exist_ok=True)
         _write_json(self.root / "experiment.json", self.describe())
         total = self.plan.repeats * len(self.plan.cells)
-        for number in range(1, self.plan.repeats + 1):
-            self._round(number, total)
+        self.run_tasks(self.tasks(range(1, self.plan.repeats + 1)), total)
         if self.plan.until_ci is None:
             return []
         number = self.plan.repeats
@@ -177,7 +262,32 @@ class Runner:
                 return left
             number += 1
             total += len(self.plan.cells)
-            self._round(number, total)
+            self.run_tasks(self.tasks([number]), total)
+
+    def tasks(self, numbers: Iterable[int], only: int | None = None) -> list[Task]:
+        """The runs of rounds ``numbers`` not yet complete, in the design's order (of round
+        ``only``'s cell at that place in the round's order, when given)."""
+        out = []
+        for number in numbers:
+            cells = self.plan.round(number)
+            for cell in cells if only is None else cells[only:only + 1]:
+                task = Task(self.run_one, cell, self.root, number, self.plan.executor,
+                            self.code, self.plan.varies_seed, self.pes)
+                if not completed(task.run_dir):
+                    out.append(task)
+        return out
+
+    def run_tasks(self, tasks: list[Task], total: int) -> None:
+        """Run ``tasks`` (over the workers when there are several), with a progress line
+        as each ends; ``total`` is the number of runs the progress counts to."""
+        done = total - len(tasks)
+        try:
+            with engine.spreading(min(self.workers, len(tasks))) as spread:
+                for outcome in spread(perform, tasks):
+                    done += 1
+                    self._report(outcome, done, total)
+        except (KeyboardInterrupt, BrokenProcessPool):
+            raise Interrupted from None
 
     def walls(self) -> list[float]:
         """The wall time (s) of every completed run of the plan under ``root``, of this
@@ -200,58 +310,19 @@ class Runner:
         dirs = {c.dirname(self.plan.executor, self.code) for c in self.plan.cells}
         return [r for r in collect(self.root) if r.path.parent.name in dirs]
 
-    def _round(self, number: int, total: int) -> None:
-        for cell in self.plan.round(number):
-            cell_dir = self.root / cell.dirname(self.plan.executor, self.code)
-            run_dir = cell_dir / str(number)
-            done = (number - 1) * len(self.plan.cells) + self.plan.round(number).index(cell) + 1
-            if completed(run_dir):
-                continue
-            if run_dir.exists():
-                shutil.rmtree(run_dir)
-            self._run(cell, cell_dir, run_dir, number, done, total)
-
-    def _run(self, cell: Cell, cell_dir: Path, run_dir: Path, number: int, done: int,
-             total: int) -> None:
-        cell_dir.mkdir(parents=True, exist_ok=True)
-        seed = cell.run_seed(number, self.plan.varies_seed)
-        workload = cell_dir / f"workload{'' if seed is None else f'-s{seed}'}.txt"
-        if not workload.exists():
-            _write_json(cell_dir / "cell.json", {"label": cell.label, **cell.settings(),
-                                                 "workload_spec": cell.workload.identity(),
-                                                 "executor": self.plan.executor,
-                                                 "code": self.code})
-            tmp = workload.with_name(f".{workload.name}.tmp")
-            tmp.write_text(cell.workload.text(seed, dict(cell.options).get("pes", self.pes)))
-            os.replace(tmp, workload)
-        run_dir.mkdir()
-        before = load.snapshot()
-        began = time.monotonic()
-        try:
-            status = self.run_one(cell, workload, run_dir)
-        except KeyboardInterrupt:
-            raise Interrupted from None
-        wall = time.monotonic() - began
-        disturbance = load.disturbance(before, load.snapshot())
-        if self.plan.executor == "simulation":
-            disturbance.update(disturbed=False, why="simulated: virtual time, not disturbed")
-        _write_json(run_dir / "load.json", disturbance)
-        if status == "interrupted":
-            raise Interrupted
-        _write_json(run_dir / "run.json", {
-            "status": status, "label": cell.label, "repeat": number, "seed": seed,
-            "settings": cell.settings(), "executor": self.plan.executor, "code": self.code,
-            "varies_seed": self.plan.varies_seed and seed is not None,
-            "key": cell.key(self.plan.executor, self.code), "wall_s": round(wall, 3)})
-        self.durations.append(wall)
-        left = (total - done) * (sum(self.durations) / len(self.durations))
+    def _report(self, outcome: Outcome, done: int, total: int) -> None:
+        self.durations.append(outcome.wall)
+        left = (total - done) * (sum(self.durations) / len(self.durations)) / self.workers
+        task, seed, disturbance = outcome.task, outcome.seed, outcome.disturbance
         flag = f" (disturbed: {disturbance['why']})" if disturbance["disturbed"] else ""
-        print(f"[{done}/{total}] {cell.label} run {number} ({cell.workload.name}"
-              f"{'' if seed is None else f' seed {seed}'}): {status} in {wall:.1f} s{flag}; "
-              f"about {_duration(left)} left", file=self.progress, flush=True)
+        print(f"[{done}/{total}] {task.cell.label} run {task.number} ({task.cell.workload.name}"
+              f"{'' if seed is None else f' seed {seed}'}): {outcome.status} in "
+              f"{outcome.wall:.1f} s{flag}; about {duration(left)} left", file=self.progress,
+              flush=True)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """``seconds`` as a short text: seconds, minutes or hours."""
     if seconds < 90:
         return f"{seconds:.0f} s"
     if seconds < 5400:

@@ -13,12 +13,12 @@ from testbed.policies.gang import Gang
 from testbed.policies.ics import Ics
 from testbed.policies.local import Local
 from testbed.policies.prime import Prime
-from testbed.policies.psched import Psched
+from testbed.policies.psched import Psched, PschedSplit
 from testbed.policies.t3d import T3d
 
 POLICIES: dict[str, type[Policy]] = {
     cls.name: cls for cls in (Fcfs, Gang, Local, Ics, Fcs, Easy, Conservative, Prime,
-                              Afcfs, Lgfs, T3d, Psched)}
+                              Afcfs, Lgfs, T3d, Psched, PschedSplit)}
 
 
 def make_policy(name: str, config: PolicyConfig) -> Policy:

@@ -48,6 +48,10 @@ class Running:
         self._end_of[job] = end
         self.free -= size
 
+    def end_of(self, job: str) -> float:
+        """When (s) running ``job`` is expected to end (``math.inf``: never)."""
+        return self._end_of[job]
+
     def finish(self, job: str) -> None:
         """``job`` ended: its PEs are free."""
         at = bisect_left(self._ends, (self._end_of.pop(job), job))
@@ -133,6 +137,18 @@ class Profile:
         last = self._step_at(end) if end < math.inf else len(self.times)
         for step in range(first, last):
             self.free[step] -= size
+
+    def truncate(self, now: float) -> None:
+        """Drop what lies before ``now`` (s, no earlier than the first step's time): the
+        profile then starts at ``now`` with the PEs free then."""
+        times = self.times
+        if times[0] == now:
+            return
+        at = bisect_right(times, now) - 1
+        if at:
+            del times[:at]
+            del self.free[:at]
+        times[0] = now
 
     def _step_at(self, time: float) -> int:
         """The index of the step that starts at ``time`` (s), splitting the one holding it."""

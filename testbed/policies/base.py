@@ -92,16 +92,25 @@ class Policy:
     """Base policy: a matrix, an arrival-ordered queue, and strict FCFS admission.
 
     Subclasses choose the MPL (``fixed_mpl``), whether there is a heartbeat
-    (``time_sliced``), and which of the placed jobs run now (``running``).  ``simulable`` says
-    whether the simulator can run the policy: policies whose effect depends on how real ranks
-    communicate (local, ics, fcs) cannot be simulated until a model for that exists.
-    ``uses_estimates`` says whether the policy plans with runtime estimates (batch policies).
-    ``pages_preempted`` says whether a job it stops is a preemption whose memory the emulation
-    moves to swap when node memory is emulated (T3D).
+    (``time_sliced``), and which of the placed jobs run now (``running``).
 
-    The driver uses only the public methods: ``arrive``, ``finish``, ``tick`` (every
-    ``timeslice`` seconds while ``busy``), ``wake`` (at ``wake_at``), ``busy`` and ``idle``;
-    the emulation executor also ``node_policy``, ``spin`` and ``native_collectives``.
+    What a policy *is* is data on its class, read before any instance exists:
+
+    * ``simulable``: the simulator can run it (not local, ics, fcs, whose effect depends on
+      how real ranks communicate);
+    * ``uses_estimates``: it plans with runtime estimates (the batch policies);
+    * ``supports_owners``: it has workstation owners (COW);
+    * ``pages_preempted``: a job it stops is a preemption whose memory the emulation moves to
+      swap when node memory is emulated (T3D);
+    * ``uses_shim``, ``coscheduled``, ``spin``, ``native_collectives``: what the emulation
+      sets up for its ranks.
+
+    The driver calls, every round or on its events: ``arrive``, ``refuse``, ``finish``,
+    ``tick`` (every ``timeslice`` seconds while ``busy``), ``wake`` (at ``wake_at``), ``idle``,
+    ``observe_switch``, ``states``, ``cancel``, ``migration_failed``, ``owner_arrive`` and
+    ``owner_leave``; an operator's commands (``testbed.control``) call ``hold``, ``release``,
+    ``held``, ``set_class``, ``migrate``, ``placements`` and ``running_now``; the emulation
+    executor also calls ``node_policy`` and ``spin_settings``.
     """
 
     name = "base"

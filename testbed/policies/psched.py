@@ -171,3 +171,72 @@ class Psched(Gang):
     def _may_move(self, job: str, pes: Placement) -> bool:
         """A migration keeps to the limits: a normal job only to PEs with room for it."""
         return job in self.prime or not mask_of(pes) & self._full_pes(job)
+
+
+BATCH_SHARE = 512 / 644     # NERSC's Batch region before 2.0.4: PEs 0-511 of the 644-PE APP region
+MIXED_MAX_SHARE = 64 / 644  # the largest application the Mixed region took
+
+
+def batch_pes(pes: int) -> int:
+    """The PEs of the Batch region of a machine of ``pes`` PEs (the first ones)."""
+    return max(1, round(pes * BATCH_SHARE))
+
+
+class PschedSplit(Psched):
+    """T3E psched as NERSC ran it before UNICOS/mk 2.0.4 (Blakeborough and Welcome, Table 5):
+    gang scheduling off (one application a PE), the load balancer the one psched feature in
+    use, and the PEs split into two psched domains, Batch (the first 512/644 of them) and Mixed
+    (the rest).  Every application runs wholly inside one domain: one of at most 64/644 of the
+    machine in Mixed when it fits there (NERSC set close_max so that small jobs would rather
+    launch there), else in Batch; the balancer moves an application only within its domain
+    (psched "could not migrate applications between domains").  Launch order is psched's
+    (FIFO, a later job launched when it fits on unoccupied PEs).  A job larger than the Batch
+    region is refused (it fails at arrival)."""
+
+    name = "psched-split"
+
+    def __init__(self, config: PolicyConfig) -> None:
+        super().__init__(dataclasses.replace(config, app_max=1, abs_app_max=1))
+        batch = batch_pes(config.pes)
+        self.domains = {"batch": (1 << batch) - 1,
+                        "mixed": ((1 << config.pes) - 1) & ~((1 << batch) - 1)}
+        self.batch_size = batch
+        self.mixed_max = max(1, round(config.pes * MIXED_MAX_SHARE))
+
+    def refuse(self, request: JobRequest) -> str | None:
+        """A job larger than the Batch region can never run."""
+        if request.size > self.batch_size:
+            return (f"needs {request.size} PEs, more than the Batch region's "
+                    f"{self.batch_size}")
+        return None
+
+    def _preferred(self, job: JobRequest) -> list[int]:
+        """The domains ``job`` may go to, as masks, in the order the GRM tries them."""
+        batch, mixed = self.domains["batch"], self.domains["mixed"]
+        return [mixed, batch] if job.size <= self.mixed_max and mixed else [batch]
+
+    def _place(self, job: JobRequest, occupied: int) -> tuple[int, Placement] | None:
+        """The allocator's first placement inside the first domain that has room."""
+        for domain in self._preferred(job):
+            for slot, pes in self.matrix.candidates(job.size):
+                if not mask_of(pes) & ~domain:
+                    return slot, pes
+        return None
+
+    def _unoccupied(self, job: JobRequest, occupied: int) -> tuple[int, Placement] | None:
+        """The allocator's placement on unoccupied PEs inside the first domain with room."""
+        for domain in self._preferred(job):
+            free = [pe for pe in range(self.matrix.pes)
+                    if domain >> pe & 1 and not occupied >> pe & 1]
+            if len(free) >= job.size:
+                pes = next(self.matrix.fit(occupied, free, self.matrix.pes, job.size), None)
+                if pes is not None:
+                    return 0, pes
+        return None
+
+    def _may_move(self, job: str, pes: Placement) -> bool:
+        """A migration stays inside the domain the application runs in."""
+        now = self.matrix.masks[job]
+        return any(not now & ~domain and not mask_of(pes) & ~domain
+                   for domain in self.domains.values())
+

@@ -133,15 +133,24 @@ def _save(fig: Any, base: Path) -> list[Path]:
     return paths
 
 
+def gantt_figure(runs: dict[str, list[dict[str, Any]]]) -> Any:
+    """The Gantt charts of ``runs`` (events by name), one above the other on one time axis
+    as long as the longest run."""
+    fig, axes = plt.subplots(len(runs), 1, figsize=(10, 2.2 + 1.6 * len(runs)),
+                             squeeze=False, sharex=True)
+    ends = []
+    for ax, (name, events) in zip(axes[:, 0], runs.items(), strict=True):
+        gantt(ax, events, name)
+        ends.append(ax.get_xlim()[1])
+    axes[0, 0].set_xlim(0, max(ends))     # the axes are shared: the longest run's, not the last
+    return fig
+
+
 def write_plots(runs: dict[str, list[dict[str, Any]]], out: Path) -> list[Path]:
     """Write gantt, runtime_vs_work and wait_vs_arrival (PNG and SVG) for one run or, with
     several, the schedulers side by side; return the files."""
     names = list(runs)
-    fig, axes = plt.subplots(len(names), 1, figsize=(10, 2.2 + 1.6 * len(names)),
-                             squeeze=False, sharex=True)
-    for ax, name in zip(axes[:, 0], names, strict=True):
-        gantt(ax, runs[name], name)
-    written = _save(fig, out / "gantt")
+    written = _save(gantt_figure(runs), out / "gantt")
     rows = {name: job_rows(events) for name, events in runs.items()}
     for base, draw, title in (("runtime_vs_work", runtime_vs_work, "Runtime vs work"),
                               ("wait_vs_arrival", wait_vs_arrival, "Wait vs arrival")):

@@ -6,11 +6,14 @@ import csv
 import io
 import json
 import os
+from itertools import repeat
 from pathlib import Path
+from types import NoneType
 from typing import Any
 
 from testbed.events import WriteFailed, read_events
-from testbed.results.metrics import GROUPS, METRICS, compression, job_rows, summarize
+from testbed.results.columns import read_log
+from testbed.results.metrics import GROUPS, METRICS, compression, job_rows
 from testbed.workloads.swf import SwfJob
 
 CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "response", "work",
@@ -31,26 +34,33 @@ def _write_atomic(path: Path, text: str) -> None:
         raise WriteFailed(path, err) from None
 
 
-def _cell(value: Any) -> Any:
-    return round(value, 6) if isinstance(value, float) else ("" if value is None else value)
+def _cells(values: list[Any]) -> list[Any]:
+    """A column as ``jobs.csv`` writes it: floats to the microsecond, None as nothing."""
+    kinds = set(map(type, values))
+    if kinds == {float}:
+        return list(map(round, values, repeat(6, len(values))))
+    if kinds <= {NoneType}:
+        return [""] * len(values)
+    if float not in kinds and NoneType not in kinds:
+        return values
+    return [round(v, 6) if isinstance(v, float) else ("" if v is None else v) for v in values]
 
 
 def write_results(run_dir: Path) -> dict[str, Any]:
-    """Derive ``jobs.csv`` and ``summary.json`` from the run's event log; return the summary.
-    ``ValueError`` when the log has no whole ``run_start`` event, ``WriteFailed`` when a file
-    cannot be written (none is left half-written)."""
-    events = read_events(run_dir / "events.jsonl")
-    if not any(ev["event"] == "run_start" for ev in events):
+    """Derive ``jobs.csv`` and ``summary.json`` from the run's event log, read once
+    (``testbed.results.columns``); return the summary.  ``ValueError`` when the log has no
+    whole ``run_start`` event, ``WriteFailed`` when a file cannot be written (none is left
+    half-written)."""
+    columns = read_log(run_dir / "events.jsonl")
+    if columns.config is None:
         raise ValueError(f"{run_dir / 'events.jsonl'}: no whole run_start event: not the log "
                          "of a run, or cut before the run started")
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
-    writer.writeheader()
-    rows = job_rows(events)
-    for row in rows:
-        writer.writerow({k: _cell(getattr(row, k)) for k in CSV_FIELDS})
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_FIELDS)
+    writer.writerows(zip(*(_cells(columns.column(name)) for name in CSV_FIELDS), strict=True))
     _write_atomic(run_dir / "jobs.csv", out.getvalue())
-    summary = summarize(events, rows)
+    summary = columns.summary()
     _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -69,6 +69,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
+from testbed.exit_codes import job_exit_code
+
 MAX_MESSAGE = 1 << 20
 """Largest message body in bytes (1 MiB); longer ones are refused by both sides."""
 
@@ -737,15 +739,6 @@ def check_reply(obj: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "queue" and not all(isinstance(row, dict) for row in obj["jobs"]):
         raise ProtocolError("queue: field 'jobs': every row must be an object", "jobs")
     return dict(obj)
-
-
-def job_exit_code(status: str, code: int | None) -> int:
-    """The exit code a command standing for one job exits with (``testbed exec``, ``mpirun``):
-    the job's own exit code if it ended ``done`` or with a positive code, otherwise 1 (killed,
-    timed out, failed to start, a rank lost to a signal)."""
-    if status == "done" or (code or 0) > 0:
-        return code or 0
-    return 1
 
 
 def exit_code_of(reply: Mapping[str, Any]) -> int:

@@ -32,9 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from testbed.driver import Driver, Ended
+from testbed.control import Control
 from testbed.emulation.commands import check_commands, checks_commands_here
 from testbed.emulation.executor import EmulationExecutor
+from testbed.ports import Ended
 from testbed.service import protocol
 from testbed.service.mpirun_args import job_environment, parse_mpirun
 from testbed.workloads.files import JobSpec, Workload, WorkloadError, parse_line
@@ -121,16 +122,17 @@ class Service:
         self.run_dir = run_dir
         self.executor = executor
         self.timeslice = timeslice
-        self.driver: Driver | None = None
+        self.control: Control | None = None
         self.owner = os.getuid()
         self.clients: dict[int, Client] = {}
         self.followed: dict[str, Followed] = {}
         self.submitter: dict[str, int] = {}
         self.numbers = 0
 
-    def attach(self, driver: Driver) -> None:
-        """Serve ``driver`` (built with this service as its observer)."""
-        self.driver = driver
+    def attach(self, control: Control) -> None:
+        """Serve through ``control``, the control of a driver built with this service as its
+        observer."""
+        self.control = control
         self.executor.watch(self.server, self._accept)
 
     def close(self) -> None:
@@ -213,8 +215,8 @@ class Service:
             self.executor.unwatch(client.conn)
         for job in list(client.follows):
             self.followed.pop(job, None)
-            if cancel and self.driver is not None:
-                self.driver.cancel(job, self._kill)
+            if cancel and self.control is not None:
+                self.control.cancel(job, self._kill)
         client.conn.close()
 
     def _send(self, client: Client, reply: dict[str, Any]) -> None:
@@ -239,8 +241,8 @@ class Service:
         return client.uid == 0 or self.submitter.get(job) == client.uid
 
     def _handle(self, client: Client, request: protocol.Request) -> None:
-        driver = self.driver
-        assert driver is not None
+        control = self.control
+        assert control is not None
         match request:
             case protocol.Submit():
                 self._submit(client, request)
@@ -259,39 +261,39 @@ class Service:
                         f"{job} belongs to {user_name(self.submitter[job])}; "
                         f"{user_name(client.uid)} may not change it"))
                 elif isinstance(request, protocol.MigrateJob):
-                    problem = driver.migrate(job, request.pes)
+                    problem = control.migrate(job, request.pes)
                     self._send(client, protocol.ok() if problem is None
                                else protocol.error(problem))
                 elif isinstance(request, protocol.SetClass):
-                    problem = driver.set_class(job, request.job_class)
+                    problem = control.set_class(job, request.job_class)
                     self._send(client, protocol.ok() if problem is None
                                else protocol.error(problem))
                 elif isinstance(request, protocol.Cancel):
-                    done = driver.cancel(job, self._kill)
+                    done = control.cancel(job, self._kill)
                     self._send(client, protocol.ok() if done != "unknown"
                                else protocol.error(f"no job {job}"))
                 else:
                     held = isinstance(request, protocol.Suspend)
-                    self._send(client, protocol.ok() if driver.hold(job, held)
+                    self._send(client, protocol.ok() if control.hold(job, held)
                                else protocol.error(f"{job} is not running"))
             case protocol.Shutdown():
                 if client.uid not in (0, self.owner):
                     self._send(client, protocol.error("only the service's user may stop it"))
                 else:
                     self._send(client, protocol.ok())
-                    driver.stop()
+                    control.stop()
 
     def _submit(self, client: Client, request: protocol.Submit) -> None:
-        assert self.driver is not None
+        assert self.control is not None
         job = self._new_id()
         user = request.user_label or user_name(client.uid)
         spec = JobSpec(job, 0, 0.0, request.ranks, request.argv, None, request.limit, user,
                        False, request.mem_mb, None, None, None,
                        tuple(sorted(request.env.items())), request.cwd, request.job_class,
                        interactive=True)
-        if spec.pes > self.driver.policy.config.pes:
+        if spec.pes > self.control.pes:
             self._send(client, protocol.error(
-                f"{spec.pes} ranks asked for but the machine has {self.driver.policy.config.pes}"
+                f"{spec.pes} ranks asked for but the machine has {self.control.pes}"
                 " PEs"))
             return
         self.submitter[job] = client.uid
@@ -299,7 +301,7 @@ class Service:
             client.follows.add(job)
             self.followed[job] = Followed(client)
         self._send(client, protocol.accepted(job))
-        self.driver.submit(Workload("<mpirun>", [spec], {"user": user}))
+        self.control.submit(Workload("<mpirun>", [spec], {"user": user}))
 
     def _mpirun(self, client: Client, request: protocol.Mpirun) -> None:
         """Read an mpirun command line as ``testbed mpirun`` does and follow its job: the same
@@ -323,7 +325,7 @@ class Service:
         self._submit(client, checked)
 
     def _submit_workload(self, client: Client, request: protocol.SubmitWorkload) -> None:
-        assert self.driver is not None
+        assert self.control is not None
         specs = []
         try:
             for number, text in enumerate(request.lines, start=1):
@@ -335,7 +337,7 @@ class Service:
         except WorkloadError as err:
             self._send(client, protocol.error(str(err)))
             return
-        pes = self.driver.policy.config.pes
+        pes = self.control.pes
         wide = next((s for s in specs if s.pes > pes), None)
         if wide is not None:
             self._send(client, protocol.error(
@@ -355,32 +357,23 @@ class Service:
             named.append(dataclasses.replace(spec, id=job))
         self._send(client, protocol.queue_reply(
             {"job": s.id, "line": s.line, "arrival": s.arrival} for s in named))
-        self.driver.submit(Workload(request.path, named, {"user": user_name(client.uid)}))
+        self.control.submit(Workload(request.path, named, {"user": user_name(client.uid)}))
 
     def queue_rows(self) -> list[dict[str, Any]]:
         """Every job not ended, like squeue: id, user, PEs, state, wait and runtime (s),
         class, row."""
-        driver = self.driver
-        assert driver is not None
-        now = driver.executor.now()
+        control = self.control
+        assert control is not None
+        now = control.now()
         rows = []
-        placed = driver.policy.placements()
-        running = driver.policy.running_now()
-        for record in driver.jobs:
-            job, spec = record.spec.id, record.spec
-            arrived = record.arrived_at
-            started = record.started_at if record.state == "started" else None
-            if record.state == "started":
-                state = ("held" if driver.held(job)
-                         else "running" if job in running else "stopped")
-            else:
-                state = "waiting" if record.state == "queued" else "submitted"
+        for live in control.jobs():
+            spec, arrived, started = live.spec, live.arrived_at, live.started_at
             rows.append({
-                "job": job, "user": spec.user, "pes": spec.pes, "state": state,
+                "job": spec.id, "user": spec.user, "pes": spec.pes, "state": live.state,
                 "wait": round((started if started is not None else now) - arrived, 3)
                 if arrived is not None else None,
                 "runtime": round(now - started, 3) if started is not None else None,
-                "class": spec.job_class, "row": placed.get(job),
+                "class": spec.job_class, "row": live.row,
                 "command": " ".join(spec.argv)[:80]})
         return rows
 

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from testbed.driver import Ended, Stalled, Switch
 from testbed.events import EventLog
 from testbed.policies import Launch
+from testbed.ports import Ended, Stalled, Switch
 from testbed.workloads.files import JobSpec
 
 TIE = 1e-6

@@ -1,0 +1,93 @@
+"""One small emulated experiment (2 schedulers x 3 repeats of a 2-job workload) run locally and
+through ``--slurm`` on the same machine: the wall time of each, from the command's start until
+every run is complete (``--slurm``: submission, the shared-filesystem check job, the blocks'
+queueing and start, ``experiment status --wait``).  The two are run ``--rounds`` times,
+interleaved (which goes first alternates), and compared as pairs (the ratio slurm / local with
+its interval, ``testbed.experiments.stats``).  Needs a running Slurm (``scripts/slurm-local``
+and its ``SLURM_CONF``).  Usage: ``python -m benchmarks.slurm_experiment [--rounds 3]``;
+prints a table and the figures as JSON (one object).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.harness import host, median, now_iso, table
+from testbed.experiments import stats
+
+EXPERIMENT = """
+repeats = 3
+[[workload]]
+name = "w"
+file = "w.txt"
+[factors]
+scheduler = ["fcfs", "gang"]
+"""
+WORKLOAD = "0 1 bsp --work 0.3\n0 2 bsp --work 0.2\n"
+TESTBED = [sys.executable, "-m", "testbed.cli"]
+
+
+def _run(args: list[str], cwd: Path) -> None:
+    done = subprocess.run([*TESTBED, *args], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"testbed {' '.join(args)}: exit {done.returncode}: "
+                           f"{done.stderr.strip()[-500:]}")
+
+
+def local(cwd: Path, out: str) -> float:
+    """Seconds to run the experiment here into ``out``."""
+    began = time.monotonic()
+    _run(["experiment", "run", "e.toml", "--out", out], cwd)
+    return time.monotonic() - began
+
+
+def through_slurm(cwd: Path, out: str) -> float:
+    """Seconds from submitting the experiment with ``--slurm`` into ``out`` until all its
+    runs are complete."""
+    began = time.monotonic()
+    _run(["experiment", "run", "e.toml", "--out", out, "--slurm"], cwd)
+    _run(["experiment", "status", out, "--wait"], cwd)
+    wall = time.monotonic() - began
+    if len(list((cwd / out).glob("*/*/run.json"))) != 6:
+        raise RuntimeError(f"{out}: not every run of the experiment completed through Slurm")
+    return wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Measure and print the figures (a table, then JSON)."""
+    p = argparse.ArgumentParser(description="an experiment's wall time, locally and via Slurm")
+    p.add_argument("--rounds", type=int, default=3, help="interleaved pairs (>= 1)")
+    args = p.parse_args(argv)
+    walls: dict[str, list[float]] = {"local": [], "slurm": []}
+    with tempfile.TemporaryDirectory(prefix="testbed-slurm-bench-") as tmp:
+        cwd = Path(tmp)
+        (cwd / "w.txt").write_text(WORKLOAD)
+        (cwd / "e.toml").write_text(EXPERIMENT)
+        for n in range(args.rounds):
+            order = ("local", "slurm") if n % 2 == 0 else ("slurm", "local")
+            for way in order:
+                out = f"{way}-{n}"
+                walls[way].append(local(cwd, out) if way == "local" else through_slurm(cwd, out))
+                print(f"round {n + 1} {way}: {walls[way][-1]:.1f} s", file=sys.stderr)
+    ratio = stats.ratio_interval(walls["slurm"], walls["local"], paired=True)
+    record = {"host": host(), "date": now_iso(), "rounds": args.rounds,
+              "runs_per_experiment": 6, "local_s": walls["local"], "slurm_s": walls["slurm"],
+              "local_median_s": median(walls["local"]), "slurm_median_s": median(walls["slurm"]),
+              "ratio": None if ratio is None else {"value": ratio.value, "low": ratio.low,
+                                                   "high": ratio.high,
+                                                   "confidence": ratio.confidence}}
+    print(table(["way", "median s", "each s"],
+                [[w, f"{median(v):.1f}", " ".join(f"{x:.1f}" for x in v)]
+                 for w, v in walls.items()]))
+    print(json.dumps(record))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
