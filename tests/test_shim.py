@@ -180,6 +180,27 @@ def test_a_blocked_rank_is_woken_by_its_peers_doorbell(late):
         assert 0 < counters.blocked_cpu_s < counters.blocked_s, counters
 
 
+@pytest.mark.parametrize("late", [[BLOCKS, BLOCKS], [BLOCKS, Spin("forever")]])
+def test_large_messages_between_blocked_ranks_progress_by_rings_alone(late):
+    """A large message (1 MiB, rendezvous) takes steps on both sides: the receiver rings its
+    sender when it posts and completes the receive, and both ring each other as their waits
+    go, so with a safety net of 10 minutes no sleep ends by the timer: a ping-pong, a Sendrecv
+    and a send left pending while its sender sleeps in a small receive that its peer answers
+    only after taking the large message.  The peer blocks too or, as a coscheduled FCS process
+    does, busy-waits."""
+    with _shimmed_job("large_exchange.py", "0.02", "5", spins=late,
+                      env={"TESTBED_SAFETY_NET_US": "6e8"}, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.strip() == "ok", err
+        blocking = [r.counters() for r, spin in zip(records, late, strict=True) if spin == BLOCKS]
+    for counters in blocking:
+        # 5 rounds of at least 2 waits each for a peer 20 ms late.
+        assert counters.blocks >= 10 and counters.wakes_timed == 0, counters
+        assert counters.wakes_rung >= counters.blocks // 2, counters
+
+
 @pytest.mark.parametrize("native_collectives", [False, True])
 def test_ranks_that_spin_differently_still_match_their_collectives(native_collectives):
     """Under FCS the ranks of a job can be in different classes: a busy-waiting rank makes

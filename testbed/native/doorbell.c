@@ -5,6 +5,14 @@
  * by testing.  The shim sees both ends of every message, so it makes the wake-up itself:
  *
  * - after posting a send the sender rings the destination;
+ * - a large message (more than SMALL_BYTES in shim.c) takes steps in which each side's
+ *   progress serves the other (the receiver's handshake lets the sender go on, its
+ *   acknowledgement ends the send), so its receiver rings the source when it posts the
+ *   receive and when the receive completes (every rank of the communicator for
+ *   MPI_ANY_SOURCE, of the job for a receive matched by a probe), its sender rings the
+ *   destination again when the send completes, and both ring the other as their waits go, as
+ *   the ranks of a collective of two do (below); a wait on requests the shim did not follow
+ *   rings, once it completes, the ranks asleep in a call that waits on this one;
  * - a collective rings its partners after its first test (MPICH starts a nonblocking
  *   collective's schedule from the progress engine, so its first messages leave then) and
  *   when it completes; partners are every other rank of a communicator of up to
@@ -32,8 +40,8 @@
  * progress (polled.c: RMA synchronization, the collectives the shim does not wrap), a blocked
  * rank sleeps BACKOFF_MIN_NS at most, since that peer may need its progress at any moment.
  * Otherwise every sleep has a timeout, the safety net: a wait whose completion
- * the rings announce (``rung``: a small message from a rank with a record here, a small
- * collective of two such ranks) sleeps NET_NS at a time, using about no CPU; any other backs
+ * the rings announce (``rung``: a small message from a rank with a record here, a large one
+ * to or from such a rank, a small collective of two such ranks) sleeps NET_NS at a time, using about no CPU; any other backs
  * off from BACKOFF_MIN_NS to BACKOFF_MAX_NS, as the shim's sleep-poll did before it had
  * doorbells, and is woken early where a ring comes.
  *
@@ -301,6 +309,37 @@ static void ring_ranks(const int *world, int size, int news) {
 
 void tb_ring_world(void) { ring_ranks(NULL, world_size, 1); }
 
+void tb_ring_source(MPI_Comm comm, int source) {
+    if (world_size == 0) return;
+    if (source != MPI_ANY_SOURCE) {
+        tb_ring(comm, source);
+        return;
+    }
+    struct members *m = members_of(comm);
+    if (m != NULL)
+        ring_ranks(m->world, m->size, 1);
+    else
+        ring_ranks(NULL, world_size, 1);
+}
+
+void tb_ring_waiting_on_me(void) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (int r = 0; r < world_size; r++) {
+        struct tb_record *p = tb_peer(r);
+        if (p != NULL && __atomic_load_n(&p->waits_on, __ATOMIC_RELAXED) == own->rank)
+            ring_one(p, 1);
+    }
+}
+
+void tb_relay(const struct tb_ringing *ringing) {
+    if (ringing->peer < 0) {
+        tb_ring_partners(ringing->comm, 0);
+        return;
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    ring_one(tb_peer(ringing->peer), 0);
+}
+
 void tb_ring_self(void) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     ring_one(own, 1);
@@ -370,7 +409,7 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
             }
             if (relays > 0) {
                 relays--;
-                tb_ring_partners(ringing->comm, 0);
+                tb_relay(ringing);
             }
         }
         /* A peer polling inside MPI may need this rank's progress at any moment and cannot
