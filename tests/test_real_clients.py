@@ -243,10 +243,13 @@ def test_quick_run_reports_every_program_and_label_with_intervals(tmp_path):
             assert run["statuses"] == ["done", "done"]
             load = json.loads((Path(run["run"]) / "load.json").read_text())
             assert load["disturbed"] == run["disturbed"] and load["wall_s"] > 0
-        assert len(result["records"]) == 2 * 3
+        assert len(result["records"]) == 2 * 4
         for r in result["records"]:
             if result["test"] == "barrier" and r["metric"] == "kib_latency_us":
                 assert r["n"] == 0      # a barrier has no 1 KiB message
+                continue
+            if r["metric"] == "mib_latency_us":
+                assert r["n"] == 0      # quick sweeps stop at 4 KiB
                 continue
             assert r["n"] == 2 and 0 < r["ci_low"] <= r["median"] <= r["ci_high"]
             assert 0 < r["ratio_low"] <= r["ratio"] <= r["ratio_high"]
