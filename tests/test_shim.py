@@ -201,6 +201,25 @@ def test_large_messages_between_blocked_ranks_progress_by_rings_alone(late):
         assert counters.wakes_rung >= counters.blocks // 2, counters
 
 
+def test_a_large_receive_polled_by_the_program_rings_its_blocked_sender():
+    """A large message taken by the program's own polling (MPI_Test, Testall, Testany,
+    Testsome; posted before or after the send, or matched by a probe and taken by Imrecv):
+    the test that takes its step rings the sender asleep in its blocking send, so with a
+    safety net of 10 minutes no sleep of the sender ends by the timer."""
+    spins = [BLOCKS, BLOCKS]
+    with _shimmed_job("polled_large.py", "0.02", "4", spins=spins,
+                      env={"TESTBED_SAFETY_NET_US": "6e8"}, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.strip() == "ok", err
+        sender = records[1].counters()
+    # 4 rounds of 3 sends, at least one a round (the receive posted 20 ms late) blocking;
+    # the others block unless the receiver's test comes within the sender's 1 ms of spin.
+    assert sender.blocks >= 4 and sender.wakes_timed == 0, sender
+    assert sender.wakes_rung >= 4, sender
+
+
 @pytest.mark.parametrize("native_collectives", [False, True])
 def test_ranks_that_spin_differently_still_match_their_collectives(native_collectives):
     """Under FCS the ranks of a job can be in different classes: a busy-waiting rank makes

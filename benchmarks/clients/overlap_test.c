@@ -10,8 +10,9 @@
  * prints the mean time per message in microseconds (``size time_us`` lines under a ``#``
  * heading per test).  Plain MPI, exactly 2 ranks.
  *
- * Usage: mpiexec -n 2 ./overlap_test [-i ITERATIONS] [-x WARMUP] [-c COMPUTE_US]
- *        (defaults: -i 200 -x 20 -c 10: 10 us of compute between two tests)
+ * Usage: mpiexec -n 2 ./overlap_test [-i ITERATIONS] [-x WARMUP] [-c COMPUTE_US] [-t TEST]
+ *        (defaults: -i 200 -x 20 -c 10: 10 us of compute between two tests; -t 1 or 2 runs
+ *        only that test, 0 both)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -71,18 +72,21 @@ static void overlap(int rank, int blocking_send, char *buf, long iterations, lon
 int main(int argc, char **argv) {
     long iterations = 200, warmup = 20;
     double compute_us = 10.0;
-    int opt;
-    while ((opt = getopt(argc, argv, "i:x:c:")) != -1) {
+    int opt, only = 0;
+    while ((opt = getopt(argc, argv, "i:x:c:t:")) != -1) {
         if (opt == 'i') iterations = atol(optarg);
         else if (opt == 'x') warmup = atol(optarg);
         else if (opt == 'c') compute_us = atof(optarg);
+        else if (opt == 't') only = atoi(optarg);
         else {
-            fprintf(stderr, "usage: %s [-i ITERATIONS] [-x WARMUP] [-c COMPUTE_US]\n", argv[0]);
+            fprintf(stderr, "usage: %s [-i ITERATIONS] [-x WARMUP] [-c COMPUTE_US] [-t TEST]\n",
+                    argv[0]);
             return 2;
         }
     }
-    if (iterations < 1 || warmup < 0 || compute_us < 0) {
-        fprintf(stderr, "%s: -i must be at least 1, -x and -c at least 0\n", argv[0]);
+    if (iterations < 1 || warmup < 0 || compute_us < 0 || only < 0 || only > 2) {
+        fprintf(stderr, "%s: -i must be at least 1, -x and -c at least 0, -t 0, 1 or 2\n",
+                argv[0]);
         return 2;
     }
     MPI_Init(&argc, &argv);
@@ -100,8 +104,8 @@ int main(int argc, char **argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
     memset(buf, rank, (size_t)SIZES[sizeof SIZES / sizeof SIZES[0] - 1]);
-    overlap(rank, 0, buf, iterations, warmup, compute_us);
-    overlap(rank, 1, buf, iterations, warmup, compute_us);
+    if (only != 2) overlap(rank, 0, buf, iterations, warmup, compute_us);
+    if (only != 1) overlap(rank, 1, buf, iterations, warmup, compute_us);
     free(buf);
     MPI_Finalize();
     return 0;

@@ -88,6 +88,9 @@ static long net_ns = NET_NS;
 static int world_size;
 static struct tb_record **peer_records;
 static unsigned char *peer_tried;
+/* Per world rank: which of its sleeps (its count of ended sleeps + 1) tb_ring_sleeps_on_me
+ * last rang, so that a program's polling rings each sleep once. */
+static uint64_t *rang_sleep;
 static char peer_prefix[224];
 static int world_all_here = -1;
 
@@ -111,7 +114,8 @@ void tb_doorbell_init(struct tb_record *record, const char *run, const char *job
         return;
     peer_records = calloc((size_t)size, sizeof *peer_records);
     peer_tried = calloc((size_t)size, 1);
-    if (peer_records != NULL && peer_tried != NULL) world_size = size;
+    rang_sleep = calloc((size_t)size, sizeof *rang_sleep);
+    if (peer_records != NULL && peer_tried != NULL && rang_sleep != NULL) world_size = size;
 }
 
 /* The record of world rank ``world`` if it has one on this host (never this rank's own). */
@@ -327,6 +331,22 @@ void tb_ring_waiting_on_me(void) {
     for (int r = 0; r < world_size; r++) {
         struct tb_record *p = tb_peer(r);
         if (p != NULL && __atomic_load_n(&p->waits_on, __ATOMIC_RELAXED) == own->rank)
+            ring_one(p, 1);
+    }
+}
+
+void tb_ring_sleeps_on_me(void) {
+    if (world_size == 0) return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (int r = 0; r < world_size; r++) {
+        struct tb_record *p = tb_peer(r);
+        if (p == NULL || __atomic_load_n(&p->waits_on, __ATOMIC_RELAXED) != own->rank ||
+            !__atomic_load_n(&p->asleep, __ATOMIC_RELAXED))
+            continue;
+        /* Its sleeps so far, plus one: the sleep it is in or about to begin. */
+        uint64_t sleep = __atomic_load_n(&p->wakes_rung, __ATOMIC_RELAXED) +
+                         __atomic_load_n(&p->wakes_timed, __ATOMIC_RELAXED) + 1;
+        if (__atomic_exchange_n(&rang_sleep[r], sleep, __ATOMIC_RELAXED) != sleep)
             ring_one(p, 1);
     }
 }

@@ -38,6 +38,10 @@ void tb_relay(const struct tb_ringing *ringing);
  * on requests the shim did not follow completed, and may have sent what they wait for. */
 void tb_ring_waiting_on_me(void);
 
+/* As tb_ring_waiting_on_me, for a program's own polling (MPI_Test*): each sleep of a rank is
+ * rung once at most, however often this rank polls while it lasts. */
+void tb_ring_sleeps_on_me(void);
+
 /* Ring every other rank of the job (a persistent request started: its peers are not known). */
 void tb_ring_world(void);
 

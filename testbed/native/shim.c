@@ -445,6 +445,35 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
     return waited(spin_block(test_some, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0, -1}));
 }
 
+/* A program's own tests: a large message's step this test took (the handshake that lets a
+ * sender go on, the acknowledgement that ends its send) may be what a rank asleep in a call
+ * that waits on this one needs, and the shim cannot tell, so such a rank is rung, once a
+ * sleep however often the program tests. */
+static int tested(int rc) {
+    tb_ring_sleeps_on_me();
+    return rc;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+    return tested(PMPI_Test(request, flag, status));
+}
+
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                MPI_Status array_of_statuses[]) {
+    return tested(PMPI_Testall(count, array_of_requests, flag, array_of_statuses));
+}
+
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag,
+                MPI_Status *status) {
+    return tested(PMPI_Testany(count, array_of_requests, indx, flag, status));
+}
+
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status array_of_statuses[]) {
+    return tested(PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
+                                array_of_statuses));
+}
+
 /* A probe waits for an envelope, which the sender's ring announces whatever the size. */
 int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status) {
     TB_ENTER(tb_world_of(comm, source));
@@ -581,6 +610,17 @@ int MPI_Grequest_complete(MPI_Request request) {
         return rc_;                                                                         \
     }
 
+/* A nonblocking receive of a message matched by a probe: posted, then, for a large message,
+ * the ranks asleep in a call that waits on this one rung (its sender may wait for this
+ * rank's handshake; the shim does not know the source). */
+#define POST_MATCHED_RECEIVE(NONBLOCKING, COUNT, DATATYPE)                                  \
+    {                                                                                       \
+        TB_ENTER(-1);                                                                       \
+        int rc_ = NONBLOCKING;                                                              \
+        if (rc_ == MPI_SUCCESS && !small(COUNT, DATATYPE)) tb_ring_waiting_on_me();         \
+        return rc_;                                                                         \
+    }
+
 /* A nonblocking receive: posted, then, for a large message, its source rung (see RECEIVE). */
 #define POST_RECEIVE(NONBLOCKING, COUNT, DATATYPE, COMM, SOURCE)                            \
     {                                                                                       \
@@ -689,6 +729,10 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, struct tb_ring
         MATCHED_RECEIVE(PMPI_Mrecv##S(buf, count, datatype, message, status),               \
                         PMPI_Imrecv##S(buf, count, datatype, message, &r_), status, count,  \
                         datatype)                                                           \
+    int MPI_Imrecv##S(void *buf, COUNT count, MPI_Datatype datatype, MPI_Message *message,  \
+        MPI_Request *request)                                                               \
+        POST_MATCHED_RECEIVE(PMPI_Imrecv##S(buf, count, datatype, message, request), count, \
+                             datatype)                                                      \
     int MPI_Sendrecv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, int    \
         dest, int sendtag, void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int       \
         source, int recvtag, MPI_Comm comm, MPI_Status *status) {                           \
