@@ -28,7 +28,7 @@ def polled(request: MPI.Request, form: int) -> None:
         elif form == 2:
             done = MPI.Request.Testany([request])[1]
         else:
-            done = MPI.Request.Testsome([request]) is not None
+            done = bool(MPI.Request.Testsome([request]))
         if done:
             return
         time.sleep(late)
