@@ -338,6 +338,7 @@ void tb_ring_waiting_on_me(void) {
 void tb_ring_sleeps_on_me(void) {
     if (world_size == 0) return;
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&own->step_sleepers, __ATOMIC_RELAXED) == 0) return;
     for (int r = 0; r < world_size; r++) {
         struct tb_record *p = tb_peer(r);
         if (p == NULL || __atomic_load_n(&p->waits_on, __ATOMIC_RELAXED) != own->rank ||
@@ -413,6 +414,10 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
     long most = ringing->rung ? net_ns : BACKOFF_MAX_NS;
     uint32_t news = __atomic_load_n(&own->news, __ATOMIC_RELAXED);
     int relays = RELAYS, woke = 0, rc;
+    /* A large message's other end is told that this rank may sleep on its steps (before
+     * the tests below: see tb_ring_sleeps_on_me). */
+    struct tb_record *other = ringing->relay ? tb_peer(ringing->peer) : NULL;
+    if (other != NULL) __atomic_add_fetch(&other->step_sleepers, 1, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&own->asleep, 1, __ATOMIC_SEQ_CST);
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* a store-load barrier on every architecture */
     for (;;) {
@@ -440,5 +445,6 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
         ns = ns * 2 > most ? most : ns * 2;
     }
     __atomic_sub_fetch(&own->asleep, 1, __ATOMIC_RELAXED);
+    if (other != NULL) __atomic_sub_fetch(&other->step_sleepers, 1, __ATOMIC_RELAXED);
     return rc;
 }

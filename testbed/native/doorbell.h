@@ -38,8 +38,10 @@ void tb_relay(const struct tb_ringing *ringing);
  * on requests the shim did not follow completed, and may have sent what they wait for. */
 void tb_ring_waiting_on_me(void);
 
-/* As tb_ring_waiting_on_me, for a program's own polling (MPI_Test*): each sleep of a rank is
- * rung once at most, however often this rank polls while it lasts. */
+/* As tb_ring_waiting_on_me, for a program's own polling (MPI_Test*), and only while a peer
+ * sleeps on a large message's steps to or from this rank (its record's step_sleepers; else
+ * a fence and one load of this rank's record): each sleep of a rank is rung once at most,
+ * however often this rank polls while it lasts. */
 void tb_ring_sleeps_on_me(void);
 
 /* Ring every other rank of the job (a persistent request started: its peers are not known). */
