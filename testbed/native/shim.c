@@ -445,33 +445,38 @@ int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
     return waited(spin_block(test_some, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0, -1}));
 }
 
-/* A program's own tests: a large message's step this test took (the handshake that lets a
- * sender go on, the acknowledgement that ends its send) may be what a rank asleep in a call
- * that waits on this one needs, and the shim cannot tell, so such a rank is rung, once a
- * sleep however often the program tests. */
-static int tested(int rc) {
-    tb_ring_sleeps_on_me();
+/* A program's own tests: the receive or send a test completed may have sent the
+ * acknowledgement that ends a large message's send, or taken the message whose handshake
+ * a blocked sender waits for, so once one completes, a rank asleep in a call that waits on
+ * this one is rung, once a sleep however often the program tests (a test that completes
+ * nothing rings nobody: the polling's other steps are left to the sleeper's safety net). */
+static int tested(int rc, int done) {
+    if (rc == MPI_SUCCESS && done) tb_ring_sleeps_on_me();
     return rc;
 }
 
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-    return tested(PMPI_Test(request, flag, status));
+    int rc = PMPI_Test(request, flag, status);
+    return tested(rc, *flag);
 }
 
 int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
                 MPI_Status array_of_statuses[]) {
-    return tested(PMPI_Testall(count, array_of_requests, flag, array_of_statuses));
+    int rc = PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
+    return tested(rc, *flag);
 }
 
 int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag,
                 MPI_Status *status) {
-    return tested(PMPI_Testany(count, array_of_requests, indx, flag, status));
+    int rc = PMPI_Testany(count, array_of_requests, indx, flag, status);
+    return tested(rc, *flag);
 }
 
 int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
                  int array_of_indices[], MPI_Status array_of_statuses[]) {
-    return tested(PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
-                                array_of_statuses));
+    int rc = PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
+                           array_of_statuses);
+    return tested(rc, *outcount > 0);
 }
 
 /* A probe waits for an envelope, which the sender's ring announces whatever the size. */
