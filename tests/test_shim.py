@@ -181,13 +181,14 @@ def test_a_blocked_rank_is_woken_by_its_peers_doorbell(late):
 
 
 @pytest.mark.parametrize("late", [[BLOCKS, BLOCKS], [BLOCKS, Spin("forever")]])
-def test_large_messages_between_blocked_ranks_progress_by_rings_alone(late):
+def test_large_messages_between_blocked_ranks_are_woken_by_rings(late):
     """A large message (1 MiB, rendezvous) takes steps on both sides: the receiver rings its
     sender when it posts and completes the receive, and both ring each other as their waits
-    go, so with a safety net of 10 minutes no sleep ends by the timer: a ping-pong, a Sendrecv
-    and a send left pending while its sender sleeps in a small receive that its peer answers
-    only after taking the large message.  The peer blocks too or, as a coscheduled FCS process
-    does, busy-waits."""
+    go (which back off, at most 650 us a sleep), so blocked waits end by rings: a ping-pong,
+    a Sendrecv and a send left pending while its sender sleeps in a small receive that its
+    peer answers only after taking the large message (that receive's sleeps, with a safety
+    net of 10 minutes, end by rings alone).  The peer blocks too or, as a coscheduled FCS
+    process does, busy-waits."""
     with _shimmed_job("large_exchange.py", "0.02", "5", spins=late,
                       env={"TESTBED_SAFETY_NET_US": "6e8"}, stdout=subprocess.PIPE,
                       stderr=subprocess.PIPE, text=True) as shimmed:
@@ -197,15 +198,13 @@ def test_large_messages_between_blocked_ranks_progress_by_rings_alone(late):
         blocking = [r.counters() for r, spin in zip(records, late, strict=True) if spin == BLOCKS]
     for counters in blocking:
         # 5 rounds of at least 2 waits each for a peer 20 ms late.
-        assert counters.blocks >= 10 and counters.wakes_timed == 0, counters
-        assert counters.wakes_rung >= counters.blocks // 2, counters
+        assert counters.blocks >= 10 and counters.wakes_rung >= counters.blocks // 2, counters
 
 
 def test_a_large_receive_polled_by_the_program_rings_its_blocked_sender():
     """A large message taken by the program's own polling (MPI_Test, Testall, Testany,
     Testsome; posted before or after the send, or matched by a probe and taken by Imrecv):
-    the test that takes its step rings the sender asleep in its blocking send, so with a
-    safety net of 10 minutes no sleep of the sender ends by the timer."""
+    the test that completes it rings the sender asleep in its blocking send."""
     spins = [BLOCKS, BLOCKS]
     with _shimmed_job("polled_large.py", "0.02", "4", spins=spins,
                       env={"TESTBED_SAFETY_NET_US": "6e8"}, stdout=subprocess.PIPE,
@@ -216,8 +215,11 @@ def test_a_large_receive_polled_by_the_program_rings_its_blocked_sender():
         sender = records[1].counters()
     # 4 rounds of 3 sends, at least one a round (the receive posted 20 ms late) blocking;
     # the others block unless the receiver's test comes within the sender's 1 ms of spin.
-    assert sender.blocks >= 4 and sender.wakes_timed == 0, sender
-    assert sender.wakes_rung >= 4, sender
+    # A blocked send backs off (at most 650 us a sleep) and is woken by the receiver's ring:
+    # the post's (late) or Imrecv's, and the test's that completes the receive.  Without
+    # the tests' rings 8 of 8-9 blocked sends were rung (the late posts' and the Imrecvs'),
+    # with them 15-27 sleeps of 13-19.
+    assert sender.blocks >= 4 and sender.wakes_rung >= 3 * 4, sender
 
 
 @pytest.mark.parametrize("native_collectives", [False, True])

@@ -40,10 +40,14 @@
  * progress (polled.c: RMA synchronization, the collectives the shim does not wrap), a blocked
  * rank sleeps BACKOFF_MIN_NS at most, since that peer may need its progress at any moment.
  * Otherwise every sleep has a timeout, the safety net: a wait whose completion
- * the rings announce (``rung``: a small message from a rank with a record here, a large one
- * to or from such a rank, a small collective of two such ranks) sleeps NET_NS at a time, using about no CPU; any other backs
+ * the rings announce (``rung``: a small message from a rank with a record here, a small
+ * collective of two such ranks) sleeps NET_NS at a time, using about no CPU; any other backs
  * off from BACKOFF_MIN_NS to BACKOFF_MAX_NS, as the shim's sleep-poll did before it had
- * doorbells, and is woken early where a ring comes.
+ * doorbells, and is woken early where a ring comes.  A large message to or from such a rank
+ * is rung at each of its steps above, but its wait backs off too: trusting those rings with
+ * the net made a blocking send whose receiver polls with MPI_Test 1.2-1.3x slower under ics
+ * than backing off (benchmarks.shim_trees, overlap_test -t 2), though its sleeps ended by
+ * rings.
  *
  * A rung wait's net is one constant timeout, not a backoff from a short first one: a net that
  * fires costs the rank a wake and its tests, and a futex sleep whose timeouts fired before was

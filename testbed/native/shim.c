@@ -375,15 +375,15 @@ static int recv_rung(MPI_Count count, MPI_Datatype datatype, int source, MPI_Com
 /* How a wait for a message of ``count`` ``datatype`` to or from rank ``peer`` of ``comm``
  * rings: a large message to or from one rank that can ring this one takes steps in which each
  * side's progress serves the other, so both sides ring each other as they go (they also ring
- * when they post it and when it completes: see SEND and RECEIVE) and the rings announce its
- * completion; a small one rings nobody as it goes, its completion announced by rings when
- * ``rung``. */
+ * when they post it and when it completes: see SEND and RECEIVE), its wait backing off
+ * (doorbell.c says why); a small one rings nobody as it goes, its completion announced by
+ * rings when ``rung``. */
 static struct tb_ringing message(MPI_Count count, MPI_Datatype datatype, int peer,
                                  MPI_Comm comm, int rung) {
     int other = small(count, datatype) || peer == MPI_ANY_SOURCE || !tb_can_ring_me(comm, peer)
                     ? -1
                     : tb_world_of(comm, peer);
-    return (struct tb_ringing){rung || other >= 0, MPI_COMM_NULL, other >= 0, other};
+    return (struct tb_ringing){rung, MPI_COMM_NULL, other >= 0, other};
 }
 
 /* How a collective on ``comm`` moving ``count`` ``datatype`` per message rings: its partners
