@@ -26,9 +26,11 @@ counts as disturbed.
 Figures of one run, per program and test: ``makespan`` (s, from ``summary.json``),
 ``small_latency_us`` (the small-message latency, us: each copy's median over the message sizes
 up to 1 KiB, so that a context switch landing in one size's loop, which adds about a timeslice
-over that loop's iterations, does not decide the figure) and ``kib_latency_us`` (the latency of
-1 KiB messages, us), the latencies each the median over the two copies that printed them (read
-from each job's stdout).  Per program and test the runs of each label make one sample per
+over that loop's iterations, does not decide the figure), ``kib_latency_us`` (the latency of
+1 KiB messages, us) and ``mib_latency_us`` (of 1 MiB messages, sent by rendezvous: a rank's
+progress then serves its peer's, us; none where a program stops short of 1 MiB), the
+latencies each the median over the two copies that printed them (read from each job's
+stdout).  Per program and test the runs of each label make one sample per
 figure (one value per repeat), summed up by ``testbed.experiments.comparison``: the median with
 its 95 % interval, the ratio to the reference's (``--reference``, default gang when it runs,
 else the first) with its own 95 % interval, and ``*`` where a difference is called
@@ -99,10 +101,11 @@ from testbed.policies import POLICIES
 CLIENTS = Path(__file__).parent / "clients"
 SCHEDULERS = tuple(POLICIES)
 KIB = 1024
+MIB = 1024 * KIB
 MPL = 2
 COPIES = 2
 ESTIMATE_S = 300.0
-METRICS = ("makespan", "small_latency_us", "kib_latency_us")
+METRICS = ("makespan", "small_latency_us", "kib_latency_us", "mib_latency_us")
 TARGET = ("fcs", "gang")
 TARGETS = {"makespan": 1.1, "small_latency_us": 1.5}
 
@@ -241,7 +244,8 @@ def read_case(run: Path, program: Program) -> dict[str, Any]:
         small = [median([us for size, us in t.items() if size <= KIB]) for t in printed]
         figures[test] = {"smallest_size": smallest,
                          "small_latency_us": median(small) if small else None,
-                         "kib_latency_us": _median_of(printed, KIB)}
+                         "kib_latency_us": _median_of(printed, KIB),
+                         "mib_latency_us": _median_of(printed, MIB)}
     try:
         disturbed = bool(json.loads((run / "load.json").read_text())["disturbed"])
     except (OSError, ValueError, KeyError):
@@ -272,7 +276,8 @@ def runs_of(cases: dict[tuple[str, int], dict[str, Any]], test: str,
                          "smallest_size": figures["smallest_size"],
                          "makespan": case["makespan"],
                          "small_latency_us": figures["small_latency_us"],
-                         "kib_latency_us": figures["kib_latency_us"]})
+                         "kib_latency_us": figures["kib_latency_us"],
+                         "mib_latency_us": figures.get("mib_latency_us")})
     return rows
 
 
@@ -344,7 +349,7 @@ def compare(program: str, test: str, runs: list[dict[str, Any]], reference: str)
     groups: dict[str, comparison.Group] = {}
     for row in runs:
         group = groups.setdefault(row["label"], comparison.Group(row["label"], row["scheduler"]))
-        group.add({m: row[m] for m in METRICS}, row["disturbed"], row["repeat"])
+        group.add({m: row.get(m) for m in METRICS}, row["disturbed"], row["repeat"])
     found = list(groups.values())
     records = comparison.summarize(found, list(METRICS), reference)
     return Result(program, test, runs, records, targets(found, records, reference))

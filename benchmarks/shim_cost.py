@@ -10,9 +10,14 @@
   its record), how its sleeps ended (``shim``: ``wakes_rung`` by the sender's doorbell,
   ``wakes_timed`` by the safety net) and the wake-up latency from the send to the receive
   returning (p50/p99), against MPICH's busy-polling;
-* ``os_pipe``: the operating system's own wake-up, the floor under the shim's: a forked child
-  sleeps as rank 1 does and writes its send time to a pipe on which this process is blocked in
-  a read (p50/p99 from the write to the read returning, and the reader's CPU share);
+* ``os_pipe`` and ``os_futex``: the operating system's own wake-up, the floor under the
+  shim's: a forked child sleeps as rank 1 does and writes its send time to a pipe on which
+  this process is blocked in a read, or stores it beside a futex word of a shared mapping on
+  which this process is blocked (no timeout) and wakes it, as the shim's doorbell does
+  (``clients/futex_wake.c``); p50/p99 from the send time to the read or wait returning, and
+  the waiter's CPU share, for short and long waits alike; ``os_futex_timed_2ms``: the futex
+  with every sleep timing out after 2 ms and sleeping again, as the shim's safety net did
+  before issue 40 (it shows what a timeout that fires costs the wake-up at the ring);
 * ``collectives``: the mean time of a two-rank ``MPI_Allreduce`` of 8 bytes and of an
   ``MPI_Barrier`` (microseconds; each call in a loop of ``--iterations``, nothing else
   running; a C program, ``clients/collective_cost.c``, so that no Python stands between the
@@ -27,10 +32,15 @@ With the shim the ranks run on shim records made for them as a node manager make
 set there, no node manager socket), so that they find and ring each other's doorbells as in
 the testbed.
 
+The wake-up cases run interleaved, each once a round, in an order rotated from round to
+round; each figure is the median over the rounds with its distribution-free interval, and the
+shim's p99 over the floors' is a ratio of the rounds' pairs with its interval
+(``testbed.experiments.stats``).
+
 Prints the figures as one JSON object; ``--markdown PAGE`` also writes them as a Markdown page
 with the host, the date and the command that wrote it.
 
-Usage: ``python -m benchmarks.shim_cost [--rounds 5] [--iterations 20000] [--waits 300]
+Usage: ``python -m benchmarks.shim_cost [--rounds 6] [--iterations 20000] [--waits 300]
 [--markdown PAGE]``
 """
 
@@ -38,21 +48,27 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import os
 import random
 import statistics
+import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import cffi
+
 from benchmarks.harness import host, invocation, markdown_table, median, now_iso, page_head
 from benchmarks.real_clients import CLIENTS, build_c_client
+from testbed.emulation import build
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import library_path
+from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
 from testbed.policies.spin import Spin
 from testbed.results.metrics import percentiles
 from testbed.shim_record import Record, record_path
@@ -127,33 +143,80 @@ def records(spin: Spin) -> Iterator[tuple[dict[str, str], list[Record]]]:
             record.remove()
 
 
-def pipe_wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
-    """The wake-up latency (us) of a process blocked in a pipe read, woken by a forked child
-    that sleeps ``low_ms`` to ``high_ms`` before each write of its send time, and the reader's
-    CPU share while waiting: the operating system's floor under the shim's wake-up."""
-    read_end, write_end = os.pipe()
+def _floor(waits: int, low_ms: float, high_ms: float, send: Callable[[int], None],
+           receive: Callable[[], int]) -> dict[str, object]:
+    """The wake-up latency (us) of this process blocked in ``receive`` (which returns the send
+    time it was given), woken by a forked child that sleeps ``low_ms`` to ``high_ms`` before
+    each ``send`` of its send time, and this process's CPU share while waiting."""
     child = os.fork()
     if child == 0:
-        os.close(read_end)
         rng = random.Random(1)
         for _ in range(waits):
             time.sleep(rng.uniform(low_ms, high_ms) / 1e3)
-            os.write(write_end, time.clock_gettime_ns(time.CLOCK_MONOTONIC).to_bytes(8, "little"))
+            send(time.clock_gettime_ns(time.CLOCK_MONOTONIC))
         os._exit(0)
-    os.close(write_end)
     latency, cpu, wall = [], 0.0, 0.0
     try:
         for _ in range(waits):
             c0, w0 = time.process_time(), time.perf_counter()
-            stamp = os.read(read_end, 8)
+            stamp = receive()
             now = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
             cpu += time.process_time() - c0
             wall += time.perf_counter() - w0
-            latency.append((now - int.from_bytes(stamp, "little")) / 1e3)
+            latency.append((now - stamp) / 1e3)
     finally:
-        os.close(read_end)
         os.waitpid(child, 0)
     return {"cpu_share": cpu / wall if wall else 0.0, "wakeup_us": percentiles(latency)}
+
+
+def pipe_wakeup(waits: int, low_ms: float, high_ms: float) -> dict[str, object]:
+    """``_floor`` with the send time written to a pipe on which this process is blocked in a
+    read: the operating system's floor under the shim's wake-up."""
+    read_end, write_end = os.pipe()
+
+    def send(stamp: int) -> None:
+        os.write(write_end, stamp.to_bytes(8, "little"))
+
+    try:
+        return _floor(waits, low_ms, high_ms, send,
+                      lambda: int.from_bytes(os.read(read_end, 8), "little"))
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+
+
+FUTEX_API = """uint32_t futex_await(uint32_t *word, uint32_t seen, long timeout_ns);
+void futex_ring(uint32_t *word);"""
+
+
+def futex_wakeup(waits: int, low_ms: float, high_ms: float,
+                 timeout_ns: int = 0) -> dict[str, object]:
+    """``_floor`` with the send time stored beside a futex word of a shared mapping on which
+    this process is blocked (``clients/futex_wake.c``, built on first use), the child adding 1
+    to the word and waking it: the floor of the shim's doorbell; with ``timeout_ns``, every
+    sleep times out after that many nanoseconds and sleeps again, as a safety net would."""
+    ffi = cffi.FFI()
+    ffi.cdef(FUTEX_API)
+    futex = ffi.dlopen(str(build.library("futex_wake", [CLIENTS / "futex_wake.c"],
+                                         ["cc", "-O2", "-fPIC", "-shared", "-Wall"])))
+    shared = mmap.mmap(-1, mmap.PAGESIZE)
+    buffer = ffi.from_buffer(shared)
+    word = ffi.cast("uint32_t *", buffer)
+    seen = [0]
+
+    def send(stamp: int) -> None:
+        struct.pack_into("=Q", shared, 8, stamp)
+        futex.futex_ring(word)
+
+    def receive() -> int:
+        seen[0] = futex.futex_await(word, seen[0], timeout_ns)
+        return struct.unpack_from("=Q", shared, 8)[0]
+
+    try:
+        return _floor(waits, low_ms, high_ms, send, receive)
+    finally:
+        ffi.release(buffer)
+        shared.close()
 
 
 def _run(mode: str, count: int, env: dict[str, str], sleep_ms: str = "2:10",
@@ -199,9 +262,81 @@ def _collectives(iterations: int, env: dict[str, str], spin: Spin | None = None
         return mpiexec(extra)
 
 
+SHORT, LONG = (2, 10), (20, 50)
+
+
+def wakeup_cases(waits: int, preload: dict[str, str], long_waits: bool
+                 ) -> dict[str, Callable[[], dict[str, Any]]]:
+    """The wake-up cases by name, each a run of ``waits`` waits (a third as many long ones):
+    the shim's spin-block and the operating system's floors, short and long waits (without
+    ``long_waits``, neither MPICH's busy-polling nor the long waits)."""
+    long_count = max(1, waits // 3)
+    cases: dict[str, Callable[[], dict[str, Any]]] = {
+        "shim_spin_block_100us": lambda: _blocked(_run("wakeup", waits, preload,
+                                                       spin=BLOCK_AFTER_100US)),
+        "os_pipe": lambda: pipe_wakeup(waits, *SHORT),
+        "os_futex": lambda: futex_wakeup(waits, *SHORT),
+        "os_futex_timed_2ms": lambda: futex_wakeup(waits, *SHORT, 2_000_000)}
+    if long_waits:
+        cases |= {
+            "mpich_busy_poll": lambda: _run("wakeup", waits, {}),
+            "shim_long_waits_20_50ms": lambda: _blocked(_run("wakeup", long_count, preload,
+                                                             "20:50", spin=BLOCK_AFTER_100US)),
+            "os_pipe_20_50ms": lambda: pipe_wakeup(long_count, *LONG),
+            "os_futex_20_50ms": lambda: futex_wakeup(long_count, *LONG)}
+    return cases
+
+
+FLOORS = {"shim_spin_block_100us": ("os_pipe", "os_futex"),
+          "shim_long_waits_20_50ms": ("os_pipe_20_50ms", "os_futex_20_50ms")}
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One wake-up case's runs (one a round) summed up: the median over the rounds of each
+    figure, with the interval of the p50 and p99 (``median_interval``), and the shim's wake
+    counts added up over the rounds."""
+    summary: dict[str, Any] = {"runs": runs}
+    for q in ("p50", "p99"):
+        iv = median_interval([r["wakeup_us"][q] for r in runs])
+        summary[q] = {"median": iv.value, "low": iv.low, "high": iv.high,
+                      "confidence": iv.confidence}
+    summary["wakeup_us"] = {q: summary[q]["median"] for q in ("p50", "p99")}
+    summary["cpu_share"] = statistics.median(r["cpu_share"] for r in runs)
+    if "asleep_cpu_share" in runs[0]:
+        summary["asleep_cpu_share"] = statistics.median(r["asleep_cpu_share"] for r in runs)
+        summary["shim"] = {k: sum(r["shim"][k] for r in runs) for k in ("wakes_rung",
+                                                                        "wakes_timed")}
+    return summary
+
+
+def wakeup_rounds(rounds: int, waits: int, preload: dict[str, str],
+                  long_waits: bool = True) -> dict[str, Any]:
+    """Each wake-up case once a round, interleaved, the order rotated by one case a round:
+    every case's ``_summary``, and for the shim's cases the ratio of its p99 to each floor's
+    in the same rounds (paired by round, ``ratio_interval``)."""
+    cases = wakeup_cases(waits, preload, long_waits)
+    names = list(cases)
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            runs[name].append(cases[name]())
+    result: dict[str, Any] = {"waits": waits, "rounds": rounds}
+    for name in names:
+        result[name] = _summary(runs[name])
+    for shim, floors in FLOORS.items():
+        if shim not in runs:
+            continue
+        for floor in floors:
+            iv = ratio_interval([x["wakeup_us"]["p99"] for x in runs[shim]],
+                                [x["wakeup_us"]["p99"] for x in runs[floor]], paired=True)
+            result[shim][f"p99_over_{floor}"] = None if iv is None else {
+                "ratio": iv.value, "low": iv.low, "high": iv.high, "confidence": iv.confidence}
+    return result
+
+
 def measure(rounds: int, iterations: int, waits: int,
             long_waits: bool = True) -> dict[str, object]:
-    """Ping-pong with and without the shim, the wake-up test and the operating system's floor
+    """Ping-pong with and without the shim, the wake-up test and the operating system's floors
     under it (see the module's text; without ``long_waits``, neither MPICH's busy-polling nor
     the 20-50 ms waits are run)."""
     preload = {"LD_PRELOAD": str(library_path(detect_mpi()))}
@@ -212,17 +347,7 @@ def measure(rounds: int, iterations: int, waits: int,
     pingpong = {"without_us": statistics.median(plain), "with_us": statistics.median(shimmed),
                 "ratio": statistics.median(shimmed) / statistics.median(plain),
                 "rounds": rounds, "iterations": iterations}
-    wakeup: dict[str, object] = {}
-    if long_waits:
-        wakeup["mpich_busy_poll"] = _run("wakeup", waits, {})
-    wakeup["shim_spin_block_100us"] = _blocked(_run("wakeup", waits, preload,
-                                                    spin=BLOCK_AFTER_100US))
-    if long_waits:
-        wakeup["shim_long_waits_20_50ms"] = _blocked(_run("wakeup", max(1, waits // 3), preload,
-                                                          "20:50", spin=BLOCK_AFTER_100US))
-    wakeup["os_pipe"] = pipe_wakeup(waits, 2, 10)
-    wakeup["waits"] = waits
-    return {"pingpong": pingpong, "wakeup": wakeup,
+    return {"pingpong": pingpong, "wakeup": wakeup_rounds(rounds, waits, preload, long_waits),
             "collectives": collective_cost(rounds, iterations, preload)}
 
 
@@ -256,8 +381,21 @@ COLLECTIVE_CALLS = {"MPI_Allreduce, 8 bytes": "allreduce_us",
                     "MPI_Barrier": "barrier_us"}
 WAKEUP_CASES = {"mpich_busy_poll": "MPICH busy-polling (no shim)",
                 "shim_spin_block_100us": "shim, blocking after 100 us (2-10 ms waits)",
+                "os_pipe": "the OS: a process blocked in a pipe read (2-10 ms)",
+                "os_futex": "the OS: a process blocked on a futex (2-10 ms)",
+                "os_futex_timed_2ms": "the OS: a futex, sleeping 2 ms at a time (2-10 ms)",
                 "shim_long_waits_20_50ms": "shim, blocking after 100 us (20-50 ms waits)",
-                "os_pipe": "the OS: a process blocked in a pipe read (2-10 ms)"}
+                "os_pipe_20_50ms": "the OS: a pipe read (20-50 ms)",
+                "os_futex_20_50ms": "the OS: a futex (20-50 ms)"}
+
+
+def _with_interval(figure: dict[str, Any], value: str) -> str:
+    """``figure`` (a median or ratio with ``low``, ``high`` and ``confidence``) as
+    ``value [low, high]``, its confidence after it when below 95 %."""
+    iv = Interval(figure[value], figure["low"], figure["high"], figure["confidence"])
+    if iv.low is None or iv.high is None:
+        return f"{iv.value:.3f}"
+    return f"{iv.value:.3f} [{iv.low:.3f}, {iv.high:.3f}]" + below_nominal(iv.confidence)
 
 
 def markdown(result: dict[str, Any], command: str, measured: str) -> str:
@@ -280,20 +418,34 @@ def markdown(result: dict[str, Any], command: str, measured: str) -> str:
                              [[name, coll[key]["without"], coll[key]["with_spin_block"],
                                coll[key]["ratio"]]
                               for name, key in COLLECTIVE_CALLS.items()]), "",
-             f"## A rank waiting for a late peer ({wake['waits']} waits)", "",
-             "Wake-up: from the peer's send to the receive returning.  CPU share: the waiting "
-             "rank's CPU time over its wait; asleep: over its time blocked (from its record).",
-             ""]
+             f"## A rank waiting for a late peer ({wake['waits']} short waits, a third as many "
+             f"long ones, a round; {wake['rounds']} rounds)", "",
+             "Wake-up: from the peer's send to the receive returning (the floors: to the read "
+             "or futex wait returning).  The cases run interleaved, each once a round; p50 and "
+             "p99 are the medians over the rounds of each round's percentile, with their 95 % "
+             "intervals (a lower confidence in brackets where the rounds are too few).  CPU "
+             "share: the waiting process's CPU time over its wait; asleep: over its time "
+             "blocked (from its record); both medians over the rounds.  Wakes rung and timed: "
+             "how the shim's sleeps ended (by the peer's ring, by the safety net), all rounds "
+             "together.", ""]
     rows = []
     for key, label in WAKEUP_CASES.items():
         if key in wake:
             case = wake[key]
             shim = case.get("shim", {})
-            rows.append([label, case["wakeup_us"]["p50"], case["wakeup_us"]["p99"],
-                         case["cpu_share"], case.get("asleep_cpu_share", "-"),
-                         shim.get("wakes_rung", "-"), shim.get("wakes_timed", "-")])
+            rows.append([label, _with_interval(case["p50"], "median"),
+                         _with_interval(case["p99"], "median"), case["cpu_share"],
+                         case.get("asleep_cpu_share", "-"), shim.get("wakes_rung", "-"),
+                         shim.get("wakes_timed", "-")])
     lines += markdown_table(["case", "p50 us", "p99 us", "CPU share", "asleep CPU share",
                              "wakes rung", "wakes timed"], rows)
+    ratios = [[WAKEUP_CASES[shim]] + [_with_interval(wake[shim][f"p99_over_{floor}"], "ratio")
+                                      if wake[shim].get(f"p99_over_{floor}") else "-"
+                                      for floor in floors]
+              for shim, floors in FLOORS.items() if shim in wake]
+    lines += ["", "The shim's p99 over the floors' p99 of the same rounds (the rounds' pairs' "
+              "ratio, Hodges-Lehmann, with its interval; the target is at most 1.2):", "",
+              *markdown_table(["case", "over the pipe's", "over the futex's"], ratios)]
     return "\n".join(lines) + "\n"
 
 
@@ -301,7 +453,8 @@ def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures as JSON (one object); with ``--markdown`` also write
     them as a page."""
     p = argparse.ArgumentParser(description="shim cost and spin-block behaviour")
-    p.add_argument("--rounds", type=int, default=5, help="alternations of with/without")
+    p.add_argument("--rounds", type=int, default=6,
+                   help="alternations of with/without, and rounds of the wake-up cases")
     p.add_argument("--iterations", type=int, default=20000, help="round trips per ping-pong")
     p.add_argument("--waits", type=int, default=300, help="waits in the wake-up test")
     p.add_argument("--markdown", metavar="PAGE", help="also write the figures as a Markdown page")

@@ -55,8 +55,13 @@ def test_shim_cost_puts_its_ranks_on_records_it_removes_afterwards():
     assert not any(Path(path).exists() for path in paths)
 
 
+def _figure(value: float, low: float | None, high: float | None, confidence: float) -> dict:
+    return {"median": value, "low": low, "high": high, "confidence": confidence}
+
+
 def test_shim_cost_page_shows_each_figure_it_was_given():
-    wake = {"wakeup_us": {"p50": 41.0, "p99": 150.0}, "cpu_share": 0.02}
+    wake = {"p50": _figure(41.0, 40.0, 45.0, 0.9375), "p99": _figure(150.0, 120.0, 160.0, 0.95),
+            "cpu_share": 0.02}
     result = {"host": {"uname": "Linux vm", "cpus": 2, "python": "3.11"},
               "pingpong": {"without_us": 1.5, "with_us": 1.6, "ratio": 1.0667, "rounds": 3,
                            "iterations": 100},
@@ -67,33 +72,46 @@ def test_shim_cost_page_shows_each_figure_it_was_given():
                                                 "ratio": 0.7917},
                               "barrier_us": {"without": 0.5, "with_spin_block": 0.2,
                                              "ratio": 0.4}},
-              "wakeup": {"waits": 12, "os_pipe": wake,
-                         "shim_spin_block_100us": {**wake, "asleep_cpu_share": 0.007,
-                                                   "shim": {"wakes_rung": 11, "wakes_timed": 1}}}}
+              "wakeup": {"waits": 12, "rounds": 5, "os_pipe": wake,
+                         "os_futex": {**wake, "p50": _figure(20.0, None, None, 0.95)},
+                         "shim_spin_block_100us": {
+                             **wake, "asleep_cpu_share": 0.007,
+                             "shim": {"wakes_rung": 11, "wakes_timed": 1},
+                             "p99_over_os_pipe": {"ratio": 1.1, "low": 0.9, "high": 1.3,
+                                                  "confidence": 0.9375},
+                             "p99_over_os_futex": None}}}
     page = shim_cost.markdown(result, "python -m benchmarks.shim_cost", "2026-11-25T15:00")
     assert "Written by `python -m benchmarks.shim_cost`" in page and "2026-11-25T15:00" in page
     assert "| 1.500 | 1.600 | 1.067 |" in page
     assert "| MPI_Allreduce, 8 bytes | 0.330 | 0.910 | 2.758 |" in page
     assert "| MPI_Iallreduce + MPI_Wait, 8 bytes | 1.200 | 0.950 | 0.792 |" in page
     assert "| MPI_Barrier | 0.500 | 0.200 | 0.400 |" in page
-    assert "| 41.000 | 150.000 | 0.020 | 0.007 | 11 | 1 |" in page
-    assert "MPICH busy-polling" not in page
+    assert ("| 41.000 [40.000, 45.000] (93.75 %) | 150.000 [120.000, 160.000] | 0.020 | 0.007 "
+            "| 11 | 1 |") in page
+    assert "| the OS: a process blocked on a futex (2-10 ms) | 20.000 | 150.000 [" in page
+    assert "| 1.100 [0.900, 1.300] (93.75 %) | - |" in page
+    assert "MPICH busy-polling" not in page and "20-50 ms" not in page
 
 
 @pytest.mark.realtime
 def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
-    out = _bench("benchmarks.shim_cost", "--rounds", "1", "--iterations", "300", "--waits", "12")
+    out = _bench("benchmarks.shim_cost", "--rounds", "2", "--iterations", "300", "--waits", "12")
     assert out["pingpong"]["ratio"] > 0 and out["pingpong"]["without_us"] > 0
     for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms",
-                 "os_pipe"):
+                 "os_pipe", "os_futex", "os_futex_timed_2ms", "os_pipe_20_50ms",
+                 "os_futex_20_50ms"):
         wake = out["wakeup"][case]
-        assert 0 <= wake["cpu_share"] <= 1.5
+        assert len(wake["runs"]) == 2 and 0 <= wake["cpu_share"] <= 1.5
         assert 0 < wake["wakeup_us"]["p50"] <= wake["wakeup_us"]["p99"]
-    for case in ("shim_spin_block_100us", "shim_long_waits_20_50ms"):
+    for case, floor in (("shim_spin_block_100us", "os_futex"),
+                        ("shim_long_waits_20_50ms", "os_pipe_20_50ms")):
         wake = out["wakeup"][case]
-        shim = wake["shim"]
-        assert shim["attached"] and shim["blocks"] >= 1 and shim["wakes_rung"] >= 1
-        assert wake["asleep_cpu_share"] == shim["blocked_cpu_s"] / shim["blocked_s"]
+        assert wake["p99_over_" + floor]["ratio"] > 0
+        for run in wake["runs"]:
+            shim = run["shim"]
+            assert shim["attached"] and shim["blocks"] >= 1 and shim["wakes_rung"] >= 1
+            assert run["asleep_cpu_share"] == shim["blocked_cpu_s"] / shim["blocked_s"]
+        assert wake["shim"]["wakes_rung"] == sum(r["shim"]["wakes_rung"] for r in wake["runs"])
     for call in ("allreduce_us", "iallreduce_us", "barrier_us"):
         cost = out["collectives"][call]
         assert cost["without"] > 0 and cost["with_spin_block"] > 0

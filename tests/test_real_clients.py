@@ -243,10 +243,13 @@ def test_quick_run_reports_every_program_and_label_with_intervals(tmp_path):
             assert run["statuses"] == ["done", "done"]
             load = json.loads((Path(run["run"]) / "load.json").read_text())
             assert load["disturbed"] == run["disturbed"] and load["wall_s"] > 0
-        assert len(result["records"]) == 2 * 3
+        assert len(result["records"]) == 2 * 4
         for r in result["records"]:
             if result["test"] == "barrier" and r["metric"] == "kib_latency_us":
                 assert r["n"] == 0      # a barrier has no 1 KiB message
+                continue
+            if r["metric"] == "mib_latency_us":
+                assert r["n"] == 0      # quick sweeps stop at 4 KiB
                 continue
             assert r["n"] == 2 and 0 < r["ci_low"] <= r["median"] <= r["ci_high"]
             assert 0 < r["ratio_low"] <= r["ratio"] <= r["ratio_high"]
@@ -277,8 +280,11 @@ def test_a_scheduler_named_twice_is_an_a_a_comparison(tmp_path):
     assert doc["labels"] == {"gang": "gang", "gang#2": "gang"}
     (result,) = doc["results"]
     second = [r for r in result["records"] if r["label"] == "gang#2"]
-    assert [r["metric"] for r in second] == ["makespan", "small_latency_us", "kib_latency_us"]
-    assert all(r["ratio"] == 1.0 and not r["significant"] for r in second)
+    assert [r["metric"] for r in second] == ["makespan", "small_latency_us", "kib_latency_us",
+                                             "mib_latency_us"]
+    # The fake runs stop short of 1 MiB: that figure has no value on either side.
+    assert [r["n"] for r in second][-1] == 0
+    assert all(r["ratio"] == 1.0 and not r["significant"] for r in second[:-1])
     assert result["targets"] == []
 
 

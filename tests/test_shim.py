@@ -180,6 +180,48 @@ def test_a_blocked_rank_is_woken_by_its_peers_doorbell(late):
         assert 0 < counters.blocked_cpu_s < counters.blocked_s, counters
 
 
+@pytest.mark.parametrize("late", [[BLOCKS, BLOCKS], [BLOCKS, Spin("forever")]])
+def test_large_messages_between_blocked_ranks_are_woken_by_rings(late):
+    """A large message (1 MiB, rendezvous) takes steps on both sides: the receiver rings its
+    sender when it posts and completes the receive, and both ring each other as their waits
+    go (which back off, at most 650 us a sleep), so blocked waits end by rings: a ping-pong,
+    a Sendrecv and a send left pending while its sender sleeps in a small receive that its
+    peer answers only after taking the large message (that receive's sleeps, with a safety
+    net of 10 minutes, end by rings alone).  The peer blocks too or, as a coscheduled FCS
+    process does, busy-waits."""
+    with _shimmed_job("large_exchange.py", "0.02", "5", spins=late,
+                      env={"TESTBED_SAFETY_NET_US": "6e8"}, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.strip() == "ok", err
+        blocking = [r.counters() for r, spin in zip(records, late, strict=True) if spin == BLOCKS]
+    for counters in blocking:
+        # 5 rounds of at least 2 waits each for a peer 20 ms late.
+        assert counters.blocks >= 10 and counters.wakes_rung >= counters.blocks // 2, counters
+
+
+def test_a_large_receive_polled_by_the_program_rings_its_blocked_sender():
+    """A large message taken by the program's own polling (MPI_Test, Testall, Testany,
+    Testsome; posted before or after the send, or matched by a probe and taken by Imrecv):
+    the test that completes it rings the sender asleep in its blocking send."""
+    spins = [BLOCKS, BLOCKS]
+    with _shimmed_job("polled_large.py", "0.02", "4", spins=spins,
+                      env={"TESTBED_SAFETY_NET_US": "6e8"}, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True) as shimmed:
+        records, job = shimmed
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.strip() == "ok", err
+        sender = records[1].counters()
+    # 4 rounds of 3 sends, at least one a round (the receive posted 20 ms late) blocking;
+    # the others block unless the receiver's test comes within the sender's 1 ms of spin.
+    # A blocked send backs off (at most 650 us a sleep) and is woken by the receiver's ring:
+    # the post's (late) or Imrecv's, and the test's that completes the receive.  Without
+    # the tests' rings 8 of 8-9 blocked sends were rung (the late posts' and the Imrecvs'),
+    # with them 15-27 sleeps of 13-19.
+    assert sender.blocks >= 4 and sender.wakes_rung >= 3 * 4, sender
+
+
 @pytest.mark.parametrize("native_collectives", [False, True])
 def test_ranks_that_spin_differently_still_match_their_collectives(native_collectives):
     """Under FCS the ranks of a job can be in different classes: a busy-waiting rank makes

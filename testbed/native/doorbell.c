@@ -5,6 +5,14 @@
  * by testing.  The shim sees both ends of every message, so it makes the wake-up itself:
  *
  * - after posting a send the sender rings the destination;
+ * - a large message (more than SMALL_BYTES in shim.c) takes steps in which each side's
+ *   progress serves the other (the receiver's handshake lets the sender go on, its
+ *   acknowledgement ends the send), so its receiver rings the source when it posts the
+ *   receive and when the receive completes (every rank of the communicator for
+ *   MPI_ANY_SOURCE, of the job for a receive matched by a probe), its sender rings the
+ *   destination again when the send completes, and both ring the other as their waits go, as
+ *   the ranks of a collective of two do (below); a wait on requests the shim did not follow
+ *   rings, once it completes, the ranks asleep in a call that waits on this one;
  * - a collective rings its partners after its first test (MPICH starts a nonblocking
  *   collective's schedule from the progress engine, so its first messages leave then) and
  *   when it completes; partners are every other rank of a communicator of up to
@@ -33,9 +41,20 @@
  * rank sleeps BACKOFF_MIN_NS at most, since that peer may need its progress at any moment.
  * Otherwise every sleep has a timeout, the safety net: a wait whose completion
  * the rings announce (``rung``: a small message from a rank with a record here, a small
- * collective of two such ranks) backs off from NET_FIRST_NS to NET_MAX_NS, using about no CPU;
- * any other backs off from BACKOFF_MIN_NS to BACKOFF_MAX_NS, as the shim's sleep-poll did
- * before it had doorbells, and is woken early where a ring comes.
+ * collective of two such ranks) sleeps NET_NS at a time, using about no CPU; any other backs
+ * off from BACKOFF_MIN_NS to BACKOFF_MAX_NS, as the shim's sleep-poll did before it had
+ * doorbells, and is woken early where a ring comes.  A large message to or from such a rank
+ * is rung at each of its steps above, but its wait backs off too: trusting those rings with
+ * the net made a blocking send whose receiver polls with MPI_Test 1.2-1.3x slower under ics
+ * than backing off (benchmarks.shim_trees, overlap_test -t 2), though its sleeps ended by
+ * rings.
+ *
+ * A rung wait's net is one constant timeout, not a backoff from a short first one: a net that
+ * fires costs the rank a wake and its tests, and a futex sleep whose timeouts fired before was
+ * measured waking later at the next ring (p50 12 us against 4.5 us for a sleep whose timeout
+ * never fires, two C processes on the 2-core VM).  A backoff from 2 ms fired at 2, 6 and 14 ms
+ * in waits that the ring ends anyway; the longest interval between two tests stays NET_NS, as
+ * it was at the end of the backoff.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -57,8 +76,7 @@
 
 #define BACKOFF_MIN_NS 20000L
 #define BACKOFF_MAX_NS 650000L
-#define NET_FIRST_NS 2000000L
-#define NET_MAX_NS 16000000L
+#define NET_NS 16000000L
 #define RING_ALL_MAX 8
 #define RELAYS 4
 #define TESTS_PER_WAKE 4
@@ -67,13 +85,16 @@ _Static_assert(offsetof(struct tb_record, doorbell) % 64 == 0,
                "the doorbell starts a cache line of its own");
 
 static struct tb_record *own;
-static long net_first_ns = NET_FIRST_NS, net_max_ns = NET_MAX_NS;
+static long net_ns = NET_NS;
 
 /* Peers' records by world rank, mapped on first need (peer_tried); NULL where a rank has none
  * on this host.  Only a rank attached to a record of the testbed has peers (world_size > 0). */
 static int world_size;
 static struct tb_record **peer_records;
 static unsigned char *peer_tried;
+/* Per world rank: which of its sleeps (its count of ended sleeps + 1) tb_ring_sleeps_on_me
+ * last rang, so that a program's polling rings each sleep once. */
+static uint64_t *rang_sleep;
 static char peer_prefix[224];
 static int world_all_here = -1;
 
@@ -89,7 +110,7 @@ static int world_size_from_env(void) {
 void tb_doorbell_init(struct tb_record *record, const char *run, const char *job,
                       double net_us) {
     own = record;
-    if (net_us > 0.0) net_first_ns = net_max_ns = (long)(net_us * 1e3);
+    if (net_us > 0.0) net_ns = (long)(net_us * 1e3);
     int size = world_size_from_env();
     if (run == NULL || job == NULL || size <= 0 ||
         snprintf(peer_prefix, sizeof peer_prefix, "/dev/shm/testbed-%s-%s-", run, job) >=
@@ -97,7 +118,8 @@ void tb_doorbell_init(struct tb_record *record, const char *run, const char *job
         return;
     peer_records = calloc((size_t)size, sizeof *peer_records);
     peer_tried = calloc((size_t)size, 1);
-    if (peer_records != NULL && peer_tried != NULL) world_size = size;
+    rang_sleep = calloc((size_t)size, sizeof *rang_sleep);
+    if (peer_records != NULL && peer_tried != NULL && rang_sleep != NULL) world_size = size;
 }
 
 /* The record of world rank ``world`` if it has one on this host (never this rank's own). */
@@ -295,6 +317,54 @@ static void ring_ranks(const int *world, int size, int news) {
 
 void tb_ring_world(void) { ring_ranks(NULL, world_size, 1); }
 
+void tb_ring_source(MPI_Comm comm, int source) {
+    if (world_size == 0) return;
+    if (source != MPI_ANY_SOURCE) {
+        tb_ring(comm, source);
+        return;
+    }
+    struct members *m = members_of(comm);
+    if (m != NULL)
+        ring_ranks(m->world, m->size, 1);
+    else
+        ring_ranks(NULL, world_size, 1);
+}
+
+void tb_ring_waiting_on_me(void) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    for (int r = 0; r < world_size; r++) {
+        struct tb_record *p = tb_peer(r);
+        if (p != NULL && __atomic_load_n(&p->waits_on, __ATOMIC_RELAXED) == own->rank)
+            ring_one(p, 1);
+    }
+}
+
+void tb_ring_sleeps_on_me(void) {
+    if (world_size == 0) return;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&own->step_sleepers, __ATOMIC_RELAXED) == 0) return;
+    for (int r = 0; r < world_size; r++) {
+        struct tb_record *p = tb_peer(r);
+        if (p == NULL || __atomic_load_n(&p->waits_on, __ATOMIC_RELAXED) != own->rank ||
+            !__atomic_load_n(&p->asleep, __ATOMIC_RELAXED))
+            continue;
+        /* Its sleeps so far, plus one: the sleep it is in or about to begin. */
+        uint64_t sleep = __atomic_load_n(&p->wakes_rung, __ATOMIC_RELAXED) +
+                         __atomic_load_n(&p->wakes_timed, __ATOMIC_RELAXED) + 1;
+        if (__atomic_exchange_n(&rang_sleep[r], sleep, __ATOMIC_RELAXED) != sleep)
+            ring_one(p, 1);
+    }
+}
+
+void tb_relay(const struct tb_ringing *ringing) {
+    if (ringing->peer < 0) {
+        tb_ring_partners(ringing->comm, 0);
+        return;
+    }
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    ring_one(tb_peer(ringing->peer), 0);
+}
+
 void tb_ring_self(void) {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     ring_one(own, 1);
@@ -344,10 +414,14 @@ static void sleep_on_doorbell(uint32_t bell, long ns) {
 }
 
 int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *done) {
-    long ns = ringing->rung ? net_first_ns : BACKOFF_MIN_NS;
-    long most = ringing->rung ? net_max_ns : BACKOFF_MAX_NS;
+    long ns = ringing->rung ? net_ns : BACKOFF_MIN_NS;
+    long most = ringing->rung ? net_ns : BACKOFF_MAX_NS;
     uint32_t news = __atomic_load_n(&own->news, __ATOMIC_RELAXED);
     int relays = RELAYS, woke = 0, rc;
+    /* A large message's other end is told that this rank may sleep on its steps (before
+     * the tests below: see tb_ring_sleeps_on_me). */
+    struct tb_record *other = ringing->relay ? tb_peer(ringing->peer) : NULL;
+    if (other != NULL) __atomic_add_fetch(&other->step_sleepers, 1, __ATOMIC_SEQ_CST);
     __atomic_add_fetch(&own->asleep, 1, __ATOMIC_SEQ_CST);
     __atomic_thread_fence(__ATOMIC_SEQ_CST); /* a store-load barrier on every architecture */
     for (;;) {
@@ -364,7 +438,7 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
             }
             if (relays > 0) {
                 relays--;
-                tb_ring_partners(ringing->comm, 0);
+                tb_relay(ringing);
             }
         }
         /* A peer polling inside MPI may need this rank's progress at any moment and cannot
@@ -375,5 +449,6 @@ int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *don
         ns = ns * 2 > most ? most : ns * 2;
     }
     __atomic_sub_fetch(&own->asleep, 1, __ATOMIC_RELAXED);
+    if (other != NULL) __atomic_sub_fetch(&other->step_sleepers, 1, __ATOMIC_RELAXED);
     return rc;
 }

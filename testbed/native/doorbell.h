@@ -9,19 +9,40 @@
 struct tb_ringing {
     int rung;      /* the peers' rings announce what completes the wait: a long safety net */
     MPI_Comm comm; /* a collective's communicator, whose partners it rings; else MPI_COMM_NULL */
-    int relay;     /* a collective of two ranks: also ring the other one as the wait goes */
+    int relay;     /* also ring the other side as the wait goes: ``peer``, else a collective's
+                      partners (a collective of two ranks) */
+    int peer;      /* world rank of a large message's other end, whose steps need this rank's
+                      progress as this rank's need its; -1: none */
 };
 
 /* A completion test: sets *done when the awaited operation(s) completed. */
 typedef int (*tb_test)(void *ctx, int *done);
 
 /* Use ``own`` as this rank's record; with ``run`` and ``job`` (NULL outside the testbed), map
- * the other ranks' records on first need.  ``net_us`` > 0 makes the safety net of a rung wait a
- * constant timeout of that many microseconds. */
+ * the other ranks' records on first need.  ``net_us`` > 0 makes the safety net of a rung wait
+ * that many microseconds instead of NET_NS. */
 void tb_doorbell_init(struct tb_record *own, const char *run, const char *job, double net_us);
 
 /* Ring rank ``rank`` of ``comm`` after posting a message to it. */
 void tb_ring(MPI_Comm comm, int rank);
+
+/* Ring the source of a receive of ``comm`` that may need its progress (a large message): rank
+ * ``source``, or every rank of ``comm`` for MPI_ANY_SOURCE. */
+void tb_ring_source(MPI_Comm comm, int source);
+
+/* Ring the other side of a wait that relays (struct tb_ringing), if it is asleep: a step of
+ * the wait, not news. */
+void tb_relay(const struct tb_ringing *ringing);
+
+/* Ring the ranks asleep in a call that waits on this one (their record's waits_on): a wait
+ * on requests the shim did not follow completed, and may have sent what they wait for. */
+void tb_ring_waiting_on_me(void);
+
+/* As tb_ring_waiting_on_me, for a program's own polling (MPI_Test*), and only while a peer
+ * sleeps on a large message's steps to or from this rank (its record's step_sleepers; else
+ * a fence and one load of this rank's record): each sleep of a rank is rung once at most,
+ * however often this rank polls while it lasts. */
+void tb_ring_sleeps_on_me(void);
 
 /* Ring every other rank of the job (a persistent request started: its peers are not known). */
 void tb_ring_world(void);

@@ -7,9 +7,9 @@
  *
  * A blocked rank sleeps on the doorbell in its record, and its peers ring it when they may
  * have given it something to complete (doorbell.c); a timeout on every sleep is the safety
- * net.  TESTBED_SAFETY_NET_US (unset by default) replaces the safety net's backoff, for the
- * waits whose completion the rings announce, by a constant timeout of that many microseconds:
- * a test sets it long to see that rings alone wake such waits.
+ * net.  TESTBED_SAFETY_NET_US (unset by default) replaces the safety net of the
+ * waits whose completion the rings announce (16 ms) by a timeout of that many microseconds: a
+ * test sets it long to see that rings alone wake such waits.
  *
  * Every wait is counted in the rank's shared record (shim_record.h), split by the coscheduled
  * flag the node manager sets, without the time the node manager kept the process stopped;
@@ -247,7 +247,7 @@ static int spin_block_counted(tb_test test, void *ctx, const struct tb_ringing *
         if (waited >= limit) break;
         rc = test(ctx, &done);
         if (ringing->relay && waited >= ring_at) {
-            tb_ring_partners(ringing->comm, 0);
+            tb_relay(ringing);
             ring_at *= 2;
         }
     }
@@ -322,7 +322,7 @@ static int wait_one(MPI_Request *req, MPI_Status *status, struct tb_ringing ring
 
 /* A wait that rings nobody as it goes; ``rung``: see struct tb_ringing. */
 static struct tb_ringing point_to_point(int rung) {
-    return (struct tb_ringing){rung, MPI_COMM_NULL, 0};
+    return (struct tb_ringing){rung, MPI_COMM_NULL, 0, -1};
 }
 
 struct all { int n; MPI_Request *reqs; MPI_Status *statuses; };
@@ -358,7 +358,7 @@ static int test_mprobe(void *c, int *done) {
 /* Whether ``count`` items of ``datatype`` make a message small enough to be sent eagerly in
  * one go (MPICH's shared-memory cells hold 8 KiB), so that the sender's ring is the only one
  * its receiver needs: a larger message takes steps in which each side's progress serves the
- * other, which nobody rings for. */
+ * other, for which both sides ring (``message``). */
 #define SMALL_BYTES 4096
 static int small(MPI_Count count, MPI_Datatype datatype) {
     int size;
@@ -372,44 +372,111 @@ static int recv_rung(MPI_Count count, MPI_Datatype datatype, int source, MPI_Com
     return small(count, datatype) && tb_can_ring_me(comm, source);
 }
 
+/* How a wait for a message of ``count`` ``datatype`` to or from rank ``peer`` of ``comm``
+ * rings: a large message to or from one rank that can ring this one takes steps in which each
+ * side's progress serves the other, so both sides ring each other as they go (they also ring
+ * when they post it and when it completes: see SEND and RECEIVE), its wait backing off
+ * (doorbell.c says why); a small one rings nobody as it goes, its completion announced by
+ * rings when ``rung``. */
+static struct tb_ringing message(MPI_Count count, MPI_Datatype datatype, int peer,
+                                 MPI_Comm comm, int rung) {
+    int other = small(count, datatype) || peer == MPI_ANY_SOURCE || !tb_can_ring_me(comm, peer)
+                    ? -1
+                    : tb_world_of(comm, peer);
+    return (struct tb_ringing){rung, MPI_COMM_NULL, other >= 0, other};
+}
+
 /* How a collective on ``comm`` moving ``count`` ``datatype`` per message rings: its partners
  * after its first test and when it completes; between two ranks, also as it goes, and then,
  * when small, its completion is announced by rings. */
 static struct tb_ringing collective(MPI_Count count, MPI_Datatype datatype, MPI_Comm comm) {
     int pair = tb_size_of(comm) == 2;
     return (struct tb_ringing){pair && small(count, datatype) && tb_all_can_ring_me(comm), comm,
-                               pair};
+                               pair, -1};
 }
 
 /* Waits on requests the program made itself: the shim does not follow them, so it cannot
- * tell whether whoever completes them rings; they keep the short safety net. */
+ * tell whether whoever completes them rings; they keep the short safety net.  Once one
+ * completes, the ranks asleep in a call that waits on this one are rung: a receive it
+ * completed may have sent the acknowledgement that ends their send. */
+static int waited(int rc) {
+    tb_ring_waiting_on_me();
+    return rc;
+}
+
 int MPI_Wait(MPI_Request *request, MPI_Status *status) {
     TB_ENTER(-1);
-    BUSY(PMPI_Wait(request, status))
-    return wait_one(request, status, point_to_point(0));
+    if (busy_waits()) {
+        struct tb_call c_ = call_begin();
+        return waited(call_end(c_, PMPI_Wait(request, status)));
+    }
+    return waited(wait_one(request, status, point_to_point(0)));
 }
 
 int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses) {
     TB_ENTER(-1);
-    BUSY(PMPI_Waitall(count, array_of_requests, array_of_statuses))
+    if (busy_waits()) {
+        struct tb_call c_ = call_begin();
+        return waited(call_end(c_, PMPI_Waitall(count, array_of_requests, array_of_statuses)));
+    }
     struct all c = {count, array_of_requests, array_of_statuses};
-    return spin_block(test_all, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
+    return waited(spin_block(test_all, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0, -1}));
 }
 
 int MPI_Waitany(int count, MPI_Request array_of_requests[], int *indx, MPI_Status *status) {
     TB_ENTER(-1);
-    BUSY(PMPI_Waitany(count, array_of_requests, indx, status))
+    if (busy_waits()) {
+        struct tb_call c_ = call_begin();
+        return waited(call_end(c_, PMPI_Waitany(count, array_of_requests, indx, status)));
+    }
     struct any c = {count, array_of_requests, indx, status};
-    return spin_block(test_any, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
+    return waited(spin_block(test_any, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0, -1}));
 }
 
 int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount,
                  int array_of_indices[], MPI_Status *array_of_statuses) {
     TB_ENTER(-1);
-    BUSY(PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices,
-                       array_of_statuses))
+    if (busy_waits()) {
+        struct tb_call c_ = call_begin();
+        return waited(call_end(c_, PMPI_Waitsome(incount, array_of_requests, outcount,
+                                                 array_of_indices, array_of_statuses)));
+    }
     struct some c = {incount, array_of_requests, outcount, array_of_indices, array_of_statuses};
-    return spin_block(test_some, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0});
+    return waited(spin_block(test_some, &c, &(struct tb_ringing){0, MPI_COMM_NULL, 0, -1}));
+}
+
+/* A program's own tests: the receive or send a test completed may have sent the
+ * acknowledgement that ends a large message's send, or taken the message whose handshake
+ * a blocked sender waits for, so once one completes, a rank asleep in a call that waits on
+ * this one is rung, once a sleep however often the program tests (a test that completes
+ * nothing rings nobody: the polling's other steps are left to the sleeper's safety net). */
+static int tested(int rc, int done) {
+    if (rc == MPI_SUCCESS && done) tb_ring_sleeps_on_me();
+    return rc;
+}
+
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
+    int rc = PMPI_Test(request, flag, status);
+    return tested(rc, *flag);
+}
+
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                MPI_Status array_of_statuses[]) {
+    int rc = PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
+    return tested(rc, *flag);
+}
+
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *indx, int *flag,
+                MPI_Status *status) {
+    int rc = PMPI_Testany(count, array_of_requests, indx, flag, status);
+    return tested(rc, *flag);
+}
+
+int MPI_Testsome(int incount, MPI_Request array_of_requests[], int *outcount,
+                 int array_of_indices[], MPI_Status array_of_statuses[]) {
+    int rc = PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices,
+                           array_of_statuses);
+    return tested(rc, *outcount > 0);
 }
 
 /* A probe waits for an envelope, which the sender's ring announces whatever the size. */
@@ -469,31 +536,59 @@ int MPI_Grequest_complete(MPI_Request request) {
     return rc;
 }
 
-/* A blocking call as its nonblocking form (which fills r_) plus a spin-block wait on r_. */
-#define NONBLOCKING_ONLY(NONBLOCKING, STATUS, RUNG)                                         \
+/* A blocking receive of COUNT DATATYPE from rank SOURCE of COMM: made as it is when the process
+ * busy-waits anyway, else as its nonblocking form (which fills r_) plus a spin-block wait on
+ * r_.  Blocking and nonblocking point-to-point operations match each other, so peers may
+ * differ in the form.  A large message's sender needs this rank's progress (the handshake
+ * that lets it send, the acknowledgement that ends its send), so the source is rung once the
+ * receive is posted and once it completes (every rank of COMM for MPI_ANY_SOURCE); a process
+ * that busy-waits makes the blocking call and rings after it, unless the source is asleep
+ * already: then it takes the nonblocking form too, as SEND does. */
+#define RECEIVE(BLOCKING, NONBLOCKING, STATUS, COUNT, DATATYPE, SOURCE, COMM)               \
     {                                                                                       \
+        TB_ENTER(tb_world_of(COMM, SOURCE));                                                \
+        int large_ = !small(COUNT, DATATYPE);                                               \
+        if (busy_waits() && !(large_ && tb_asleep(COMM, SOURCE))) {                         \
+            struct tb_call c_ = call_begin();                                               \
+            int rc_ = BLOCKING;                                                             \
+            if (large_) tb_ring_source(COMM, SOURCE);                                       \
+            return call_end(c_, rc_);                                                       \
+        }                                                                                   \
         MPI_Request r_;                                                                     \
         int rc_ = NONBLOCKING;                                                              \
-        return rc_ != MPI_SUCCESS ? rc_ : wait_one(&r_, STATUS, point_to_point(RUNG));      \
+        if (rc_ != MPI_SUCCESS) return rc_;                                                 \
+        if (large_) tb_ring_source(COMM, SOURCE);                                           \
+        rc_ = wait_one(&r_, STATUS, message(COUNT, DATATYPE, SOURCE, COMM,                  \
+                                            recv_rung(COUNT, DATATYPE, SOURCE, COMM)));     \
+        if (large_) tb_ring_source(COMM, SOURCE);                                           \
+        return rc_;                                                                         \
     }
 
-/* A blocking receive: made as it is when the process busy-waits anyway, else as its
- * nonblocking form (which fills r_) plus a spin-block wait on r_.  Blocking and nonblocking
- * point-to-point operations match each other, so peers may differ in the form. */
-#define SPIN_BLOCK(BLOCKING, NONBLOCKING, STATUS, RUNG, PEER)                               \
+/* A blocking receive of a message matched by a probe, whose source the shim does not know: a
+ * large one rings every rank of the job, as RECEIVE rings its source. */
+#define MATCHED_RECEIVE(BLOCKING, NONBLOCKING, STATUS, COUNT, DATATYPE)                     \
     {                                                                                       \
-        TB_ENTER(PEER);                                                                     \
+        TB_ENTER(-1);                                                                       \
         BUSY(BLOCKING)                                                                      \
-        NONBLOCKING_ONLY(NONBLOCKING, STATUS, RUNG)                                         \
+        int large_ = !small(COUNT, DATATYPE);                                               \
+        MPI_Request r_;                                                                     \
+        int rc_ = NONBLOCKING;                                                              \
+        if (rc_ != MPI_SUCCESS) return rc_;                                                 \
+        if (large_) tb_ring_world();                                                        \
+        rc_ = wait_one(&r_, STATUS, point_to_point(0));                                     \
+        if (large_) tb_ring_world();                                                        \
+        return rc_;                                                                         \
     }
 
-/* A blocking send to rank DEST of COMM: as a receive, and the destination is rung once the
- * message is posted.  A process that busy-waits makes the blocking call and rings after it
- * (which is when an eager message is posted), unless the destination is asleep already: then
- * it takes the nonblocking form too, so that a message needing the destination's progress
- * does not wait for its safety net.  The sender's own wait trusts no doorbell: a send that
- * does not complete at once needs the receiver's progress, and receivers do not ring. */
-#define SEND(BLOCKING, NONBLOCKING, COMM, DEST)                                             \
+/* A blocking send of COUNT DATATYPE to rank DEST of COMM: as a receive, and the destination
+ * is rung once the message is posted and, when large, once the send completes (its last
+ * step may be what the receiver waits for).  A process that busy-waits makes the blocking
+ * call and rings after it (which is when an eager message is posted), unless the destination
+ * is asleep already: then it takes the nonblocking form too, so that a message needing the
+ * destination's progress does not wait for its safety net.  A small send that does not
+ * complete at once waits for something its receiver does not ring for (the receive posted
+ * by an Ssend's peer, room for a buffered message), so its wait trusts no doorbell. */
+#define SEND(BLOCKING, NONBLOCKING, COUNT, DATATYPE, COMM, DEST)                            \
     {                                                                                       \
         TB_ENTER(tb_world_of(COMM, DEST));                                                  \
         if (busy_waits() && !tb_asleep(COMM, DEST)) {                                       \
@@ -506,7 +601,9 @@ int MPI_Grequest_complete(MPI_Request request) {
         int rc_ = NONBLOCKING;                                                              \
         if (rc_ != MPI_SUCCESS) return rc_;                                                 \
         tb_ring(COMM, DEST);                                                                \
-        return wait_one(&r_, MPI_STATUS_IGNORE, point_to_point(0));                         \
+        rc_ = wait_one(&r_, MPI_STATUS_IGNORE, message(COUNT, DATATYPE, DEST, COMM, 0));    \
+        if (!small(COUNT, DATATYPE)) tb_ring(COMM, DEST);                                   \
+        return rc_;                                                                         \
     }
 
 /* A nonblocking send: posted, then its destination rung. */
@@ -515,6 +612,26 @@ int MPI_Grequest_complete(MPI_Request request) {
         TB_ENTER(tb_world_of(COMM, DEST));                                                  \
         int rc_ = NONBLOCKING;                                                              \
         if (rc_ == MPI_SUCCESS) tb_ring(COMM, DEST);                                        \
+        return rc_;                                                                         \
+    }
+
+/* A nonblocking receive of a message matched by a probe: posted, then, for a large message,
+ * the ranks asleep in a call that waits on this one rung (its sender may wait for this
+ * rank's handshake; the shim does not know the source). */
+#define POST_MATCHED_RECEIVE(NONBLOCKING, COUNT, DATATYPE)                                  \
+    {                                                                                       \
+        TB_ENTER(-1);                                                                       \
+        int rc_ = NONBLOCKING;                                                              \
+        if (rc_ == MPI_SUCCESS && !small(COUNT, DATATYPE)) tb_ring_waiting_on_me();         \
+        return rc_;                                                                         \
+    }
+
+/* A nonblocking receive: posted, then, for a large message, its source rung (see RECEIVE). */
+#define POST_RECEIVE(NONBLOCKING, COUNT, DATATYPE, COMM, SOURCE)                            \
+    {                                                                                       \
+        TB_ENTER(tb_world_of(COMM, SOURCE));                                                \
+        int rc_ = NONBLOCKING;                                                              \
+        if (rc_ == MPI_SUCCESS && !small(COUNT, DATATYPE)) tb_ring_source(COMM, SOURCE);    \
         return rc_;                                                                         \
     }
 
@@ -554,10 +671,12 @@ static int wait_agreeing(MPI_Request *request, MPI_Comm comm) {
 }
 
 
-static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
+/* The wait of a Sendrecv, ringing as ``ringing`` says: one with a large message to or from
+ * a single peer as that message's (``message``), other large ones as waits the rings do not
+ * announce. */
+static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, struct tb_ringing ringing) {
     MPI_Status statuses[2];
     struct all c = {2, reqs, statuses};
-    struct tb_ringing ringing = point_to_point(rung);
     int rc = spin_block(test_all, &c, &ringing);
     if (status != MPI_STATUS_IGNORE) *status = statuses[0];
     return rc;
@@ -569,19 +688,23 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
     int MPI_Send##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int tag, \
         MPI_Comm comm)                                                                      \
         SEND(PMPI_Send##S(buf, count, datatype, dest, tag, comm),                           \
-             PMPI_Isend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)         \
+             PMPI_Isend##S(buf, count, datatype, dest, tag, comm, &r_), count,              \
+             datatype, comm, dest)                                                          \
     int MPI_Ssend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
         tag, MPI_Comm comm)                                                                 \
         SEND(PMPI_Ssend##S(buf, count, datatype, dest, tag, comm),                          \
-             PMPI_Issend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)        \
+             PMPI_Issend##S(buf, count, datatype, dest, tag, comm, &r_), count,             \
+             datatype, comm, dest)                                                          \
     int MPI_Rsend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
         tag, MPI_Comm comm)                                                                 \
         SEND(PMPI_Rsend##S(buf, count, datatype, dest, tag, comm),                          \
-             PMPI_Irsend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)        \
+             PMPI_Irsend##S(buf, count, datatype, dest, tag, comm, &r_), count,             \
+             datatype, comm, dest)                                                          \
     int MPI_Bsend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
         tag, MPI_Comm comm)                                                                 \
         SEND(PMPI_Bsend##S(buf, count, datatype, dest, tag, comm),                          \
-             PMPI_Ibsend##S(buf, count, datatype, dest, tag, comm, &r_), comm, dest)        \
+             PMPI_Ibsend##S(buf, count, datatype, dest, tag, comm, &r_), count,             \
+             datatype, comm, dest)                                                          \
     int MPI_Isend##S(const void *buf, COUNT count, MPI_Datatype datatype, int dest, int     \
         tag, MPI_Comm comm, MPI_Request *request)                                           \
         POST_SEND(PMPI_Isend##S(buf, count, datatype, dest, tag, comm, request), comm, dest)\
@@ -599,22 +722,34 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
                   dest)                                                                     \
     int MPI_Recv##S(void *buf, COUNT count, MPI_Datatype datatype, int source, int tag,     \
         MPI_Comm comm, MPI_Status *status)                                                  \
-        SPIN_BLOCK(PMPI_Recv##S(buf, count, datatype, source, tag, comm, status),           \
-                   PMPI_Irecv##S(buf, count, datatype, source, tag, comm, &r_), status,     \
-                   recv_rung(count, datatype, source, comm), tb_world_of(comm, source))     \
+        RECEIVE(PMPI_Recv##S(buf, count, datatype, source, tag, comm, status),              \
+                PMPI_Irecv##S(buf, count, datatype, source, tag, comm, &r_), status, count, \
+                datatype, source, comm)                                                     \
+    int MPI_Irecv##S(void *buf, COUNT count, MPI_Datatype datatype, int source, int tag,    \
+        MPI_Comm comm, MPI_Request *request)                                                \
+        POST_RECEIVE(PMPI_Irecv##S(buf, count, datatype, source, tag, comm, request),       \
+                     count, datatype, comm, source)                                         \
     int MPI_Mrecv##S(void *buf, COUNT count, MPI_Datatype datatype, MPI_Message *message,   \
         MPI_Status *status)                                                                 \
-        SPIN_BLOCK(PMPI_Mrecv##S(buf, count, datatype, message, status),                    \
-                   PMPI_Imrecv##S(buf, count, datatype, message, &r_), status, 0, -1)       \
+        MATCHED_RECEIVE(PMPI_Mrecv##S(buf, count, datatype, message, status),               \
+                        PMPI_Imrecv##S(buf, count, datatype, message, &r_), status, count,  \
+                        datatype)                                                           \
+    int MPI_Imrecv##S(void *buf, COUNT count, MPI_Datatype datatype, MPI_Message *message,  \
+        MPI_Request *request)                                                               \
+        POST_MATCHED_RECEIVE(PMPI_Imrecv##S(buf, count, datatype, message, request), count, \
+                             datatype)                                                      \
     int MPI_Sendrecv##S(const void *sendbuf, COUNT sendcount, MPI_Datatype sendtype, int    \
         dest, int sendtag, void *recvbuf, COUNT recvcount, MPI_Datatype recvtype, int       \
         source, int recvtag, MPI_Comm comm, MPI_Status *status) {                           \
         TB_ENTER(dest == source ? tb_world_of(comm, dest) : -1);                            \
-        if (busy_waits() && !tb_asleep(comm, dest)) {                                       \
+        int large_recv = !small(recvcount, recvtype);                                       \
+        if (busy_waits() && !tb_asleep(comm, dest) &&                                       \
+            !(large_recv && tb_asleep(comm, source))) {                                     \
             struct tb_call c_ = call_begin();                                               \
             int rc_ = PMPI_Sendrecv##S(sendbuf, sendcount, sendtype, dest, sendtag,         \
                 recvbuf, recvcount, recvtype, source, recvtag, comm, status);               \
             tb_ring(comm, dest);                                                            \
+            if (large_recv) tb_ring_source(comm, source);                                   \
             return call_end(c_, rc_);                                                       \
         }                                                                                   \
         MPI_Request reqs[2];                                                                \
@@ -627,8 +762,15 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, int rung) {
             return rc;                                                                      \
         }                                                                                   \
         tb_ring(comm, dest);                                                                \
-        return sendrecv_wait(reqs, status, small(sendcount, sendtype) &&                    \
-                             recv_rung(recvcount, recvtype, source, comm));                 \
+        if (large_recv) tb_ring_source(comm, source);                                       \
+        int large_send = !small(sendcount, sendtype);                                       \
+        rc = sendrecv_wait(reqs, status, large_send || large_recv                           \
+            ? message(large_send ? sendcount : recvcount, large_send ? sendtype : recvtype, \
+                      dest, comm, 0)                                                        \
+            : point_to_point(recv_rung(recvcount, recvtype, source, comm)));                \
+        if (large_send) tb_ring(comm, dest);                                                \
+        if (large_recv) tb_ring_source(comm, source);                                       \
+        return rc;                                                                          \
     }                                                                                       \
     int MPI_Bcast##S(void *buffer, COUNT count, MPI_Datatype datatype, int root, MPI_Comm   \
         comm)                                                                               \
@@ -706,7 +848,7 @@ int MPI_Barrier(MPI_Comm comm) {
         /* The last rank to arrive rings, so a meeting's end is announced; but the long safety
          * net is kept to two ranks, as for MPI_Ibarrier: with more, a rank's pending sends to
          * a peer that does not ring would progress only at its wakes. */
-        struct tb_ringing ringing = {a.size == 2, MPI_COMM_NULL, 0};
+        struct tb_ringing ringing = {a.size == 2, MPI_COMM_NULL, 0, -1};
         return spin_block(tb_test_arrived, &a, &ringing);
     }
     COLLECTIVE_MADE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)

@@ -66,7 +66,9 @@ struct tb_record {
     uint32_t doorbell;        /* futex word: peers add 1 when they ring */
     uint32_t asleep;          /* threads of the rank in a blocked wait: peers ring only then */
     uint32_t news;            /* rings that announced a new operation (not a step within one) */
-    uint32_t pad3[13];
+    uint32_t step_sleepers;   /* peers' threads in a blocked wait for a large message to or
+                                 from this rank, whose steps need this rank's progress */
+    uint32_t pad3[12];
     /* arrival counts, one per communicator slot agreed among its ranks (arrival.c), from
        offset 384: a rank adds 1 when it enters a barrier; its peers wait until theirs have
        been reached */
