@@ -101,13 +101,16 @@ class Matrix:
     the jobs need).
 
     Each row is kept as its busy PEs (a bit mask), its free PEs (ascending) and its jobs;
-    ``job_at`` reads a cell.
+    ``job_at`` reads a cell.  ``unbounded``: whether the matrix grows a row whenever a job fits
+    in no occupied row.
     """
 
     def __init__(self, mpl: int, pes: int, allocator: str = "buddy") -> None:
         if mpl < 0:
             raise ValueError(f"MPL must be at least 1, or {UNBOUNDED} for no limit, got {mpl}")
         self.limit = mpl
+        # an attribute, not a property: read on every placement and removal
+        self.unbounded = mpl == UNBOUNDED
         self.pes = pes
         self.busy: list[int] = [0] * mpl
         self.full = (1 << pes) - 1
@@ -125,11 +128,6 @@ class Matrix:
         """Number of time slots: the fixed number, or for an unbounded matrix the rows up to
         the highest one in use (empty rows below it included, though they hold no jobs)."""
         return len(self.busy)
-
-    @property
-    def unbounded(self) -> bool:
-        """Whether the matrix grows a row whenever a job fits in no occupied row."""
-        return self.limit == UNBOUNDED
 
     def job_at(self, slot: int, pe: int) -> str | None:
         """The job in the cell of ``pe`` in row ``slot``; None when it is free."""
