@@ -102,8 +102,18 @@ class Agenda:
         as it is yielded; entries pushed meanwhile are yielded too when due.  Timers yield
         entries of their kind (``what`` None) at most once each."""
         timers = list(self.timers.items())
+        heap, ordered, live = self.heap, self.ordered, self.live
+        heappop, popleft = heapq.heappop, ordered.popleft
         while True:
-            top = self._top()
+            # the earliest live entry, as _top finds it (inline: this runs once an entry)
+            while heap and not heap[0][4].live:
+                heappop(heap)
+            while ordered and not ordered[0][4].live:
+                popleft()
+            if heap:
+                top = ordered[0] if ordered and ordered[0] < heap[0] else heap[0]
+            else:
+                top = ordered[0] if ordered else None
             best = top[4] if top is not None and top[0] <= now else None
             for kind, timer in timers:
                 at = timer()
@@ -115,12 +125,12 @@ class Agenda:
             if best.seq < 0:
                 timers.remove((best.kind, self.timers[best.kind]))
             else:
-                if self.ordered and self.ordered[0] is top:
-                    self.ordered.popleft()
+                if ordered and ordered[0] is top:
+                    popleft()
                 else:
-                    heapq.heappop(self.heap)
+                    heappop(heap)
                 best.live = False
-                self.live[best.kind] -= 1
+                live[best.kind] -= 1
             yield best
 
     def next_at(self) -> float:

@@ -238,8 +238,10 @@ class EventLog:
         assert event in ("suspend", "resume"), event
         head = f'{{"t": {self._time(t)}, "event": "{event}", "job": '
         w = WRITERS
-        for job in jobs:
-            self._write(f"{head}{w[type(job)](job)}}}\n")
+        pending = self.pending
+        pending.extend([f"{head}{w[type(job)](job)}}}\n" for job in jobs])
+        if len(pending) >= self.batch:
+            self._drain()
 
     def _write(self, line: str) -> None:
         pending = self.pending

@@ -84,6 +84,46 @@ def test_alternates_fill_idle_pes_without_conflicts():
     assert m.alternates(0, prefer=["e"]) == ["e", "f"]
 
 
+def _alternates_by_full_pass(m: Matrix, slot: int, prefer: list[str]) -> list[str]:
+    """``alternates`` found the plain way: every placed job looked at, PE by PE."""
+    taken = {pe for home, pes in m.placed.values() if home == slot for pe in pes}
+    chosen = []
+    preferred = [job for job in prefer if job in m.placed]
+    for job in preferred + [job for job in m.placed if job not in preferred]:
+        home, pes = m.placed[job]
+        if home != slot and not taken & set(pes):
+            chosen.append(job)
+            taken |= set(pes)
+    return chosen
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("mpl", [3, UNBOUNDED])
+@pytest.mark.parametrize("allocator", ["buddy", "first-fit"])
+def test_alternates_kept_as_jobs_come_and_go_match_a_full_pass(seed, mpl, allocator):
+    rng = random.Random(seed)
+    m = Matrix(mpl=mpl, pes=16, allocator=allocator)
+    names = iter(range(10**6))
+    for _ in range(250):
+        step = rng.random()
+        if step < 0.45 or not m.placed:
+            where = list(m.candidates(rng.randint(1, 16)))
+            if where:
+                m.assign(f"j{next(names)}", *rng.choice(where))
+        elif step < 0.8:
+            m.remove(rng.choice(list(m.placed)))
+        else:                       # a job moved elsewhere (a migration), when it has room
+            job = rng.choice(list(m.placed))
+            size = len(m.placed[job][1])
+            m.remove(job)
+            where = list(m.candidates(size))
+            if where:
+                m.assign(job, *rng.choice(where))
+        for slot in m.occupied_slots():
+            prefer = rng.sample(sorted(m.placed), min(2, len(m.placed))) + ["gone"]
+            assert m.alternates(slot, prefer) == _alternates_by_full_pass(m, slot, prefer)
+
+
 def test_mpl_must_be_positive_or_unbounded():
     with pytest.raises(ValueError, match="or 0 for no limit"):
         Matrix(mpl=-1, pes=2)

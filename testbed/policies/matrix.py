@@ -16,7 +16,9 @@ so what the event log says about a job's row stays true.
 
 Each row also keeps its busy PEs as the bits of one integer, so that the allocators and the
 alternate search cost a few big-integer operations instead of a pass over every PE: the
-simulator runs the same matrix on 1,024 PEs over 100,000 jobs.
+simulator runs the same matrix on 1,024 PEs over 100,000 jobs.  For the same reason the
+alternate search keeps, per row it was asked about, the jobs whose PEs are all idle in that row
+(``_idle``), updated as jobs come and go rather than found again by a pass over every placed job.
 """
 
 from __future__ import annotations
@@ -99,13 +101,16 @@ class Matrix:
     the jobs need).
 
     Each row is kept as its busy PEs (a bit mask), its free PEs (ascending) and its jobs;
-    ``job_at`` reads a cell.
+    ``job_at`` reads a cell.  ``unbounded``: whether the matrix grows a row whenever a job fits
+    in no occupied row.
     """
 
     def __init__(self, mpl: int, pes: int, allocator: str = "buddy") -> None:
         if mpl < 0:
             raise ValueError(f"MPL must be at least 1, or {UNBOUNDED} for no limit, got {mpl}")
         self.limit = mpl
+        # an attribute, not a property: read on every placement and removal
+        self.unbounded = mpl == UNBOUNDED
         self.pes = pes
         self.busy: list[int] = [0] * mpl
         self.full = (1 << pes) - 1
@@ -115,17 +120,14 @@ class Matrix:
         self.masks: dict[str, int] = {}
         self.slots: list[dict[str, None]] = [{} for _ in range(mpl)]
         self.all_pes = list(range(pes))
+        # per row: the placed jobs (in placement order) none of whose PEs is busy in it
+        self._idle: dict[int, dict[str, None]] = {}
 
     @property
     def mpl(self) -> int:
         """Number of time slots: the fixed number, or for an unbounded matrix the rows up to
         the highest one in use (empty rows below it included, though they hold no jobs)."""
         return len(self.busy)
-
-    @property
-    def unbounded(self) -> bool:
-        """Whether the matrix grows a row whenever a job fits in no occupied row."""
-        return self.limit == UNBOUNDED
 
     def job_at(self, slot: int, pe: int) -> str | None:
         """The job in the cell of ``pe`` in row ``slot``; None when it is free."""
@@ -174,6 +176,7 @@ class Matrix:
         self.placed[job] = (slot, pes)
         self.masks[job] = mask
         self.slots[slot][job] = None
+        self._placed_idle(job, slot, mask)
 
     def assign_lowest(self, job: str, slot: int, size: int) -> Placement:
         """Put ``job`` on the ``size`` lowest free PEs of row ``slot`` (first fit's choice
@@ -189,7 +192,21 @@ class Matrix:
         self.placed[job] = (slot, pes)
         self.masks[job] = mask
         self.slots[slot][job] = None
+        self._placed_idle(job, slot, mask)
         return pes
+
+    def _placed_idle(self, job: str, slot: int, mask: int) -> None:
+        """Keep ``_idle`` true after ``job`` took the PEs of ``mask`` in row ``slot``: jobs
+        on those PEs are no longer idle there, and ``job`` (the latest placed) is idle in each
+        other kept row where its PEs are free."""
+        busy = self.busy
+        for row, idle in self._idle.items():
+            if row == slot:
+                masks = self.masks
+                self._idle[row] = dict.fromkeys(compress(idle, map(
+                    operator.not_, map(mask.__and__, map(masks.__getitem__, idle)))))
+            elif not busy[row] & mask:
+                idle[job] = None
 
     def remove(self, job: str) -> None:
         """Free the cells of ``job`` (an unbounded matrix then drops the empty rows at its
@@ -207,10 +224,15 @@ class Matrix:
             end = bisect.bisect_left(free_pes, max(pes), at)
             free_pes[at:end] = sorted([*free_pes[at:end], *pes])
         del self.slots[slot][job]
+        idle_rows = self._idle
+        idle_rows.pop(slot, None)       # jobs may be idle there now: found again when asked
+        for idle in idle_rows.values():
+            idle.pop(job, None)
         if self.unbounded:
             while self.slots and not self.slots[-1]:
                 for rows in (self.busy, self.free_pes, self.slots):
                     rows.pop()
+                idle_rows.pop(len(self.busy), None)
 
     def _grow(self, rows: int) -> None:
         """Add empty rows up to ``rows``."""
@@ -238,23 +260,26 @@ class Matrix:
         full = self.full
         if busy == full:
             return []
-        placed, masks = self.placed, self.masks
+        masks = self.masks
+        idle = self._idle.get(slot)
+        if idle is None:
+            idle = self._idle[slot] = dict.fromkeys(compress(masks, map(
+                operator.not_, map(busy.__and__, masks.values()))))
         chosen = []
-        preferred = [job for job in prefer if job in placed]
-        for job in preferred:
+        for job in filter(idle.__contains__, prefer):
             mask = masks[job]
-            if not busy & mask and placed[job][0] != slot:
+            if not busy & mask:
                 chosen.append(job)
                 busy |= mask
                 if busy == full:
                     return chosen
-        first = set(preferred)
-        # the others in placement order whose PEs are idle now, picked out in C (those of the
-        # slot itself are busy there); each is checked again as alternates take PEs
-        idle = map(operator.not_, map(busy.__and__, masks.values()))
-        for job in compress(masks, idle):
+        # the others in placement order, those clear of the chosen picked out in C (a preferred
+        # one is not: chosen, or refused for PEs that stay taken); each is checked again as
+        # alternates take PEs
+        clear = map(operator.not_, map(busy.__and__, map(masks.__getitem__, idle)))
+        for job in compress(idle, clear):
             mask = masks[job]
-            if job not in first and not busy & mask and placed[job][0] != slot:
+            if not busy & mask:
                 chosen.append(job)
                 busy |= mask
                 if busy == full:
