@@ -49,6 +49,11 @@ def test_no_interval_cannot_tell():
     assert judge(Interval(2.0, None, None), above(1.0)) == Decision(CANNOT_TELL, "no interval")
 
 
+def test_a_levels_band_lies_around_it_and_a_ratios_around_its_effect():
+    assert claims.around(0.075).describe() == "in [0.05, 0.1125]"
+    assert claims.magnitude(1.18).describe() == "in [1.12, 1.27]"
+
+
 def test_an_interval_of_too_few_runs_gives_no_verdict():
     inside = Interval(1.0, 0.9, 1.1, confidence=0.75)
     decision = judge(inside, within(0.8, 1.25))

@@ -140,6 +140,13 @@ def magnitude(published: float, factor: float = 1.5) -> Region:
     return within(low, high)
 
 
+def around(published: float, factor: float = 1.5) -> Region:
+    """Where a level (a fraction, a count: not a ratio to something) whose published value is
+    ``published`` lies at "the same magnitude": between it over ``factor`` and it times
+    ``factor``."""
+    return within(published / factor, published * factor)
+
+
 def figure(direction: Decision | None, interval: Interval | None, published: float,
            region: Region, not_comparable: str | None = None) -> Decision:
     """The verdict on a figure the paper gives (``published``) whose direction is judged by

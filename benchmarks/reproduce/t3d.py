@@ -30,6 +30,7 @@ from benchmarks.reproduce.claims import (
     DISAGREES,
     Decision,
     Finding,
+    around,
     every,
     figure,
     magnitude,
@@ -169,7 +170,9 @@ def _production(ctx: Context) -> dict[str, Finding]:
         level = stats.median_interval(figures[key])
         found[key] = Finding(f"interactive {shown}: {show(level)}" if key != "t3d-prod-preempted"
                              else f"{shown}: {show(level)}",
-                             figure(None, level, published, magnitude(published), MINIATURE),
+                             figure(None, level, published,
+                                    magnitude(published) if published > 1 else around(published),
+                                    MINIATURE),
                              setup)
     return found
 
