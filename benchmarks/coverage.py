@@ -393,7 +393,8 @@ def markdown(records: list[dict[str, Any]], meta: dict[str, Any], command: str) 
     return "\n".join(lines)
 
 
-def _sizes(text: str) -> tuple[int, ...]:
+def sizes_arg(text: str) -> tuple[int, ...]:
+    """``--sizes``: comma-separated run counts, each at least 2 (argparse type)."""
     try:
         sizes = tuple(int(part) for part in text.split(",") if part.strip())
     except ValueError:
@@ -413,7 +414,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--draws", type=int, default=None, help=f"per cell (default {DRAWS})")
     p.add_argument("--families", type=int, default=None,
                    help=f"of {FAMILY} A/A comparisons per cell (default {FAMILIES})")
-    p.add_argument("--sizes", type=_sizes, default=None,
+    p.add_argument("--sizes", type=sizes_arg, default=None,
                    help=f"runs a side, comma-separated (default {','.join(map(str, SIZES))})")
     p.add_argument("--seed", type=int, default=SEED)
     p.add_argument("--json", action="store_true", help="one JSON record per line")
