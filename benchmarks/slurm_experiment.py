@@ -11,15 +11,13 @@ prints a table and the figures as JSON (one object).
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import host, median, now_iso, table
-from testbed.experiments import stats
+from benchmarks import paired_walls
 
 EXPERIMENT = """
 repeats = 3
@@ -64,28 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description="an experiment's wall time, locally and via Slurm")
     p.add_argument("--rounds", type=int, default=3, help="interleaved pairs (>= 1)")
     args = p.parse_args(argv)
-    walls: dict[str, list[float]] = {"local": [], "slurm": []}
     with tempfile.TemporaryDirectory(prefix="testbed-slurm-bench-") as tmp:
         cwd = Path(tmp)
         (cwd / "w.txt").write_text(WORKLOAD)
         (cwd / "e.toml").write_text(EXPERIMENT)
-        for n in range(args.rounds):
-            order = ("local", "slurm") if n % 2 == 0 else ("slurm", "local")
-            for way in order:
-                out = f"{way}-{n}"
-                walls[way].append(local(cwd, out) if way == "local" else through_slurm(cwd, out))
-                print(f"round {n + 1} {way}: {walls[way][-1]:.1f} s", file=sys.stderr)
-    ratio = stats.ratio_interval(walls["slurm"], walls["local"], paired=True)
-    record = {"host": host(), "date": now_iso(), "rounds": args.rounds,
-              "runs_per_experiment": 6, "local_s": walls["local"], "slurm_s": walls["slurm"],
-              "local_median_s": median(walls["local"]), "slurm_median_s": median(walls["slurm"]),
-              "ratio": None if ratio is None else {"value": ratio.value, "low": ratio.low,
-                                                   "high": ratio.high,
-                                                   "confidence": ratio.confidence}}
-    print(table(["way", "median s", "each s"],
-                [[w, f"{median(v):.1f}", " ".join(f"{x:.1f}" for x in v)]
-                 for w, v in walls.items()]))
-    print(json.dumps(record))
+        walls = paired_walls.interleaved(args.rounds, {
+            "local": lambda out: local(cwd, out), "slurm": lambda out: through_slurm(cwd, out)})
+    record = {**paired_walls.figures(walls, "slurm", "local"), "runs_per_experiment": 6}
+    paired_walls.report(walls, record, "way")
     return 0
 
 

@@ -11,15 +11,13 @@ timing lock on a shared machine.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from benchmarks.harness import host, median, now_iso, table
-from testbed.experiments import stats
+from benchmarks import paired_walls
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -51,30 +49,13 @@ def main(argv: list[str] | None = None) -> int:
             not (args.baseline / (args.command[0].replace(".", "/") + ".py")).exists():
         p.error(f"--baseline {args.baseline}: has no module {args.command[0]}")
     trees = {"baseline": args.baseline.resolve(), "this": HERE}
-    walls: dict[str, list[float]] = {"baseline": [], "this": []}
     with tempfile.TemporaryDirectory(prefix="testbed-versions-") as tmp:
-        for n in range(args.rounds):
-            order = ("baseline", "this") if n % 2 == 0 else ("this", "baseline")
-            for which in order:
-                walls[which].append(timed(trees[which], args.command,
-                                          Path(tmp) / f"{which}-{n}"))
-                print(f"round {n + 1} {which}: {walls[which][-1]:.1f} s", file=sys.stderr)
-    ratio = stats.ratio_interval(walls["this"], walls["baseline"], paired=True)
-    test = stats.signed_rank_test(walls["this"], walls["baseline"])
-    record = {"host": host(), "date": now_iso(), "command": args.command,
-              "baseline": str(trees["baseline"]), "rounds": args.rounds,
-              "baseline_s": [round(w, 2) for w in walls["baseline"]],
-              "this_s": [round(w, 2) for w in walls["this"]],
-              "baseline_median_s": round(median(walls["baseline"]), 2),
-              "this_median_s": round(median(walls["this"]), 2),
-              "ratio": None if ratio is None else {"value": ratio.value, "low": ratio.low,
-                                                   "high": ratio.high,
-                                                   "confidence": ratio.confidence},
-              "p": None if test is None else test.p}
-    print(table(["code", "median s", "each s"],
-                [[w, f"{median(v):.1f}", " ".join(f"{x:.1f}" for x in v)]
-                 for w, v in walls.items()]))
-    print(json.dumps(record))
+        walls = paired_walls.interleaved(args.rounds, {
+            which: (lambda out, tree=tree: timed(tree, args.command, Path(tmp) / out))
+            for which, tree in trees.items()})
+    record = {**paired_walls.figures(walls, "this", "baseline"), "command": args.command,
+              "baseline": str(trees["baseline"])}
+    paired_walls.report(walls, record, "code")
     return 0
 
 
