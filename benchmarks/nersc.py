@@ -29,7 +29,8 @@ jobs, mean and median, the migrations the balancer made, and the makespan; with 
 the median over seeds and the range.  Writes ``nersc.json`` and ``nersc.png`` under ``--out``;
 ``--json`` prints one record per configuration and seed: ``{"config", "seed", "utilization",
 "large_mean", "large_median", "small_mean", "small_median", "large_wait", "small_wait",
-"migrations", "makespan"}`` (``large_wait``, ``small_wait``: mean waits, s).
+"migrations", "makespan", "busy", "held_idle", "free_idle"}`` (``large_wait``, ``small_wait``:
+mean waits, s; the last three: how the PE-time up to the last arrival divides, ``pe_time``).
 ``--markdown PAGE`` also writes the table as a page, with the host, the date and the command
 recorded.
 """
@@ -121,7 +122,63 @@ def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dic
             "large_wait": _stat(statistics.fmean, large_w),
             "small_wait": _stat(statistics.fmean, small_w),
             "migrations": migrations, "makespan": round(summary["makespan"], 3),
-            "large": len(large_r), "small": len(small_r)}
+            "large": len(large_r), "small": len(small_r), **pe_time(evs, pes)}
+
+
+def pe_time(evs: list[dict[str, Any]], pes: int) -> dict[str, float]:
+    """How the machine's PE-time from the start to the last arrival divides (shares of
+    ``pes`` x that span, 0-1): ``busy`` (a job runs on the PE), ``held_idle`` (the PE holds
+    the job of a matrix row that is not running, and none that is) and ``free_idle`` (no job
+    holds it).  Where the balancer or gang scheduling loses time shows here: a PE waiting
+    for its row is idle although it holds work."""
+    until = max((e["t"] for e in evs if e["event"] == "arrival"), default=0.0)
+    held, running = [0] * pes, [0] * pes
+    where: dict[str, list[int]] = {}
+    active: set[str] = set()
+    share = {"busy": 0.0, "held_idle": 0.0, "free_idle": 0.0}
+    count = {"busy": 0, "held_idle": 0, "free_idle": pes}
+    last = 0.0
+
+    def state(pe: int) -> str:
+        return "busy" if running[pe] else "held_idle" if held[pe] else "free_idle"
+
+    def change(job: str, hold: int, run: int) -> None:
+        for pe in where[job]:
+            count[state(pe)] -= 1
+            held[pe] += hold
+            running[pe] += run
+            count[state(pe)] += 1
+
+    for e in evs:
+        kind, job = e["event"], e.get("job")
+        if kind not in ("start", "resume", "suspend", "finish", "migrate"):
+            continue
+        now = min(e["t"], until)
+        for key in share:
+            share[key] += count[key] * (now - last)
+        last = now
+        if kind == "start":
+            where[job] = list(e["pes"])
+            active.add(job)
+            change(job, 1, 1)
+        elif kind == "resume" and job not in active:
+            active.add(job)
+            change(job, 0, 1)
+        elif kind == "suspend" and job in active:
+            active.discard(job)
+            change(job, 0, -1)
+        elif kind == "finish" and job in where:
+            change(job, -1, -1 if job in active else 0)
+            active.discard(job)
+        elif kind == "migrate" and job in where:
+            run = 1 if job in active else 0
+            change(job, -1, -run)
+            where[job] = list(e["pes"])
+            change(job, 1, run)
+    for key in share:
+        share[key] += count[key] * (until - last)
+    total = pes * until
+    return {key: round(value / total, 3) if total else 0.0 for key, value in share.items()}
 
 
 def _stat(stat: Callable[[list[float]], float], values: list[float]) -> float | None:

@@ -963,3 +963,23 @@ def test_t3d_schemes_are_compared_job_by_job_where_the_records_pair_them():
     near = {**a, "versus": {"easy": t3d_fig6.paired(close, heavy, 100)}}
     assert t3d_fig6.compare(near, b) == "below"
     assert t3d_fig6.compare(near, b, t3d_fig6.family(10_000)) == "overlap"  # one of many
+
+
+def test_nersc_pe_time_divides_the_span_up_to_the_last_arrival():
+    from benchmarks.nersc import pe_time
+    evs = [{"t": 0.0, "event": "arrival", "job": "a"},
+           {"t": 0.0, "event": "start", "job": "a", "pes": [0, 1]},
+           {"t": 0.0, "event": "arrival", "job": "b"},
+           {"t": 0.0, "event": "start", "job": "b", "pes": [0]},
+           {"t": 0.0, "event": "suspend", "job": "b"},
+           {"t": 2.0, "event": "suspend", "job": "a"},
+           {"t": 2.0, "event": "resume", "job": "b"},
+           {"t": 3.0, "event": "finish", "job": "b"},
+           {"t": 3.0, "event": "migrate", "job": "a", "pes": [2, 3]},
+           {"t": 3.0, "event": "resume", "job": "a"},
+           {"t": 4.0, "event": "arrival", "job": "c"},
+           {"t": 9.0, "event": "finish", "job": "a"}]
+    # 4 PEs over 4 s = 16 PE-s: busy 2x2 (a) + 1 (b) + 2x1 (a after moving) = 7;
+    # held idle: PE 1 holds the suspended a while b runs, 1; free: the rest, 8
+    assert pe_time(evs, 4) == {"busy": round(7 / 16, 3), "held_idle": round(1 / 16, 3),
+                               "free_idle": round(8 / 16, 3)}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import statistics
 from typing import Any
 
 from benchmarks import nersc
@@ -134,10 +135,23 @@ def judge_records(records: list[dict[str, Any]], setup: str,
     steps = [paired(subject, reference, "utilization") for reference, subject, _ in TABLE_6]
     cells = [(stats.ratio_interval(a, b, paired=True), above(1.0), stats.signed_rank_test(a, b))
              for a, b in steps]
+    def pe_time(config: str) -> str:
+        mine = [r for r in records if r["config"] == config]
+        return f"{config} " + "/".join(
+            f"{statistics.median(r[key] for r in mine):.3f}"
+            for key in ("busy", "held_idle", "free_idle"))
+
+    shown = [c for c in ("before", "split-gang", "nersc")
+             if any(r["config"] == c for r in records)]
+    shares = ""
+    if shown and all("busy" in r for r in records):
+        shares = ("; PE-time up to the last arrival, busy / idle holding a job of a row not "
+                  "running / idle holding none (medians over seeds): "
+                  + ", ".join(pe_time(c) for c in shown))
     return {
         "t3e-utilization-steps": Finding(
             "; ".join(f"utilization {a} / {b}: {show(cell[0])} (the paper's: {x:.3g})"
-                      for (b, a, x), cell in zip(TABLE_6, cells, strict=True)),
+                      for (b, a, x), cell in zip(TABLE_6, cells, strict=True)) + shares,
             every(*judge_cells(cells, null=1.0)), setup, plots),
         "t3e-utilization": Finding(
             f"nersc utilization {show(level)} (median over seeds)",

@@ -215,11 +215,12 @@ def _overheads(ctx: Context) -> dict[str, Finding]:
     found = {}
     one, many = samples["launch_overhead_s[n=1]"], samples.get(f"launch_overhead_s[n={pes}]")
     if pes > 1 and many is not None:
-        ratio = stats.ratio_interval(many, one)
+        ratio = stats.ratio_interval(many, one, paired=True)
         found["thesis-t5.1"] = Finding(
             f"N={pes} / N=1: {show(ratio)} (N=1 {show(stats.median_interval(one))} s)",
-            judge(ratio, FLAT, p_of(stats.rank_test(many, one)), null=1.0),
-            f"{rounds} rounds of 3 empty jobs per N under fcfs; flat: ratio {FLAT.describe()}")
+            judge(ratio, FLAT, p_of(stats.signed_rank_test(many, one)), null=1.0),
+            f"{rounds} rounds of 3 empty jobs per N under fcfs, the N paired by round "
+            f"(Hodges-Lehmann, Wilcoxon signed-rank); flat: ratio {FLAT.describe()}")
     found["thesis-f5.1"] = Finding(
         *linearity(runtimes),
         f"{rounds} rounds; k copies of a {pes}-rank fine-grained all-to-all job of {work:g} s "
@@ -274,14 +275,15 @@ def _work_overhead(ctx: Context, launch: list[float]) -> dict[str, Finding]:
             measured = launch_overhead.measure(pes, 1, 0.5, w)
             overhead[w].append(measured["median_s"])
             launch.append(measured["runtime_median_s"])
-    ratio = stats.ratio_interval(overhead[works[-1]], overhead[works[0]])
+    ratio = stats.ratio_interval(overhead[works[-1]], overhead[works[0]], paired=True)
     return {"thesis-t5.2": Finding(
         f"W={works[-1]:g} s / W={works[0]:g} s: {show(ratio)} (overhead, s: " + ", ".join(
             f"W={w:g}: {_median(overhead[w])}" for w in works) + ")",
-        judge(ratio, FLAT, p_of(stats.rank_test(overhead[works[-1]], overhead[works[0]])),
-              null=1.0),
+        judge(ratio, FLAT, p_of(stats.signed_rank_test(overhead[works[-1]],
+                                                        overhead[works[0]])), null=1.0),
         f"{rounds} rounds of one {pes}-rank job per work amount, computing without "
-        f"communicating, under fcfs; overhead = response - work; flat: ratio {FLAT.describe()}")}
+        f"communicating, under fcfs, the amounts paired by round (Hodges-Lehmann, Wilcoxon "
+        f"signed-rank); overhead = response - work; flat: ratio {FLAT.describe()}")}
 
 
 def _granularity(ctx: Context) -> dict[str, Finding]:
