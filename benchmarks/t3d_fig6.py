@@ -57,8 +57,8 @@ returns the records in-process.
 Writes ``fig6.png`` and ``fig6.json`` under ``--out`` (default ``runs/t3d-fig6-<time>``), and
 with ``--markdown PAGE`` a results page with the figure beside it (``PAGE`` with ``.png``);
 ``--from FILE`` writes the page (and with ``--out`` the figure and records) again from a
-``fig6.json`` without simulating; the published page keeps its records in
-``docs/results/t3d-fig6.json``.
+``fig6.json`` without simulating; a page keeps its records beside it (the page's name with
+``.json``: ``docs/results/t3d-fig6.json`` for the published page).
 Prints a table, or with ``--json`` one record per point.
 """
 
@@ -556,8 +556,9 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
     records = doc["records"]
     lines = page_head("T3D Fig 6 in the simulator: gang with a bounded and an unbounded matrix",
                       "benchmarks.t3d_fig6", command, doc["host"], doc["measured"])
-    lines += [f"- simulated by `{doc['command']}`; the records are kept in `t3d-fig6.json` "
-              "beside this page (`--from t3d-fig6.json --markdown PAGE` writes the page again)",
+    kept = Path(figure).with_suffix(".json").name
+    lines += [f"- simulated by `{doc['command']}`; the records are kept in `{kept}` beside "
+              f"this page (`--from {kept} --markdown PAGE` writes the page again)",
               f"- {doc['pes']} PEs; Lublin-Feitelson model without the daily cycle (seed "
               f"{SEED}), one job sequence scaled to each load; {doc['batches']} batches of "
               f"{doc['batch']} terminations, the first dropped",
@@ -607,7 +608,8 @@ def markdown(doc: dict[str, Any], figure: str, command: str) -> str:
 def write_outputs(doc: dict[str, Any], out: Path | None, markdown_path: Path | None,
                   command: str) -> None:
     """Write ``fig6.json`` and ``fig6.png`` under ``out`` (if any), and the page with its
-    figure (the page's name with ``.png``) when ``markdown_path`` is given."""
+    figure and records (the page's name with ``.png`` and ``.json``) when ``markdown_path``
+    is given."""
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         (out / "fig6.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
@@ -616,6 +618,8 @@ def write_outputs(doc: dict[str, Any], out: Path | None, markdown_path: Path | N
         markdown_path.parent.mkdir(parents=True, exist_ok=True)
         figure = markdown_path.with_suffix(".png")
         plot(doc["records"], figure)
+        markdown_path.with_suffix(".json").write_text(
+            json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         markdown_path.write_text(markdown(doc, figure.name, command))
 
 
