@@ -62,6 +62,9 @@ class Agenda:
         self.timers = timers or {}
         self.seq = itertools.count()
         self.live = Counter[Kind]()
+        # when the earliest live entry is due, as the last round found it (None: not known,
+        # entries were pushed, cancelled or taken since)
+        self.top_at: float | None = None
 
     def push(self, at: float, kind: Kind, what: Any = None, key: Any = 0) -> Entry:
         """Put ``what`` on the agenda, due at ``at`` (s); the entry (to cancel it)."""
@@ -74,6 +77,7 @@ class Agenda:
         else:
             heapq.heappush(self.heap, item)
         self.live[kind] += 1
+        self.top_at = None
         return entry
 
     def cancel(self, entry: Entry | None) -> None:
@@ -81,6 +85,7 @@ class Agenda:
         if entry is not None and entry.live:
             entry.live = False
             self.live[entry.kind] -= 1
+            self.top_at = None
 
     def count(self, kind: Kind) -> int:
         """How many entries of ``kind`` are on the agenda."""
@@ -103,6 +108,7 @@ class Agenda:
         entries of their kind (``what`` None) at most once each."""
         timers = list(self.timers.items())
         heap, ordered, live = self.heap, self.ordered, self.live
+        self.top_at = None
         heappop, popleft = heapq.heappop, ordered.popleft
         while True:
             # the earliest live entry, as _top finds it (inline: this runs once an entry)
@@ -121,6 +127,8 @@ class Agenda:
                         best is None or (at, kind) < (best.at, best.kind)):
                     best = Entry(at, kind, 0, -1)
             if best is None:
+                if top is not None:
+                    self.top_at = top[0]
                 return
             if best.seq < 0:
                 timers.remove((best.kind, self.timers[best.kind]))
@@ -135,8 +143,10 @@ class Agenda:
 
     def next_at(self) -> float:
         """When (s) the next entry or timer is due; infinity when nothing is."""
-        top = self._top()
-        at = top[0] if top is not None else float("inf")
+        at = self.top_at
+        if at is None:
+            top = self._top()
+            at = top[0] if top is not None else float("inf")
         for timer in self.timers.values():
             due = timer()
             if due is not None and due < at:

@@ -60,6 +60,21 @@ def test_entries_pushed_while_a_round_runs_are_taken_when_due():
     assert agenda.next_at() == 1.5
 
 
+def test_the_next_time_follows_what_changed_since_the_round():
+    agenda = Agenda()
+    agenda.push(1.0, Kind.ARRIVAL, "a")
+    second = agenda.push(2.0, Kind.ARRIVAL, "b")
+    agenda.push(3.0, Kind.ARRIVAL, "c")
+    assert _taken(agenda, 1.0) == [(1.0, "ARRIVAL", "a")]
+    assert agenda.next_at() == 2.0
+    agenda.cancel(second)
+    assert agenda.next_at() == 3.0
+    agenda.push(2.5, Kind.DEADLINE, "d", key="d")
+    assert agenda.next_at() == 2.5
+    assert _taken(agenda, 2.7) == [(2.5, "DEADLINE", "d")]
+    assert agenda.next_at() == 3.0
+
+
 def test_a_timer_fires_once_a_round_in_its_kind_order():
     wake = {"at": 1.0}
     agenda = Agenda({Kind.WAKE: lambda: wake["at"]})

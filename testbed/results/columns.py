@@ -66,6 +66,10 @@ _FRESH = {"start": None, "end": None, "status": "not started", "exit_code": None
           "peak_rss_kib": None, "restarts": 0, "lost_s": 0.0, "lost_cpu": None,
           "paging_s": 0.0, "measured": False}
 _EVENT = ', "event": "'
+# the first characters of each job line's kind after '"event": "', to its kind and pattern (a
+# line of another kind starting so does not match the pattern, and is parsed as JSON)
+_KEY_LEN = 8
+_BY_KEY = {f'{kind}", '[:_KEY_LEN]: (kind, pattern) for kind, pattern in _LINES.items()}
 
 
 def _number(text: str) -> int | float:
@@ -168,10 +172,9 @@ class Columns:
             self.start[at] = t
         self.status[at] = "running"
 
-    def finished(self, job: str, t: float, status: str, exit_code: int | None, reason: str,
+    def finished(self, at: int, t: float, status: str, exit_code: int | None, reason: str,
                swap_in: int | None, swap_out: int | None, cpu_s: float | None) -> None:
-        """``job`` ended at ``t`` (s)."""
-        at = self.index[job]
+        """The job at ``at`` (its place in the columns) ended at ``t`` (s)."""
         self.end[at], self.status[at], self.exit_code[at] = t, status, exit_code
         self.reason[at], self.swap_in[at], self.swap_out[at] = reason, swap_in, swap_out
         if cpu_s is not None:
@@ -192,7 +195,7 @@ class Columns:
         elif kind == "start":
             self.started(event["job"], event["t"])
         elif kind == "finish":
-            self.finished(event["job"], event["t"], event["status"], event["exit_code"],
+            self.finished(self.index[event["job"]], event["t"], event["status"], event["exit_code"],
                         event["reason"], event.get("swap_in"), event.get("swap_out"),
                         event.get("cpu_s"))
         elif kind == "suspend":
@@ -371,16 +374,19 @@ def read_log(path: Path) -> Columns:
     """``Columns`` of the log at ``path``, read in one pass up to its last whole event,
     derived."""
     columns = Columns()
-    lines = _LINES
-    arrived, started, finished = columns.arrived, columns.started, columns.finished
-    suspended, latencies = columns.suspended, columns.switch_latencies
+    kinds = _BY_KEY
+    index, status, arrival, start = columns.index, columns.status, columns.arrival, columns.start
+    stops, finished, latencies = columns.stops, columns.finished, columns.switch_latencies
     last = None
     with open(path, errors="replace") as f:
         for line in f:
-            kind_at = line.find(_EVENT, _KIND_AT)
-            kind = line[kind_at + len(_EVENT):line.find('"', kind_at + len(_EVENT))]
-            pattern = lines.get(kind) if kind_at > 0 else None
-            match = pattern.fullmatch(line) if pattern is not None else None
+            # the job lines' names and values in place, not through a call each: a name with
+            # no backslash is its text without quotes, a number with a point a float (as
+            # ``_string`` and ``_number`` say); the lists stay the same objects throughout
+            kind_at = line.find(_EVENT, _KIND_AT) + len(_EVENT)
+            found = kinds.get(line[kind_at:kind_at + _KEY_LEN]) if kind_at > len(_EVENT) \
+                else None
+            match = found[1].fullmatch(line) if found is not None else None
             if match is None:
                 try:
                     event = json.loads(line)
@@ -392,18 +398,28 @@ def read_log(path: Path) -> Columns:
                 last = None
                 continue
             last = match[1]
-            if kind == "start":
-                started(_string(match[2]), _number(last))
-            elif kind == "finish":
-                finished(_string(match[2]), _number(last), _string(match[3]),
-                       _optional(match[4]), _string(match[5]), _optional(match[6]),
-                       _optional(match[7]), _optional(match[8]))
-            elif kind == "arrival":
-                arrived(_string(match[2]), _number(match[3]))
-            elif kind == "suspend":
-                suspended(_string(match[2]))
-            elif kind == "switch":
+            kind = found[0]
+            if kind == "resume":
+                continue
+            if kind == "switch":
                 latencies.append(_number(match[2]))
+                continue
+            job = match[2]
+            at = index[job[1:-1] if "\\" not in job else json.loads(job)]
+            if kind == "suspend":
+                stops[at] += 1
+            elif kind == "start":
+                if start[at] is None:
+                    start[at] = float(last) if "." in last else _number(last)
+                status[at] = "running"
+            elif kind == "arrival":
+                due = match[3]
+                arrival[at] = float(due) if "." in due else _number(due)
+                status[at] = "waiting"
+            else:
+                finished(at, float(last) if "." in last else _number(last), _string(match[3]),
+                         _optional(match[4]), _string(match[5]), _optional(match[6]),
+                         _optional(match[7]), _optional(match[8]))
     if last is not None:
         columns.ends_at = _number(last)
     columns.derive()
