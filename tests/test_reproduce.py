@@ -625,3 +625,25 @@ def test_t3d_rows_say_how_many_batches_each_point_counted():
     assert found["t3d-gang"].ours.startswith("29 batches a point (the first dropped besides): "
                                              "gang 10 s ∞: 0.3:")
     assert found["t3d-better-than-fcfs"].ours.startswith("29 batches a point")
+
+
+@pytest.mark.realtime
+def test_the_header_does_not_count_the_reports_own_directory_as_a_change(tmp_path, monkeypatch):
+    from benchmarks.reproduce import report
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)
+
+    (tmp_path / "out").mkdir()
+    (tmp_path / "code.py").write_text("a = 1\n")
+    (tmp_path / "out" / "report.md").write_text("old\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "x")
+    monkeypatch.setattr(report, "ROOT", tmp_path)
+    (tmp_path / "out" / "report.md").write_text("new\n")
+    assert "uncommitted" not in report.head("c", "tiny", 0.0, tmp_path / "out")["commit"]
+    assert "uncommitted" in report.head("c", "tiny", 0.0)["commit"]
+    (tmp_path / "code.py").write_text("a = 2\n")
+    assert "uncommitted" in report.head("c", "tiny", 0.0, tmp_path / "out")["commit"]

@@ -105,7 +105,7 @@ def measure(name: str, ctx: Context) -> dict[str, Finding]:
 def run_paper(paper: Paper, ctx: Context, command: str, began: str) -> Part:
     """Run ``paper`` and give its part: its rows and its header (``report.head`` with its
     wall time, ``began`` (when the invocation began) and what else used the CPUs)."""
-    header = report.head(command, ctx.size, 0.0)
+    header = report.head(command, ctx.size, 0.0, ctx.out)
     start, before = time.monotonic(), load.snapshot()
     watch = load.JobWatch().start()
     try:

@@ -19,23 +19,27 @@ from benchmarks.reproduce.parts import Part
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def head(command: str, size: str, seconds: float) -> dict[str, Any]:
+def head(command: str, size: str, seconds: float, out: Path | None = None) -> dict[str, Any]:
     """What the header records: host, cores, when it started, the command, the git commit (and
-    whether tracked files had changes), the size of the run and its wall time (s)."""
+    whether tracked files had changes, apart from the report's own directory ``out``, which
+    the run itself rewrites), the size of the run and its wall time (s)."""
     uname = os.uname()
     return {"host": f"{uname.nodename} ({uname.sysname} {uname.release}, {uname.machine})",
             "cores": len(os.sched_getaffinity(0)),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "command": command,
-            "commit": _commit(), "size": size, "seconds": round(seconds, 1)}
+            "commit": _commit(out), "size": size, "seconds": round(seconds, 1)}
 
 
-def _commit() -> str:
+def _commit(out: Path | None) -> str:
     def git(*args: str) -> str:
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
         return done.stdout.strip() if done.returncode == 0 else ""
 
     commit = git("rev-parse", "HEAD") or "unknown (not a git checkout)"
-    changed = git("status", "--porcelain", "--untracked-files=no")
+    mine = out.resolve() if out is not None else None
+    inside = mine is not None and mine.is_relative_to(ROOT.resolve())
+    changed = git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                  *([f":(exclude){mine.relative_to(ROOT.resolve())}"] if inside else []))
     return commit + (" with uncommitted changes" if changed else "")
 
 
