@@ -64,3 +64,12 @@ def test_the_process_table_marks_this_process_as_ours_and_caches_its_job():
     me = [p for p in load.process_table(jobs) if p.pid == os.getpid()]
     assert len(me) == 1 and me[0].ours and me[0].cpu > 0
     assert jobs[(me[0].pid, me[0].started)] == me[0].job
+
+
+def test_a_step_daemon_works_for_the_job_in_its_title():
+    assert load.step_daemon_job("slurmstepd: [41.0]") == "41"
+    assert load.step_daemon_job("slurmstepd: [41.batch]") == "41"
+    assert load.step_daemon_job("slurmstepd: [41]") == "41"
+    assert load.step_daemon_job("slurmstepd: [41.extern]") == "41"
+    assert load.step_daemon_job("slurmd -D") is None
+    assert load.step_daemon_job("python slurmstepd: [41.0]") is None

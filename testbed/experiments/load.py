@@ -15,6 +15,7 @@ foreign work took more than ``FOREIGN_LIMIT`` of one CPU on average, or steal mo
 from __future__ import annotations
 
 import os
+import re
 import resource
 import threading
 import time
@@ -112,6 +113,26 @@ def job_seconds(tables: Sequence[Sequence[Proc]], job: str) -> float:
     return sum(cpu - first.get(key, 0.0) for key, cpu in last.items())
 
 
+STEP_DAEMON = re.compile(r"slurmstepd: \[(\d+)[.\]]")
+
+
+def step_daemon_job(title: str) -> str | None:
+    """The Slurm job a step daemon works for, from its process title
+    (``slurmstepd: [JOB.STEP]`` or ``slurmstepd: [JOB]``); None for any other title.  A step
+    daemon is started by ``slurmd`` and carries no ``SLURM_JOB_ID`` of its own, but the CPU it
+    spends starting and watching the job's steps is the job's."""
+    found = STEP_DAEMON.match(title)
+    return found[1] if found else None
+
+
+def _job_of(proc: psutil.Process) -> str | None:
+    try:
+        job = proc.environ().get("SLURM_JOB_ID")
+        return job if job is not None else step_daemon_job(" ".join(proc.cmdline()))
+    except (psutil.Error, OSError):
+        return None
+
+
 def process_table(jobs: dict[tuple[int, float], str | None]) -> list[Proc]:
     """This host's processes now, as ``Proc``s; ``jobs`` caches each process's Slurm job by
     (pid, start time), since its environment does not change and is costly to read."""
@@ -124,10 +145,7 @@ def process_table(jobs: dict[tuple[int, float], str | None]) -> list[Proc]:
             continue
         key = (info["pid"], info["create_time"])
         if key not in jobs:
-            try:
-                jobs[key] = proc.environ().get("SLURM_JOB_ID")
-            except (psutil.Error, OSError):
-                jobs[key] = None
+            jobs[key] = _job_of(proc)
         table.append(Proc(info["pid"], info["create_time"], jobs[key],
                           times.user + times.system, info["pid"] in mine))
     return table
