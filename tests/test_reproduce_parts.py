@@ -87,7 +87,7 @@ def given_runs(monkeypatch):
                 for s in paper.module.SPECS}
 
     monkeypatch.setattr(cli, "measure", measure)
-    monkeypatch.setattr(report, "_commit", lambda: "abc123")      # git is a process
+    monkeypatch.setattr(report, "_commit", lambda out: "abc123")      # git is a process
     return ran, verdicts
 
 
