@@ -9,7 +9,8 @@ timing the call alone (reading the log, building the columns, writing both files
 sides taking turns.  It gives each side's median seconds with its interval and this side's
 over the other's (``testbed.experiments.stats``; with fewer than 6 runs an interval is the
 runs' range with its own, lower confidence), and says whether both sides wrote the same
-bytes.  Exit 1 when they did not.
+bytes.  The sides take turns a log at a time (which goes first alternating,
+``benchmarks.paired_walls``) and the ratio pairs them by turn.  Exit 1 when they did not.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from benchmarks import paired_walls
 from benchmarks.harness import checkout_type, commit_of, host, table
 from benchmarks.simulator import lublin_workload, simulate
 from testbed.experiments.stats import median_interval, ratio_interval
@@ -55,7 +58,7 @@ def derive_in(checkout: Path, run_dir: Path) -> tuple[float, str]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     """The logs made once, then derived ``args.repeats`` times a side, sides taking turns."""
     sides = {"this": Path(__file__).resolve().parents[1], "against": args.against.resolve()}
-    runs: dict[str, dict[str, list[float]]] = {p: {s: [] for s in sides} for p in args.policies}
+    runs: dict[str, dict[str, list[float]]] = {}
     digests: dict[str, set[str]] = {p: set() for p in args.policies}
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="testbed-derive-") as tmp:
@@ -65,18 +68,20 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             out.mkdir()
             simulate(workload, policy, args.pes, out)
             sizes[policy] = (out / "events.jsonl").stat().st_size
-        for repeat in range(args.repeats):
-            for policy in args.policies:
-                for side, checkout in sides.items():
+        for policy in args.policies:
+            def side(checkout: Path, policy: str = policy) -> Callable[[str], float]:
+                def derive(_: str) -> float:
                     seconds, digest = derive_in(checkout, Path(tmp) / policy)
-                    runs[policy][side].append(round(seconds, 3))
                     digests[policy].add(digest)
-                    print(f"[{repeat + 1}/{args.repeats}] {policy} {side}: {seconds:.3f} s",
-                          file=sys.stderr)
+                    return round(seconds, 3)
+                return derive
+
+            runs[policy] = paired_walls.interleaved(
+                args.repeats, {name: side(checkout) for name, checkout in sides.items()})
     summary = []
     for policy, found in runs.items():
         median = {side: median_interval(values) for side, values in found.items()}
-        ratio = ratio_interval(found["this"], found["against"])
+        ratio = ratio_interval(found["this"], found["against"], paired=True)
         summary.append({"policy": policy, "log_mib": round(sizes[policy] / 2**20, 1),
                         "same_files": len(digests[policy]) == 1,
                         **{side: vars(m) if m else None for side, m in median.items()},
