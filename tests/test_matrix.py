@@ -251,3 +251,25 @@ def test_the_rows_agree_with_a_grid_of_cells_whatever_is_placed_and_removed():
                 assert m.free_pes[slot] == free
                 assert m.busy[slot] == mask_of(set(range(37)) - set(free))
                 assert [m.job_at(slot, pe) for pe in range(37)] == row
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("mpl", [3, UNBOUNDED])
+@pytest.mark.parametrize("allocator", ["buddy", "first-fit"])
+def test_first_is_the_first_candidate_while_jobs_come_and_go(seed, mpl, allocator):
+    # sizes asked again with nothing changed, or bigger than one that found no room, use what
+    # an earlier search found: each answer must still be the one a full search gives
+    rng = random.Random(seed)
+    pes = rng.choice([16, 24, 37])
+    m = Matrix(mpl=mpl, pes=pes, allocator=allocator)
+    for step in range(400):
+        if m.placed and rng.random() < 0.4:
+            m.remove(rng.choice(list(m.placed)))
+        else:
+            size = rng.randint(1, pes)
+            where = m.first(size)
+            assert where == next(m.candidates(size), None)
+            if where is not None:
+                m.assign(f"j{step}", *where)
+        for size in rng.sample(range(1, pes + 1), 4) * 2:
+            assert m.first(size) == next(m.candidates(size), None)

@@ -162,3 +162,55 @@ def test_local_runs_everything_placed_up_to_mpl():
     assert running == {"a", "b"} and "c" not in launched
     _apply(policy.finish("b", 1), launched, running)
     assert running == {"a", "c"}
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("mpl", [3, UNBOUNDED])
+def test_gang_keeps_no_stale_run_set(seed, mpl):
+    # the run set is found again only when the matrix, the row or the running jobs changed;
+    # after any event it must be what a fresh search preferring the running jobs gives
+    rng = random.Random(seed)
+    policy = make_policy("gang", PolicyConfig(pes=16, mpl=mpl))
+    matrix, now = policy.matrix, 0.0
+    for step in range(300):
+        now += 1.0
+        draw = rng.random()
+        if draw < 0.4 or not matrix.placed:
+            policy.arrive(JobRequest(f"j{step}", rng.choice([1, 2, 3, 4, 8, 16]), now), now)
+        elif draw < 0.7:
+            policy.finish(rng.choice(sorted(matrix.placed)), now)
+        elif draw < 0.85:
+            policy.tick(now)
+        elif draw < 0.93:
+            policy.hold(rng.choice(sorted(matrix.placed)))
+        else:
+            policy.release(rng.choice(sorted(policy.held or matrix.placed)))
+        if policy.slot is None:
+            assert policy.running() == frozenset()
+            continue
+        home = matrix.jobs_in(policy.slot)
+        prefer = list(policy.current)
+        taken = {pe for job in home for pe in matrix.placed[job][1]}
+        fresh = set(home)
+        for job in [*(j for j in prefer if j in matrix.placed), *matrix.placed]:
+            pes = set(matrix.placed[job][1])
+            if job not in fresh and not taken & pes:
+                fresh.add(job)
+                taken |= pes
+        assert policy.running() == fresh
+
+
+def test_gang_finds_the_run_set_again_when_a_held_alternate_leaves_its_pes():
+    # rows: 0 = s f, 1 = d k, 2 = g h (2 PEs each); f ends, so PEs 2-3 idle in row 0, where k
+    # (placed before h) and h (running in row 2 before the switch) could both run
+    policy = make_policy("gang", PolicyConfig(4, 3, 0.2, "buddy"))
+    for job in "sfdkgh":
+        policy.arrive(JobRequest(job, 2, 0), 0)
+    policy.finish("f", 1)
+    for t in (2, 3, 4):
+        policy.tick(t)
+    assert (policy.slot, policy.current) == (0, {"s", "h"}), "h preferred: it was running"
+    policy.hold("h")
+    assert policy.current == {"s"}, "the held alternate is stopped, the set not yet found again"
+    policy.hold("h")
+    assert policy.current == {"s", "k"}, "found again preferring s alone: k takes the idle PEs"

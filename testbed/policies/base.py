@@ -257,8 +257,8 @@ class Policy:
     def _admit(self, now: float) -> list[Action]:
         actions: list[Launch] = []
         if self.memory is None:             # strict FCFS: start heads while they fit
-            queue = self.queue
-            while queue and (where := self._fit(queue[0], check_memory=False)) is not None:
+            queue, first = self.queue, self.matrix.first
+            while queue and (where := first(queue[0].size)) is not None:
                 job = queue.popleft()
                 self.skips.pop(job.id, None)
                 self.matrix.assign(job.id, *where)
@@ -289,7 +289,8 @@ class Policy:
         run = self._run_if_changed()
         if not launches:
             return run
-        return [a._replace(running=a.job in self.current) for a in launches] + run
+        current = self.current
+        return [Launch(job, slot, pes, job in current) for job, slot, pes, _ in launches] + run
 
     def _demand(self, job: JobRequest, pes: Placement) -> dict[int, float]:
         if self.memory is None or job.mem_mb is None:
@@ -298,18 +299,17 @@ class Policy:
         return {node: count * job.mem_mb for node, count in per_node.items()}
 
     def _fit(self, job: JobRequest, check_memory: bool) -> tuple[int, Placement] | None:
-        """Where ``job`` goes, as ``(slot, pes)``, or None if nowhere.
+        """Where ``job`` goes under memory admission, as ``(slot, pes)``, or None if nowhere
+        (without it a job takes the matrix's first candidate, ``Matrix.first``).
 
-        Without memory admission: the matrix's first candidate.  With it: of every candidate in
-        every row (those satisfying eq. 1 on all their nodes, when ``check_memory``), the one
-        that minimises the largest fraction (used + the job's demand, MiB) / capacity (MiB) over
-        the nodes it touches; the first such candidate, so ties go to the earlier row, then the
-        lower PEs.
+        Of every candidate in every row (those satisfying eq. 1 on all their nodes, when
+        ``check_memory``), the one that minimises the largest fraction (used + the job's demand,
+        MiB) / capacity (MiB) over the nodes it touches; the first such candidate, so ties go to
+        the earlier row, then the lower PEs.
         """
-        options = self.matrix.candidates(job.size)
         memory = self.memory
-        if memory is None:
-            return next(options, None)
+        assert memory is not None, "without memory admission a job takes Matrix.first"
+        options = self.matrix.candidates(job.size)
         used: Counter[int] = Counter()
         for demand in self.used_mb.values():
             used.update(demand)
@@ -327,7 +327,9 @@ class Policy:
         return min(allowed, key=load, default=None)
 
     def _run_if_changed(self) -> list[Action]:
-        now_running = self.running() - self.held
+        now_running = self.running()
+        if self.held:
+            now_running -= self.held
         if now_running == self.current:
             return []
         self.current = now_running

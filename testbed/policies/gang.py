@@ -14,6 +14,8 @@ psched, ``testbed.policies.balance``); jobs may also be moved by hand (``migrate
 
 from __future__ import annotations
 
+from itertools import chain
+
 from testbed.policies.balance import Balancer, best_move
 from testbed.policies.base import Action, Migrate, Policy, Run
 from testbed.policies.config import PolicyConfig
@@ -28,23 +30,44 @@ class Gang(Policy):
         super().__init__(config)
         self.balancer = (Balancer(config.balance_s, config.migration_delay_s)
                          if config.balance_s > 0 else None)
+        # the last run set found: the matrix's change count and the row it was found for, the
+        # run set it was found preferring, and the set
+        self._found_changes = -1
+        self._found_slot: int | None = None
+        self._found_preferring: frozenset[str] = frozenset()
+        self._found_run_set: frozenset[str] = frozenset()
 
     def running(self) -> frozenset[str]:
-        """The current row's jobs plus alternates, preferring those running now."""
-        if self.slot is None:
-            return frozenset()
-        jobs = self.matrix.jobs_in(self.slot) + self.matrix.alternates(self.slot, self.current)
-        return frozenset(jobs)
+        """The current row's jobs plus alternates, preferring those running now.
+
+        The set is found again only when the matrix, the row or the jobs running have changed
+        since it was last found: otherwise the search would give the same answer.  It would also
+        give it preferring the set it found (its alternates are all still free and clear of
+        each other, and each job it passed over clashes with them or with the row), so the set
+        stays valid once it is the one running."""
+        matrix, slot, current = self.matrix, self.slot, self.current
+        if (matrix.changes == self._found_changes and slot == self._found_slot
+                and (current is self._found_run_set or current is self._found_preferring)):
+            return self._found_run_set
+        if slot is None:
+            run_set: frozenset[str] = frozenset()
+        else:
+            run_set = frozenset(chain(matrix.jobs_in(slot), matrix.alternates(slot, current)))
+        self._found_changes, self._found_slot = matrix.changes, slot
+        self._found_preferring, self._found_run_set = current, run_set
+        return run_set
 
     def tick(self, now: float) -> list[Action]:
         """Switch to the next occupied row; always answer with the run set (the heartbeat)."""
         self._advance()
-        self.current = self.running() - self.held
+        self.current = self.running()
+        if self.held:
+            self.current -= self.held
         return [Run(self.current, self.slot)]
 
     def refresh(self) -> None:
         """Keep an occupied row current: an idle machine or an emptied row moves on at once."""
-        if self.slot is None or not self.matrix.jobs_in(self.slot):
+        if self.slot is None or not self.matrix.holds(self.slot):
             self._advance()
 
     def wake_at(self) -> float | None:

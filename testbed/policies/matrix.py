@@ -27,10 +27,10 @@ import bisect
 import functools
 import operator
 from collections.abc import Callable, Iterable, Iterator
-from itertools import compress
 
 Placement = tuple[int, ...]
 Allocator = Callable[[int, list[int], int, int], Iterator[Placement]]
+First = Callable[[int, list[int], int, int], Placement | None]
 UNBOUNDED = 0
 
 
@@ -56,9 +56,30 @@ def buddy_fit(busy: int, free_pes: list[int], pes: int, size: int) -> Iterator[P
     its first ``size`` PEs.  A machine whose PE count is not a power of two also has a final,
     shorter block, used when it is long enough.
     """
-    block = 1
-    while block < size:
-        block *= 2
+    aligned, tail = _buddy_blocks(busy, pes, size)
+    for start in _bits(aligned):
+        yield tuple(range(start, start + size))
+    if tail is not None:
+        yield tuple(range(tail, tail + size))
+
+
+def buddy_first(busy: int, free_pes: list[int], pes: int, size: int) -> Placement | None:
+    """The first of ``buddy_fit``'s placements, None when it has none."""
+    aligned, tail = _buddy_blocks(busy, pes, size)
+    if aligned:
+        start = (aligned & -aligned).bit_length() - 1
+    elif tail is None:
+        return None
+    else:
+        start = tail
+    return tuple(range(start, start + size))
+
+
+def _buddy_blocks(busy: int, pes: int, size: int) -> tuple[int, int | None]:
+    """The free buddy blocks for ``size`` PEs in a row of ``pes`` PEs whose busy PEs are the
+    bits of ``busy``: the first PEs of the aligned ones as the bits of a mask, and the first PE
+    of the final, shorter block when it is free and long enough (else None)."""
+    block = 1 << (size - 1).bit_length()
     free = ~busy & ((1 << pes) - 1)
     run, width = free, 1
     while width < block:            # bit s stays set iff PEs s .. s+2*width-1 are all free
@@ -66,10 +87,9 @@ def buddy_fit(busy: int, free_pes: list[int], pes: int, size: int) -> Iterator[P
         width *= 2
     whole = pes // block * block
     aligned = run & _every(block, whole)
-    for start in _bits(aligned):
-        yield tuple(range(start, start + size))
     if whole < pes and pes - whole >= size and (free >> whole) == (1 << (pes - whole)) - 1:
-        yield tuple(range(whole, whole + size))
+        return aligned, whole
+    return aligned, None
 
 
 @functools.cache
@@ -93,7 +113,14 @@ def first_fit(busy: int, free_pes: list[int], pes: int, size: int) -> Iterator[P
         yield tuple(free_pes[start:start + size])
 
 
+def first_fit_first(busy: int, free_pes: list[int], pes: int, size: int) -> Placement | None:
+    """The first of ``first_fit``'s placements (the ``size`` lowest free PEs), None when it has
+    none."""
+    return tuple(free_pes[:size]) if len(free_pes) >= size else None
+
+
 ALLOCATORS: dict[str, Allocator] = {"buddy": buddy_fit, "first-fit": first_fit}
+FIRSTS: dict[str, First] = {"buddy": buddy_first, "first-fit": first_fit_first}
 
 
 class Matrix:
@@ -116,12 +143,19 @@ class Matrix:
         self.full = (1 << pes) - 1
         self.free_pes: list[list[int]] = [list(range(pes)) for _ in range(mpl)]
         self.fit = ALLOCATORS[allocator]
+        self.fit_first = FIRSTS[allocator]
         self.placed: dict[str, tuple[int, Placement]] = {}
         self.masks: dict[str, int] = {}
         self.slots: list[dict[str, None]] = [{} for _ in range(mpl)]
         self.all_pes = list(range(pes))
         # per row: the placed jobs (in placement order) none of whose PEs is busy in it
         self._idle: dict[int, dict[str, None]] = {}
+        # bumped by every placement and removal: what was found for one count holds until then
+        self.changes = 0
+        # (changes, size): a job of that size had no room then
+        self._no_room = (-1, 0)
+        # per row: (busy, size) where a job of that size had no room while the row was so busy
+        self._too_big: dict[int, tuple[int, int]] = {}
 
     @property
     def mpl(self) -> int:
@@ -154,6 +188,35 @@ class Matrix:
             for pes in self.fit(0, self.all_pes, self.pes, size):
                 yield new, pes
 
+    def first(self, size: int) -> tuple[int, Placement] | None:
+        """The first of ``candidates(size)``, None when there is none; the answer that there is
+        none is kept until the matrix changes, so a queue head that does not fit is not
+        searched for again on every arrival behind it."""
+        if self._no_room == (self.changes, size):
+            return None
+        fit_first, pes_count, unbounded = self.fit_first, self.pes, self.unbounded
+        too_big = self._too_big
+        for slot, busy in enumerate(self.busy):
+            if unbounded and not busy:
+                continue
+            free_pes = self.free_pes[slot]
+            if len(free_pes) < size:
+                continue
+            # a job with no room in a row has none while the row is as busy, nor has a bigger
+            # one: both allocators' blocks for a size hold blocks for every smaller size
+            known = too_big.get(slot)
+            if known is not None and known[1] <= size and known[0] == busy:
+                continue
+            pes = fit_first(busy, free_pes, pes_count, size)
+            if pes is not None:
+                return slot, pes
+            too_big[slot] = (busy, size)
+        if unbounded and (pes := fit_first(0, self.all_pes, pes_count, size)) is not None:
+            return next((slot for slot, busy in enumerate(self.busy) if not busy),
+                        len(self.busy)), pes
+        self._no_room = (self.changes, size)
+        return None
+
     def assign(self, job: str, slot: int, pes: Placement) -> None:
         """Put ``job`` on ``pes`` of row ``slot`` (which must be free; an unbounded matrix
         grows to hold row ``slot``)."""
@@ -177,6 +240,7 @@ class Matrix:
         self.masks[job] = mask
         self.slots[slot][job] = None
         self._placed_idle(job, slot, mask)
+        self.changes += 1
 
     def assign_lowest(self, job: str, slot: int, size: int) -> Placement:
         """Put ``job`` on the ``size`` lowest free PEs of row ``slot`` (first fit's choice
@@ -193,6 +257,7 @@ class Matrix:
         self.masks[job] = mask
         self.slots[slot][job] = None
         self._placed_idle(job, slot, mask)
+        self.changes += 1
         return pes
 
     def _placed_idle(self, job: str, slot: int, mask: int) -> None:
@@ -203,8 +268,7 @@ class Matrix:
         for row, idle in self._idle.items():
             if row == slot:
                 masks = self.masks
-                self._idle[row] = dict.fromkeys(compress(idle, map(
-                    operator.not_, map(mask.__and__, map(masks.__getitem__, idle)))))
+                self._idle[row] = {other: None for other in idle if not mask & masks[other]}
             elif not busy[row] & mask:
                 idle[job] = None
 
@@ -213,7 +277,7 @@ class Matrix:
         top; an empty row below an occupied one holds no job and is skipped)."""
         slot, pes = self.placed.pop(job)
         mask = self.masks.pop(job)
-        self.busy[slot] &= ~mask
+        self.busy[slot] ^= mask
         free_pes = self.free_pes[slot]
         first = pes[0]
         if mask == ((1 << len(pes)) - 1) << first:        # PEs first, first + 1, ...
@@ -224,6 +288,7 @@ class Matrix:
             end = bisect.bisect_left(free_pes, max(pes), at)
             free_pes[at:end] = sorted([*free_pes[at:end], *pes])
         del self.slots[slot][job]
+        self.changes += 1
         idle_rows = self._idle
         idle_rows.pop(slot, None)       # jobs may be idle there now: found again when asked
         for idle in idle_rows.values():
@@ -245,6 +310,10 @@ class Matrix:
         """Jobs whose home is ``slot``, in placement order (none in a dropped row)."""
         return list(self.slots[slot]) if slot < len(self.slots) else []
 
+    def holds(self, slot: int) -> bool:
+        """Whether row ``slot`` holds a job (a dropped row holds none)."""
+        return slot < len(self.slots) and bool(self.slots[slot])
+
     def occupied_slots(self) -> list[int]:
         """Slots that hold at least one job."""
         return [slot for slot, jobs in enumerate(self.slots) if jobs]
@@ -263,23 +332,20 @@ class Matrix:
         masks = self.masks
         idle = self._idle.get(slot)
         if idle is None:
-            idle = self._idle[slot] = dict.fromkeys(compress(masks, map(
-                operator.not_, map(busy.__and__, masks.values()))))
-        chosen = []
-        for job in filter(idle.__contains__, prefer):
-            mask = masks[job]
-            if not busy & mask:
+            idle = self._idle[slot] = {job: None for job, mask in masks.items()
+                                       if not busy & mask}
+        chosen: list[str] = []
+        if not idle:
+            return chosen
+        for job in prefer:
+            if job in idle and not busy & (mask := masks[job]):
                 chosen.append(job)
                 busy |= mask
                 if busy == full:
                     return chosen
-        # the others in placement order, those clear of the chosen picked out in C (a preferred
-        # one is not: chosen, or refused for PEs that stay taken); each is checked again as
-        # alternates take PEs
-        clear = map(operator.not_, map(busy.__and__, map(masks.__getitem__, idle)))
-        for job in compress(idle, clear):
-            mask = masks[job]
-            if not busy & mask:
+        # the others in placement order (a chosen one clashes with itself now)
+        for job in idle:
+            if not busy & (mask := masks[job]):
                 chosen.append(job)
                 busy |= mask
                 if busy == full:
