@@ -84,6 +84,7 @@ class Driver:
             timers[Kind.HEARTBEAT] = self._tick_at
         self.agenda = Agenda(timers)
         self.keeps_states = type(policy).states is not Policy.states
+        self.refuses = type(policy).refuse is not Policy.refuse
         self.slot_seen: int | None = None
         self.seq = 0
         if workload.owners and not policy.supports_owners:
@@ -161,6 +162,7 @@ class Driver:
         handle, ended = self._handle, self.job_ended
         arm = self._arm_heartbeat if Kind.HEARTBEAT in agenda.timers else None
         arrival = Kind.ARRIVAL
+        timed = bool(agenda.timers)
         while True:
             executor.check()
             now = executor.now()
@@ -168,8 +170,11 @@ class Driver:
                 observer.poll(now)
                 if self.stopping:
                     return
-            for entry in agenda.due(now):
-                handle(entry, now)
+            # without timers, nothing is due while the earliest entry (as the last round
+            # found it, and nothing was pushed or cancelled since) lies ahead
+            if timed or (top_at := agenda.top_at) is None or top_at <= now:
+                for entry in agenda.due(now):
+                    handle(entry, now)
             if arm is not None:
                 arm(now)
             if (observer is None and not agenda.count(arrival)
@@ -279,8 +284,7 @@ class Driver:
         self.jobs.arrived(spec.id, due)
         request = JobRequest(spec.id, spec.pes, due, mem_mb, spec.estimate, spec.job_class,
                              spec.interactive, spec.prime)
-        refusal = self.policy.refuse(request)
-        if refusal is not None:
+        if self.refuses and (refusal := self.policy.refuse(request)) is not None:
             self.job_ended(Ended(spec.id, "failed", None, refusal), started=False)
             return
         self.apply(self.policy.arrive(request, now))
@@ -373,7 +377,8 @@ class Driver:
         ``started``) and the observer, and let its successors arrive."""
         now = self._finish_event(end)
         record = self.jobs.remove(end.job)
-        self.agenda.cancel(record.deadline)
+        if record.deadline is not None:
+            self.agenda.cancel(record.deadline)
         spec = record.spec
         if self.history is not None and end.status == "done" and end.peak_mib is not None:
             self.history.record(program_of(spec.argv), spec.pes, spec.user, end.peak_mib)

@@ -104,6 +104,7 @@ OPEN_FIELDS = {"memory": frozenset({"job"})}
 WORKLOAD_JOB_FIELDS = ("job", "line", "arrival", "pes", "work", "limit", "estimate", "after",
                        "source_id", "class", "prime")
 _BATCH = 4096
+_MIDDLES_KEPT = 256     # the most kinds of finish (status, exit code, reason) kept as text
 
 
 class SchemaError(ValueError):
@@ -144,6 +145,7 @@ class EventLog:
         self.pending: list[str] = []
         self.last_t = -1.0
         self.last_t_text = ""
+        self.finish_middles: dict[tuple[str, int | None, str], str] = {}
 
     def emit(self, event: str, t: float, **fields: Any) -> None:
         """Append one event at ``t`` (s); raise ``SchemaError`` if its fields are not its
@@ -194,32 +196,70 @@ class EventLog:
         w = WRITERS
         work_text = w[type(work)](work)
         estimate_text = work_text if estimate is work else w[type(estimate)](estimate)
-        self._write(f'{{"t": {self._time(t)}, "event": "arrival", "job": {w[type(job)](job)}, '
-                    f'"due": {w[type(due)](due)}, "pes": {w[type(pes)](pes)}, '
-                    f'"work": {work_text}, "limit": {w[type(limit)](limit)}, '
-                    f'"estimate": {estimate_text}, '
-                    f'"user": {w[type(user)](user)}, "argv": {str_list(argv)}, '
-                    f'"mem_mb": {w[type(mem_mb)](mem_mb)}, '
-                    f'"mem_source": {w[type(mem_source)](mem_source)}}}\n')
+        if t != self.last_t:
+            self.last_t = t
+            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
+        pending = self.pending
+        pending.append(
+            f'{{"t": {self.last_t_text}, "event": "arrival", "job": {w[type(job)](job)}, '
+            f'"due": {w[type(due)](due)}, "pes": {w[type(pes)](pes)}, '
+            f'"work": {work_text}, "limit": {w[type(limit)](limit)}, '
+            f'"estimate": {estimate_text}, '
+            f'"user": {w[type(user)](user)}, "argv": {str_list(argv)}, '
+            f'"mem_mb": {w[type(mem_mb)](mem_mb)}, '
+            f'"mem_source": {w[type(mem_source)](mem_source)}}}\n')
+        if len(pending) >= self.batch:
+            self._drain()
 
     def emit_start(self, t: float, job: str, slot: int, pes: Sequence[int],
                    cpus: Sequence[int] | None) -> None:
         """A ``start`` event at ``t`` (s)."""
         w = WRITERS
-        self._write(f'{{"t": {self._time(t)}, "event": "start", "job": {w[type(job)](job)}, '
-                    f'"slot": {w[type(slot)](slot)}, "pes": {int_list(pes)}, '
-                    f'"cpus": {"null" if cpus is None else int_list(cpus)}}}\n')
+        if t != self.last_t:
+            self.last_t = t
+            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
+        pending = self.pending
+        pending.append(
+            f'{{"t": {self.last_t_text}, "event": "start", "job": {w[type(job)](job)}, '
+            f'"slot": {w[type(slot)](slot)}, "pes": {int_list(pes)}, '
+            f'"cpus": {"null" if cpus is None else int_list(cpus)}}}\n')
+        if len(pending) >= self.batch:
+            self._drain()
 
     def emit_finish(self, t: float, job: str, status: str, exit_code: int | None, reason: str,
                     swap_in: int | None, swap_out: int | None, cpu_s: float | None) -> None:
         """A ``finish`` event at ``t`` (s)."""
         w = WRITERS
-        self._write(f'{{"t": {self._time(t)}, "event": "finish", "job": {w[type(job)](job)}, '
-                    f'"status": {w[type(status)](status)}, '
-                    f'"exit_code": {w[type(exit_code)](exit_code)}, '
-                    f'"reason": {w[type(reason)](reason)}, "swap_in": {w[type(swap_in)](swap_in)}, '
-                    f'"swap_out": {w[type(swap_out)](swap_out)}, '
-                    f'"cpu_s": {w[type(cpu_s)](cpu_s)}}}\n')
+        if swap_in is None and swap_out is None and (exit_code is None
+                                                     or type(exit_code) is int):
+            # ints and None are equal only to themselves (bools and floats are not let in),
+            # so a kept middle is the one these fields would write
+            key = (status, exit_code, reason)
+            middle = self.finish_middles.get(key)
+            if middle is None:
+                middle = self._finish_middle(status, exit_code, reason, swap_in, swap_out)
+                if len(self.finish_middles) < _MIDDLES_KEPT:
+                    self.finish_middles[key] = middle
+        else:
+            middle = self._finish_middle(status, exit_code, reason, swap_in, swap_out)
+        if t != self.last_t:
+            self.last_t = t
+            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
+        pending = self.pending
+        pending.append(f'{{"t": {self.last_t_text}, "event": "finish", "job": '
+                       f'{w[type(job)](job)}{middle}{w[type(cpu_s)](cpu_s)}}}\n')
+        if len(pending) >= self.batch:
+            self._drain()
+
+    @staticmethod
+    def _finish_middle(status: str, exit_code: int | None, reason: str, swap_in: int | None,
+                       swap_out: int | None) -> str:
+        """A ``finish`` line's text from after its job to before its ``cpu_s`` value."""
+        w = WRITERS
+        return (f', "status": {w[type(status)](status)}, '
+                f'"exit_code": {w[type(exit_code)](exit_code)}, '
+                f'"reason": {w[type(reason)](reason)}, "swap_in": {w[type(swap_in)](swap_in)}, '
+                f'"swap_out": {w[type(swap_out)](swap_out)}, "cpu_s": ')
 
     def emit_switch(self, t: float, seq: int, slot: int | None, jobs: Sequence[str],
                     stopped: Sequence[str], continued: Sequence[str], latency_us: float,

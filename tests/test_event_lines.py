@@ -77,3 +77,17 @@ def test_a_batched_log_holds_events_back_and_writes_them_all_on_close(tmp_path):
     assert events[-1] == {"t": 4999.5, "event": "finish", "job": "j9999", "status": "done",
                           "exit_code": 0, "reason": "", "swap_in": None, "swap_out": None,
                           "cpu_s": 9999.0}
+
+
+def test_finish_lines_of_equal_but_differently_spelt_exit_codes_stay_apart(tmp_path):
+    # 0, False, 0.0 and -0.0 are equal (and hash alike) but JSON spells each its own way: a
+    # finish line's middle kept for one must not be written for another
+    own, generic = EventLog(tmp_path / "own.jsonl"), EventLog(tmp_path / "g.jsonl")
+    for i, code in enumerate([0, False, 0.0, -0.0, 0, 1, True, 1.0, None, 0]):
+        fields = {"job": f"j{i}", "status": "done", "exit_code": code, "reason": "",
+                  "swap_in": None, "swap_out": None, "cpu_s": 1.5}
+        own.emit_finish(float(i), *fields.values())
+        generic.emit("finish", float(i), **fields)
+    own.close()
+    generic.close()
+    assert (tmp_path / "own.jsonl").read_bytes() == (tmp_path / "g.jsonl").read_bytes()

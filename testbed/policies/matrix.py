@@ -256,7 +256,8 @@ class Matrix:
         self.placed[job] = (slot, pes)
         self.masks[job] = mask
         self.slots[slot][job] = None
-        self._placed_idle(job, slot, mask)
+        if self._idle:
+            self._placed_idle(job, slot, mask)
         self.changes += 1
         return pes
 
@@ -290,9 +291,10 @@ class Matrix:
         del self.slots[slot][job]
         self.changes += 1
         idle_rows = self._idle
-        idle_rows.pop(slot, None)       # jobs may be idle there now: found again when asked
-        for idle in idle_rows.values():
-            idle.pop(job, None)
+        if idle_rows:
+            idle_rows.pop(slot, None)   # jobs may be idle there now: found again when asked
+            for idle in idle_rows.values():
+                idle.pop(job, None)
         if self.unbounded:
             while self.slots and not self.slots[-1]:
                 for rows in (self.busy, self.free_pes, self.slots):
