@@ -7,8 +7,11 @@ group) with numpy over whole columns, and ``summary`` the run's summary.  ``read
 log file into ``Columns`` in one pass, taking the lines the writer writes for every job (the
 ``arrival``, ``start``, ``finish``, ``suspend``, ``resume`` and ``switch`` lines that
 ``EventLog.emit_KIND`` writes) apart with one regular expression each, which accepts exactly
-such lines and only valid JSON, and parsing every other line (or one that does not match) as
-JSON; like ``testbed.events.iter_events`` it stops at the first line that is not a whole event.
+such lines, and parsing every other line (or one that does not match) as JSON; like
+``testbed.events.iter_events`` it stops at the first line that is not a whole event.  The
+patterns check every value the derivation uses; of the lists it does not use (a start's
+``pes`` and ``cpus``, an arrival's ``argv``, a switch's ``jobs``, ``stopped`` and
+``continued``) only the brackets, so a line damaged inside one of those alone is still read.
 The figures are those ``metrics`` defines (same values, same types in ``jobs.csv`` and
 ``summary.json``): sums and means are taken in workload order, as there.
 """
@@ -36,17 +39,18 @@ GROUPS = ("all", "short", "long")
 _NUM = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?"
 _STR = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'
 _OPT = f"(?:null|{_NUM})"
-_STRS = rf"\[(?:{_STR}(?:, {_STR})*+)?\]"
-_INTS = r"\[(?:-?[0-9]++(?:, -?[0-9]++)*+)?\]"
+# a list the derivation does not use (a start's PEs and CPUs, an arrival's argv, a switch's
+# jobs): its brackets only, not its items (a line damaged inside one is still taken)
+_LIST = r"\[[^\]\n]*+\]"
 _HEAD = rf'\{{"t": ({_NUM}), "event": '
 _LINES = {
     "arrival": re.compile(
         rf'{_HEAD}"arrival", "job": ({_STR}), "due": ({_NUM}), "pes": {_NUM}, "work": {_OPT}, '
-        rf'"limit": {_OPT}, "estimate": {_OPT}, "user": {_STR}, "argv": {_STRS}, '
+        rf'"limit": {_OPT}, "estimate": {_OPT}, "user": {_STR}, "argv": {_LIST}, '
         rf'"mem_mb": {_OPT}, "mem_source": {_STR}\}}\n'),
     "start": re.compile(
-        rf'{_HEAD}"start", "job": ({_STR}), "slot": {_OPT}, "pes": {_INTS}, '
-        rf'"cpus": (?:null|{_INTS})\}}\n'),
+        rf'{_HEAD}"start", "job": ({_STR}), "slot": {_OPT}, "pes": {_LIST}, '
+        rf'"cpus": (?:null|{_LIST})\}}\n'),
     "finish": re.compile(
         rf'{_HEAD}"finish", "job": ({_STR}), "status": ({_STR}), "exit_code": ({_OPT}), '
         rf'"reason": ({_STR}), "swap_in": ({_OPT}), "swap_out": ({_OPT}), '
@@ -54,8 +58,8 @@ _LINES = {
     "suspend": re.compile(rf'{_HEAD}"suspend", "job": ({_STR})\}}\n'),
     "resume": re.compile(rf'{_HEAD}"resume", "job": ({_STR})\}}\n'),
     "switch": re.compile(
-        rf'{_HEAD}"switch", "seq": {_NUM}, "slot": {_OPT}, "jobs": {_STRS}, '
-        rf'"stopped": {_STRS}, "continued": {_STRS}, "latency_us": ({_NUM}), '
+        rf'{_HEAD}"switch", "seq": {_NUM}, "slot": {_OPT}, "jobs": {_LIST}, '
+        rf'"stopped": {_LIST}, "continued": {_LIST}, "latency_us": ({_NUM}), '
         rf'"lag_us": {_OPT}, "slice_s": {_OPT}\}}\n'),
 }
 _KIND_AT = len('{"t": ')
