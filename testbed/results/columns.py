@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from testbed.collector import collector_paused
+
 BSLD_TAU_UNCOMPRESSED = 10.0
 SHORT_WORK_UNCOMPRESSED = 60.0
 METRICS = ("wait", "runtime", "response", "slowdown", "response_slowdown", "bounded_slowdown")
@@ -379,7 +381,7 @@ def read_log(path: Path) -> Columns:
     index, status, arrival, start = columns.index, columns.status, columns.arrival, columns.start
     stops, finished, latencies = columns.stops, columns.finished, columns.switch_latencies
     last = None
-    with open(path, errors="replace") as f:
+    with collector_paused(), open(path, errors="replace") as f:
         for line in f:
             match = fullmatch(line)
             if match is None:

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
+from testbed.collector import collector_paused
 from testbed.workloads.files import JobSpec, Workload, sort_by_arrival
 from testbed.workloads.mix import job_line
 
@@ -190,6 +191,7 @@ def to_workload(jobs: list[SwfJob], opts: ImportOptions, source: str) -> tuple[s
     return "\n".join(lines) + "\n", len(jobs) - len(usable)
 
 
+@collector_paused()
 def trace_workload(path: str | Path, pes: int, perfect_estimates: bool = False) -> Workload:
     """An SWF trace as a workload the simulator runs directly: a job's work is its runtime,
     its estimate the requested time (when given; its work with ``perfect_estimates``), its
