@@ -79,10 +79,13 @@ def _fixed_texts(values: list[float]) -> list[str]:
 
 def _float_texts(values: list[float]) -> list[str]:
     """``str(round(v, 6))`` for every float of ``values``: the repr of a whole number or an
-    infinity (which rounding leaves as it is), ``_fixed_texts`` of the others."""
+    infinity (which rounding leaves as it is), ``_fixed_texts`` of the others (of them all
+    when most are not whole: it gives whole numbers their repr too)."""
     array = np.array(values, dtype=float)
-    texts = list(map(repr, values))
     fractional = np.flatnonzero(array != np.floor(array)).tolist()
+    if 2 * len(fractional) > len(values):
+        return _fixed_texts(values)
+    texts = list(map(repr, values))
     for at, text in zip(fractional, _fixed_texts([values[at] for at in fractional]),
                         strict=True):
         texts[at] = text
