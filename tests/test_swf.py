@@ -78,6 +78,8 @@ GOOD = "1 0 5 40 2 -1 -1 2 60 -1 1 3 1 1 1 -1 -1 -1"
     ([GOOD, GOOD, GOOD.replace(" 2 -1 -1 2 ", " 2.5 -1 -1 2 ")],
      ":4: field 5 (procs) is not a whole number: '2.5'"),
     ([GOOD, "", GOOD + " 7"], ":4: expected 18 fields, got 19"),
+    ([GOOD, GOOD.replace(" 40 ", " forty "), "1 2 3"],
+     ":3: field 4 (run) is not a number: 'forty'"),
 ])
 def test_the_first_bad_line_is_named(tmp_path, lines, message):
     (tmp_path / "t.swf").write_text("; header\n" + "\n".join(lines) + "\n")

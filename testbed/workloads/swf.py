@@ -92,16 +92,11 @@ def swf_columns(path: str | Path) -> tuple[list[str], dict[str, list[Any]]]:
             header.append(text.strip())
             continue
         if len(found) != len(FIELDS):
+            _checked(path, numbers, words)
             raise SwfError(f"{path}:{number}: expected {len(FIELDS)} fields, got {len(found)}")
         words += found
         numbers.append(number)
-    try:
-        values = list(map(float, words))
-    except ValueError:
-        _refuse_first(path, numbers, words)
-    table = np.fromiter(values, float, len(values)).reshape(len(numbers), len(FIELDS))
-    if not (np.isfinite(table).all() and (table[:, _INTEGER_AT] % 1 == 0).all()):
-        _refuse_first(path, numbers, words)
+    values, table = _checked(path, numbers, words)
     width = len(FIELDS)
     columns = {name: values[at::width] for at, name in enumerate(FIELDS)}
     whole = table[:, _INTEGER_AT]
@@ -113,6 +108,21 @@ def swf_columns(path: str | Path) -> tuple[list[str], dict[str, list[Any]]]:
 
 
 _INTEGER_AT = [index for index, name in enumerate(FIELDS) if name in INTEGER_FIELDS]
+
+
+def _checked(path: str | Path, numbers: list[int], words: list[str]
+             ) -> tuple[list[float], np.ndarray]:
+    """The job lines' words (of the lines ``numbers``, 18 a line, one after the other) as
+    floats, and as a table of a row a line; ``SwfError`` for the first line with a field that
+    is not a number, or not finite, or not whole where it must be."""
+    try:
+        values = list(map(float, words))
+    except ValueError:
+        _refuse_first(path, numbers, words)
+    table = np.fromiter(values, float, len(values)).reshape(len(numbers), len(FIELDS))
+    if not (np.isfinite(table).all() and (table[:, _INTEGER_AT] % 1 == 0).all()):
+        _refuse_first(path, numbers, words)
+    return values, table
 
 
 def _refuse_first(path: str | Path, numbers: list[int], words: list[str]) -> NoReturn:
