@@ -298,7 +298,7 @@ def simulated_workload(path: str | Path, options: Options, pes: int) -> Workload
     have a work (bsp ``--work``), uncompressed when asked, with perfect estimates when asked."""
     try:
         if str(path).endswith(".swf"):
-            workload = trace_workload(str(path), pes)
+            workload = trace_workload(str(path), pes, options.estimates == "perfect")
         else:
             workload = load_workload(str(path), options.timeslice)
             workload.check_fits(pes)
@@ -337,10 +337,12 @@ def _uncompressed(workload: Workload) -> Workload:
 
 
 def with_estimates(workload: Workload, how: str) -> Workload:
-    """``workload`` with perfect runtime estimates (each job's work) when ``how`` says so."""
+    """``workload`` with perfect runtime estimates (each job's work) when ``how`` says so (a
+    job made with its work as its estimate already is kept as it is)."""
     if how != "perfect":
         return workload
-    jobs = [dataclasses.replace(j, estimate=j.work) for j in workload.jobs]
+    jobs = [j if j.estimate is j.work else dataclasses.replace(j, estimate=j.work)
+            for j in workload.jobs]
     return dataclasses.replace(workload, jobs=jobs)
 
 

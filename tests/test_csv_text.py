@@ -1,12 +1,14 @@
-"""jobs.csv's text, joined column-wise, is the text csv.writer writes row by row."""
+"""jobs.csv's text, joined column-wise a piece of rows at a time, is the text csv.writer writes
+row by row."""
 
 from __future__ import annotations
 
 import csv
 import io
+import math
 import random
 
-from testbed.results.report import _cells, _float_texts, csv_text
+from testbed.results.report import _cells, _float_texts, csv_pieces
 
 AWKWARD = ["", "plain", "a,b", 'say "hi"', "two\nlines", "cr\rhere", " lead", "end,", '"',
            "ü", "killed: ran past its limit"]
@@ -34,17 +36,17 @@ def test_the_column_wise_text_is_csv_writers_on_random_columns():
             mixed = rng.sample(draws, rng.randrange(1, 4))
             columns[f"c{at}" if at else rng.choice(["id", "a,b"])] = [
                 rng.choice(mixed)() for _ in range(rows)]
-        assert csv_text(columns) == _by_rows(columns)
+        assert "".join(csv_pieces(columns, rng.randrange(1, 8))) == _by_rows(columns)
 
 
-def test_floats_formatted_fixed_point_are_their_rounded_reprs():
+def test_floats_formatted_in_bulk_are_their_rounded_reprs():
     rng = random.Random(11)
     for _ in range(200):
         exponent = rng.randrange(-8, 9)
         values = [rng.uniform(-1, 1) * 10.0 ** exponent for _ in range(100)]
         values += [round(v, rng.randrange(0, 8)) for v in values[:20]]
-        texts = _float_texts(values)
-        if exponent >= -3 and exponent <= 7 and all(abs(v) >= 1e-4 for v in values):
-            assert texts is not None
-        if texts is not None:
-            assert texts == [str(round(v, 6)) for v in values]
+        values += [float(round(v)) for v in values[20:40]]
+        values += rng.sample([math.inf, -math.inf, math.nan, -0.0, 0.0, 1e17, -2.5e16], 3)
+        mostly_whole = [float(round(v)) if math.isfinite(v) else v for v in values] + values[:30]
+        for column in (values, mostly_whole):
+            assert _float_texts(column) == [str(round(v, 6)) for v in column]

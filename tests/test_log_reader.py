@@ -194,3 +194,16 @@ def test_reading_stops_at_a_damaged_line(tmp_path, damaged):
     found = read_log(path)
     assert (found.status, found.end, found.ends_at) == (["running"], [None], 1.5)
     assert _figures(found) == _figures(_parsed(path))
+
+
+def test_a_list_the_derivation_does_not_use_is_checked_by_its_brackets_only(tmp_path):
+    """A start whose PE list is damaged inside its brackets is still read (the derivation
+    does not use the list); one whose brackets are broken ends the log there."""
+    path = tmp_path / "events.jsonl"
+    inside = HEAD[2].replace('"pes": [0]', '"pes": [0, x]')
+    path.write_text("".join([*HEAD[:2], inside, FINISH]))
+    found = read_log(path)
+    assert (found.start, found.end, found.status) == ([1.5], [3.0], ["done"])
+    path.write_text("".join([*HEAD[:2], HEAD[2].replace('"pes": [0]', '"pes": [0'), FINISH]))
+    found = read_log(path)
+    assert (found.start, found.end, found.ends_at) == ([None], [None], 0.0)

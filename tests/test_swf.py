@@ -7,7 +7,15 @@ import re
 import pytest
 from conftest import run_testbed
 
-from testbed.workloads.swf import ImportOptions, SwfError, read_swf, to_workload
+from testbed.workloads.swf import (
+    FIELDS,
+    INTEGER_FIELDS,
+    ImportOptions,
+    SwfError,
+    read_swf,
+    to_workload,
+    trace_workload,
+)
 
 TRACE = """; Version: 2.2
 ; MaxProcs: 4
@@ -57,3 +65,41 @@ def test_import_run_export_keeps_ids_sizes_and_times(tmp_path):
         [(1, 2, 0, 1), (2, 1, 30, 1), (4, 2, 90, 1)]
     for job in exported:
         assert job.run >= {1: 40, 2: 25, 4: 10}[job.job] * 0.8
+
+
+GOOD = "1 0 5 40 2 -1 -1 2 60 -1 1 3 1 1 1 -1 -1 -1"
+
+
+@pytest.mark.parametrize(("lines", "message"), [
+    ([GOOD, GOOD.replace(" 40 ", " inf "), GOOD.replace(" 40 ", " forty ")],
+     ":3: field 4 (run) is not a finite number: 'inf'"),
+    ([GOOD, GOOD.replace(" 40 ", " forty "), GOOD.replace(" 40 ", " nan ")],
+     ":3: field 4 (run) is not a number: 'forty'"),
+    ([GOOD, GOOD, GOOD.replace(" 2 -1 -1 2 ", " 2.5 -1 -1 2 ")],
+     ":4: field 5 (procs) is not a whole number: '2.5'"),
+    ([GOOD, "", GOOD + " 7"], ":4: expected 18 fields, got 19"),
+    ([GOOD, GOOD.replace(" 40 ", " forty "), "1 2 3"],
+     ":3: field 4 (run) is not a number: 'forty'"),
+])
+def test_the_first_bad_line_is_named(tmp_path, lines, message):
+    (tmp_path / "t.swf").write_text("; header\n" + "\n".join(lines) + "\n")
+    with pytest.raises(SwfError, match=re.escape(message)):
+        read_swf(tmp_path / "t.swf")
+
+
+def test_a_trace_read_field_by_field_keeps_each_fields_type(tmp_path):
+    (tmp_path / "t.swf").write_text(TRACE)
+    _, jobs = read_swf(tmp_path / "t.swf")
+    assert [type(value) for value in vars(jobs[0]).values()] == [
+        int if name in INTEGER_FIELDS else float for name in FIELDS]
+    assert (jobs[0].job, jobs[0].run, jobs[0].procs, jobs[1].wait) == (1, 40.0, 2, -1.0)
+
+
+@pytest.mark.parametrize("perfect", [False, True])
+def test_a_trace_workloads_estimates(tmp_path, perfect):
+    (tmp_path / "t.swf").write_text(TRACE)
+    jobs = trace_workload(tmp_path / "t.swf", 4, perfect).jobs
+    assert [(job.work, job.estimate) for job in jobs] == (
+        [(40.0, 40.0), (25.0, 25.0), (10.0, 10.0)] if perfect
+        else [(40.0, 60.0), (25.0, None), (10.0, None)])
+    assert all(job.estimate is job.work for job in jobs) == perfect

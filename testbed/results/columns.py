@@ -6,9 +6,12 @@ computes the figures of ``testbed.results.metrics`` (wait, runtime, response, th
 group) with numpy over whole columns, and ``summary`` the run's summary.  ``read_log`` reads a
 log file into ``Columns`` in one pass, taking the lines the writer writes for every job (the
 ``arrival``, ``start``, ``finish``, ``suspend``, ``resume`` and ``switch`` lines that
-``EventLog.emit_KIND`` writes) apart with one regular expression each, which accepts exactly
-such lines and only valid JSON, and parsing every other line (or one that does not match) as
-JSON; like ``testbed.events.iter_events`` it stops at the first line that is not a whole event.
+``EventLog.emit_KIND`` writes) apart with one regular expression, which accepts exactly
+such lines, and parsing every other line (or one that does not match) as JSON; like
+``testbed.events.iter_events`` it stops at the first line that is not a whole event.  The
+patterns check every value the derivation uses; of the lists it does not use (a start's
+``pes`` and ``cpus``, an arrival's ``argv``, a switch's ``jobs``, ``stopped`` and
+``continued``) only the brackets, so a line damaged inside one of those alone is still read.
 The figures are those ``metrics`` defines (same values, same types in ``jobs.csv`` and
 ``summary.json``): sums and means are taken in workload order, as there.
 """
@@ -25,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from testbed.collector import collector_paused
+
 BSLD_TAU_UNCOMPRESSED = 10.0
 SHORT_WORK_UNCOMPRESSED = 60.0
 METRICS = ("wait", "runtime", "response", "slowdown", "response_slowdown", "bounded_slowdown")
@@ -34,42 +39,40 @@ GROUPS = ("all", "short", "long")
 # repeats are possessive (no backtracking into them: what follows never starts with what
 # they repeat, so they accept the same lines, with less work)
 _NUM = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][-+]?[0-9]++)?"
-_STR = r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'
+_STR = r'"(?:[^"\\\x00-\x1f]++|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*+"'
 _OPT = f"(?:null|{_NUM})"
-_STRS = rf"\[(?:{_STR}(?:, {_STR})*+)?\]"
-_INTS = r"\[(?:-?[0-9]++(?:, -?[0-9]++)*+)?\]"
-_HEAD = rf'\{{"t": ({_NUM}), "event": '
-_LINES = {
-    "arrival": re.compile(
-        rf'{_HEAD}"arrival", "job": ({_STR}), "due": ({_NUM}), "pes": {_NUM}, "work": {_OPT}, '
-        rf'"limit": {_OPT}, "estimate": {_OPT}, "user": {_STR}, "argv": {_STRS}, '
-        rf'"mem_mb": {_OPT}, "mem_source": {_STR}\}}\n'),
-    "start": re.compile(
-        rf'{_HEAD}"start", "job": ({_STR}), "slot": {_OPT}, "pes": {_INTS}, '
-        rf'"cpus": (?:null|{_INTS})\}}\n'),
-    "finish": re.compile(
-        rf'{_HEAD}"finish", "job": ({_STR}), "status": ({_STR}), "exit_code": ({_OPT}), '
-        rf'"reason": ({_STR}), "swap_in": ({_OPT}), "swap_out": ({_OPT}), '
-        rf'"cpu_s": ({_OPT})\}}\n'),
-    "suspend": re.compile(rf'{_HEAD}"suspend", "job": ({_STR})\}}\n'),
-    "resume": re.compile(rf'{_HEAD}"resume", "job": ({_STR})\}}\n'),
-    "switch": re.compile(
-        rf'{_HEAD}"switch", "seq": {_NUM}, "slot": {_OPT}, "jobs": {_STRS}, '
-        rf'"stopped": {_STRS}, "continued": {_STRS}, "latency_us": ({_NUM}), '
-        rf'"lag_us": {_OPT}, "slice_s": {_OPT}\}}\n'),
+# a list the derivation does not use (a start's PEs and CPUs, an arrival's argv, a switch's
+# jobs): its brackets only, not its items (a line damaged inside one is still taken)
+_LIST = r"\[[^\]\n]*+\]"
+# each job line's fields after its kind, as the writer writes them, the values used captured
+_BODIES = {
+    "start": rf'"job": ({_STR}), "slot": {_OPT}, "pes": {_LIST}, "cpus": (?:null|{_LIST})',
+    "arrival": rf'"job": ({_STR}), "due": ({_NUM}), "pes": {_NUM}, "work": {_OPT}, '
+               rf'"limit": {_OPT}, "estimate": {_OPT}, "user": {_STR}, "argv": {_LIST}, '
+               rf'"mem_mb": {_OPT}, "mem_source": {_STR}',
+    "finish": rf'"job": ({_STR}), "status": ({_STR}), "exit_code": ({_OPT}), '
+              rf'"reason": ({_STR}), "swap_in": ({_OPT}), "swap_out": ({_OPT}), '
+              rf'"cpu_s": ({_OPT})',
+    "suspend": rf'"job": ({_STR})',
+    "resume": rf'"job": {_STR}',
+    "switch": rf'"seq": {_NUM}, "slot": {_OPT}, "jobs": {_LIST}, "stopped": {_LIST}, '
+              rf'"continued": {_LIST}, "latency_us": ({_NUM}), "lag_us": {_OPT}, '
+              rf'"slice_s": {_OPT}',
 }
-_KIND_AT = len('{"t": ')
+# one pattern for every job line: group 1 its time, then each kind's groups in turn (the
+# start's job 2; the arrival's job and due 3-4; the finish's job, status, exit code, reason,
+# swap in and out and CPU seconds 5-11; the suspend's job 12; the switch's latency 13), so the
+# last group a match captures says its kind (a resume captures none of its own: 1)
+_JOB_LINE = re.compile(rf'\{{"t": ({_NUM}), "event": "(?:'
+                       + "|".join(f'{kind}", {body}' for kind, body in _BODIES.items())
+                       + r')\}\n')
+_START, _ARRIVAL, _FINISH, _SUSPEND, _SWITCH = 2, 4, 11, 12, 13
 # a job's figures before any event about it (immutable values: columns repeat them)
 _FRESH = {"start": None, "end": None, "status": "not started", "exit_code": None, "reason": "",
           "cpu_s": None, "swap_in": None, "swap_out": None, "stops": 0, "dedicated": None,
           "comm_wait_s": None, "minor_faults": None, "major_faults": None,
           "peak_rss_kib": None, "restarts": 0, "lost_s": 0.0, "lost_cpu": None,
           "paging_s": 0.0, "measured": False}
-_EVENT = ', "event": "'
-# the first characters of each job line's kind after '"event": "', to its kind and pattern (a
-# line of another kind starting so does not match the pattern, and is parsed as JSON)
-_KEY_LEN = 8
-_BY_KEY = {f'{kind}", '[:_KEY_LEN]: (kind, pattern) for kind, pattern in _LINES.items()}
 
 
 def _number(text: str) -> int | float:
@@ -374,19 +377,13 @@ def read_log(path: Path) -> Columns:
     """``Columns`` of the log at ``path``, read in one pass up to its last whole event,
     derived."""
     columns = Columns()
-    kinds = _BY_KEY
+    fullmatch = _JOB_LINE.fullmatch
     index, status, arrival, start = columns.index, columns.status, columns.arrival, columns.start
     stops, finished, latencies = columns.stops, columns.finished, columns.switch_latencies
     last = None
-    with open(path, errors="replace") as f:
+    with collector_paused(), open(path, errors="replace") as f:
         for line in f:
-            # the job lines' names and values in place, not through a call each: a name with
-            # no backslash is its text without quotes, a number with a point a float (as
-            # ``_string`` and ``_number`` say); the lists stay the same objects throughout
-            kind_at = line.find(_EVENT, _KIND_AT) + len(_EVENT)
-            found = kinds.get(line[kind_at:kind_at + _KEY_LEN]) if kind_at > len(_EVENT) \
-                else None
-            match = found[1].fullmatch(line) if found is not None else None
+            match = fullmatch(line)
             if match is None:
                 try:
                     event = json.loads(line)
@@ -397,29 +394,32 @@ def read_log(path: Path) -> Columns:
                 columns.feed(event)
                 last = None
                 continue
+            # the job lines' names and values in place, not through a call each: a name with
+            # no backslash is its text without quotes, a number with a point a float (as
+            # ``_string`` and ``_number`` say); the lists stay the same objects throughout
             last = match[1]
-            kind = found[0]
-            if kind == "resume":
-                continue
-            if kind == "switch":
-                latencies.append(_number(match[2]))
-                continue
-            job = match[2]
-            at = index[job[1:-1] if "\\" not in job else json.loads(job)]
-            if kind == "suspend":
-                stops[at] += 1
-            elif kind == "start":
+            kind = match.lastindex
+            if kind == _START:
+                job = match[2]
+                at = index[job[1:-1] if "\\" not in job else json.loads(job)]
                 if start[at] is None:
                     start[at] = float(last) if "." in last else _number(last)
                 status[at] = "running"
-            elif kind == "arrival":
-                due = match[3]
+            elif kind == _ARRIVAL:
+                job, due = match[3], match[4]
+                at = index[job[1:-1] if "\\" not in job else json.loads(job)]
                 arrival[at] = float(due) if "." in due else _number(due)
                 status[at] = "waiting"
-            else:
-                finished(at, float(last) if "." in last else _number(last), _string(match[3]),
-                         _optional(match[4]), _string(match[5]), _optional(match[6]),
-                         _optional(match[7]), _optional(match[8]))
+            elif kind == _FINISH:
+                job = match[5]
+                finished(index[job[1:-1] if "\\" not in job else json.loads(job)],
+                         float(last) if "." in last else _number(last), _string(match[6]),
+                         _optional(match[7]), _string(match[8]), _optional(match[9]),
+                         _optional(match[10]), _optional(match[11]))
+            elif kind == _SUSPEND:
+                stops[index[_string(match[12])]] += 1
+            elif kind == _SWITCH:
+                latencies.append(_number(match[13]))
     if last is not None:
         columns.ends_at = _number(last)
     columns.derive()

@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+from collections.abc import Iterable, Iterator
 from itertools import repeat
 from pathlib import Path
 from types import NoneType
@@ -25,15 +26,20 @@ CSV_FIELDS = ("id", "size", "arrival", "start", "end", "wait", "runtime", "respo
               "job_class", "stops", "paging_s", "prime")
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Write ``path`` whole or not at all; ``WriteFailed`` when it cannot be written."""
+def _write_atomic(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``path`` whole or not at all: ``text``, or its pieces in order as they come;
+    ``WriteFailed`` when it cannot be written."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        tmp.write_text(text)
+        with open(tmp, "w") as f:
+            f.writelines([text] if isinstance(text, str) else text)
         os.replace(tmp, path)
     except OSError as err:
         tmp.unlink(missing_ok=True)
         raise WriteFailed(path, err) from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _cells(values: list[Any]) -> list[Any]:
@@ -58,26 +64,39 @@ def _csv_field(text: str) -> str:
     return out.getvalue()[:-2]
 
 
-def _float_texts(values: list[float]) -> list[str] | None:
-    """``str(round(v, 6))`` for every float of ``values``, from one fixed-point formatting
-    each; None unless every value is finite and below 1e8 in size, and either 1e-4 or more
-    or rounds to zero (then the fixed-point digits, their trailing zeros cut, are what the
-    shortest repr of the rounded value writes: both come from the same correctly rounded
-    digits, and 15 significant digits name one double)."""
+def _fixed_texts(values: list[float]) -> list[str]:
+    """``str(round(v, 6))`` for every float of ``values``: from one fixed-point formatting
+    each when every value is finite and below 1e8 in size, and either 1e-4 or more or rounds
+    to zero (then the fixed-point digits, their trailing zeros cut, are what the shortest repr
+    of the rounded value writes: both come from the same correctly rounded digits, and 15
+    significant digits name one double); else through ``round`` and ``str``."""
     sizes = np.abs(np.array(values, dtype=float))
     if not np.all(np.isfinite(sizes) & (sizes < 1e8) & ((sizes >= 1e-4) | (sizes < 4e-7))):
-        return None
+        return list(map(str, map(round, values, repeat(6, len(values)))))
     texts = [text.rstrip("0") for text in map(format, values, repeat(".6f", len(values)))]
     return [text + "0" if text[-1] == "." else text for text in texts]
+
+
+def _float_texts(values: list[float]) -> list[str]:
+    """``str(round(v, 6))`` for every float of ``values``: the repr of a whole number or an
+    infinity (which rounding leaves as it is), ``_fixed_texts`` of the others (of them all
+    when most are not whole: it gives whole numbers their repr too)."""
+    array = np.array(values, dtype=float)
+    fractional = np.flatnonzero(array != np.floor(array)).tolist()
+    if 2 * len(fractional) > len(values):
+        return _fixed_texts(values)
+    texts = list(map(repr, values))
+    for at, text in zip(fractional, _fixed_texts([values[at] for at in fractional]),
+                        strict=True):
+        texts[at] = text
+    return texts
 
 
 def _texts(values: list[Any]) -> list[str]:
     """A column's fields as ``csv.writer`` writes them (``_cells``, then ``str``; a field with
     a delimiter, quote or line break goes through ``csv`` itself)."""
     if values and set(map(type, values)) == {float}:
-        fast = _float_texts(values)
-        if fast is not None:
-            return fast
+        return _float_texts(values)
     texts = list(map(str, _cells(values)))
     joined = "".join(texts)
     if any(special in joined for special in _NEEDS_QUOTES):
@@ -86,14 +105,25 @@ def _texts(values: list[Any]) -> list[str]:
     return texts
 
 
-def csv_text(columns: dict[str, list[Any]]) -> str:
+def _lines(fields: Iterable[tuple[str, ...]]) -> str:
+    """Rows of fields as ``csv.writer`` writes them, each line ended."""
+    # csv quotes a row's only field when it is empty (else the line would be blank)
+    return "\n".join([line or '""' for line in map(",".join, fields)]) + "\n"
+
+
+CSV_CHUNK_ROWS = 20_000
+
+
+def csv_pieces(columns: dict[str, list[Any]], rows: int = CSV_CHUNK_ROWS) -> Iterator[str]:
     """``columns`` (name -> one value a row) as the text ``csv.writer`` writes (a header, then
     a line a row; floats to the microsecond, None as nothing), joined column-wise rather than
-    written row by row."""
-    rows = map(",".join, zip(*map(_texts, columns.values()), strict=True))
-    lines = [",".join(_texts(list(columns))), *rows]
-    # csv quotes a row's only field when it is empty (else the line would be blank)
-    return "\n".join([line or '""' for line in lines]) + "\n"
+    written row by row, in pieces of ``rows`` rows (so that one piece's fields are held at a
+    time, not the whole file's)."""
+    yield _lines([tuple(_texts(list(columns)))])
+    count = len(next(iter(columns.values()), []))
+    for first in range(0, count, rows):
+        yield _lines(zip(*[_texts(values[first:first + rows]) for values in columns.values()],
+                         strict=True))
 
 
 def write_results(run_dir: Path) -> dict[str, Any]:
@@ -106,7 +136,7 @@ def write_results(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{run_dir / 'events.jsonl'}: no whole run_start event: not the log "
                          "of a run, or cut before the run started")
     _write_atomic(run_dir / "jobs.csv",
-                  csv_text({name: columns.column(name) for name in CSV_FIELDS}))
+                  csv_pieces({name: columns.column(name) for name in CSV_FIELDS}))
     summary = columns.summary()
     _write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2) + "\n")
     return summary

@@ -14,8 +14,12 @@ import math
 import random
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any, NoReturn
 
-from testbed.workloads.files import JobSpec, Workload, arrival_order
+import numpy as np
+
+from testbed.collector import collector_paused
+from testbed.workloads.files import JobSpec, Workload, sort_by_arrival
 from testbed.workloads.mix import job_line
 
 FIELDS = ("job", "submit", "wait", "run", "procs", "cpu", "mem", "req_procs", "req_time",
@@ -65,37 +69,77 @@ INTEGER_FIELDS = {"job", "procs", "req_procs", "status", "user", "group", "execu
 
 def read_swf(path: str | Path) -> tuple[list[str], list[SwfJob]]:
     """The header comment lines and the jobs of an SWF file; ``SwfError`` names bad lines."""
-    header, jobs = [], []
+    header, columns = swf_columns(path)
+    return header, [SwfJob(*values) for values in zip(*columns.values(), strict=True)]
+
+
+def swf_columns(path: str | Path) -> tuple[list[str], dict[str, list[Any]]]:
+    """The header comment lines and the jobs of an SWF file field by field: a list a field of
+    ``FIELDS``, a value a job (ints for ``INTEGER_FIELDS``, floats for the others, times in
+    s); ``SwfError`` names the first bad line."""
+    header: list[str] = []
+    numbers: list[int] = []
+    words: list[str] = []
     try:
         lines = Path(path).read_text().splitlines()
     except (OSError, UnicodeDecodeError) as err:
         raise SwfError(f"{path}: cannot read: {err}") from None
     for number, text in enumerate(lines, start=1):
-        stripped = text.strip()
-        if not stripped:
+        found = text.split()
+        if not found:
             continue
-        if stripped.startswith(";"):
-            header.append(stripped)
+        if found[0].startswith(";"):
+            header.append(text.strip())
             continue
-        words = stripped.split()
-        if len(words) != len(FIELDS):
-            raise SwfError(f"{path}:{number}: expected {len(FIELDS)} fields, got {len(words)}")
-        try:
-            values: list[float | int] = list(map(float, words))
-        except ValueError:
-            bad = next(w for w in words if not _is_number(w))
-            raise SwfError(f"{path}:{number}: field {words.index(bad) + 1} "
-                           f"({FIELDS[words.index(bad)]}) is not a number: {bad!r}") from None
-        if not all(map(math.isfinite, values)) or not all(
-                map(float.is_integer, map(values.__getitem__, _INTEGER_AT))):
-            _refuse(path, number, words, values)
-        for at in _INTEGER_AT:
-            values[at] = int(values[at])
-        jobs.append(SwfJob(*values))
-    return header, jobs
+        if len(found) != len(FIELDS):
+            _checked(path, numbers, words)
+            raise SwfError(f"{path}:{number}: expected {len(FIELDS)} fields, got {len(found)}")
+        words += found
+        numbers.append(number)
+    values, table = _checked(path, numbers, words)
+    width = len(FIELDS)
+    columns = {name: values[at::width] for at, name in enumerate(FIELDS)}
+    whole = table[:, _INTEGER_AT]
+    # whole numbers this small are exact in int64 (the larger through int, one at a time)
+    ints = (whole.astype(np.int64).T.tolist() if np.abs(whole).max(initial=0) < 2**62
+            else [list(map(int, columns[FIELDS[at]])) for at in _INTEGER_AT])
+    columns.update(zip([FIELDS[at] for at in _INTEGER_AT], ints, strict=True))
+    return header, columns
 
 
 _INTEGER_AT = [index for index, name in enumerate(FIELDS) if name in INTEGER_FIELDS]
+
+
+def _checked(path: str | Path, numbers: list[int], words: list[str]
+             ) -> tuple[list[float], np.ndarray]:
+    """The job lines' words (of the lines ``numbers``, 18 a line, one after the other) as
+    floats, and as a table of a row a line; ``SwfError`` for the first line with a field that
+    is not a number, or not finite, or not whole where it must be."""
+    try:
+        values = list(map(float, words))
+    except ValueError:
+        _refuse_first(path, numbers, words)
+    table = np.fromiter(values, float, len(values)).reshape(len(numbers), len(FIELDS))
+    if not (np.isfinite(table).all() and (table[:, _INTEGER_AT] % 1 == 0).all()):
+        _refuse_first(path, numbers, words)
+    return values, table
+
+
+def _refuse_first(path: str | Path, numbers: list[int], words: list[str]) -> NoReturn:
+    """Raise ``SwfError`` for the first of the job lines (``numbers``, their ``words`` one
+    after the other) with a field that is not a number, or not finite, or not whole where it
+    must be."""
+    width = len(FIELDS)
+    for at, number in enumerate(numbers):
+        line = words[at * width:(at + 1) * width]
+        try:
+            values = list(map(float, line))
+        except ValueError:
+            bad = next(w for w in line if not _is_number(w))
+            raise SwfError(f"{path}:{number}: field {line.index(bad) + 1} "
+                           f"({FIELDS[line.index(bad)]}) is not a number: {bad!r}") from None
+        _refuse(path, number, line, values)
+    raise AssertionError("no bad line among the SWF lines refused")
 
 
 def _refuse(path: str | Path, number: int, words: list[str], values: list[float]) -> None:
@@ -157,25 +201,29 @@ def to_workload(jobs: list[SwfJob], opts: ImportOptions, source: str) -> tuple[s
     return "\n".join(lines) + "\n", len(jobs) - len(usable)
 
 
-def trace_workload(path: str | Path, pes: int) -> Workload:
+@collector_paused()
+def trace_workload(path: str | Path, pes: int, perfect_estimates: bool = False) -> Workload:
     """An SWF trace as a workload the simulator runs directly: a job's work is its runtime,
-    its estimate the requested time (when given), its size capped at ``pes``; a job with a
-    preceding job (field 17) present in the trace arrives its think time (field 18) after that
-    job ends.  Jobs without size or runtime are left out.  The jobs have no command, so only
-    the simulator can run them.  Raises ``SwfError`` for a malformed file."""
-    _, records = read_swf(path)
+    its estimate the requested time (when given; its work with ``perfect_estimates``), its
+    size capped at ``pes``; a job with a preceding job (field 17) present in the trace arrives
+    its think time (field 18) after that job ends.  Jobs without size or runtime are left
+    out.  The jobs have no command, so only the simulator can run them.  Raises ``SwfError``
+    for a malformed file."""
+    _, swf = swf_columns(path)
     ids: set[int] = set()
     specs: list[JobSpec] = []
-    for job in records:
-        size = job.procs if job.procs > 0 else job.req_procs
-        runtime = job.run if job.run >= 0 else job.req_time
-        if size <= 0 or runtime < 0 or job.submit < 0:
+    for number, submit, run, procs, req_procs, req_time, user, preceding, think in zip(
+            swf["job"], swf["submit"], swf["run"], swf["procs"], swf["req_procs"],
+            swf["req_time"], swf["user"], swf["preceding"], swf["think"], strict=True):
+        size = procs if procs > 0 else req_procs
+        runtime = run if run >= 0 else req_time
+        if size <= 0 or runtime < 0 or submit < 0:
             continue
-        after = job.preceding if job.preceding in ids else None
-        arrival = max(job.think, 0.0) if after is not None else job.submit
+        after = preceding if preceding in ids else None
+        arrival = max(think, 0.0) if after is not None else submit
+        estimate = runtime if perfect_estimates else req_time if req_time > 0 else None
         specs.append(JobSpec(f"j{len(specs) + 1}", len(specs) + 1, arrival, min(size, pes), (),
-                             runtime, None, str(job.user), False, None, job.job,
-                             job.req_time if job.req_time > 0 else None, after))
-        ids.add(job.job)
-    specs.sort(key=arrival_order)
+                             runtime, None, str(user), False, None, number, estimate, after))
+        ids.add(number)
+    sort_by_arrival(specs)
     return Workload(str(path), specs, {"generator": "swf-trace"})
