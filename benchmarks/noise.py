@@ -264,13 +264,21 @@ def calibrate_shim(slowdown: float, iterations: int, repeats: int = 3) -> dict[s
             "shim_ns": round(slowdown * base / slope, 1)}
 
 
+HOG = """import os, sys
+while os.getppid() == int(sys.argv[1]):
+    for _ in range(1_000_000):
+        pass
+"""
+
+
 @contextmanager
 def cpu_hog(on: bool) -> Iterator[None]:
-    """A busy loop pinned to the last CPU while inside (nothing when ``on`` is false)."""
+    """A busy loop pinned to the last CPU while inside (nothing when ``on`` is false).  The
+    loop ends by itself when this process is gone (killed, say, where no ``finally`` runs)."""
     if not on:
         yield
         return
-    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"],
+    hog = subprocess.Popen([sys.executable, "-c", HOG, str(os.getpid())],
                            stdin=subprocess.DEVNULL)
     try:
         os.sched_setaffinity(hog.pid, {max(os.sched_getaffinity(0))})

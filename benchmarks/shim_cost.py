@@ -56,6 +56,7 @@ import struct
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -189,28 +190,39 @@ FUTEX_API = """uint32_t futex_await(uint32_t *word, uint32_t seen, long timeout_
 void futex_ring(uint32_t *word);"""
 
 
+STAMP_SLOTS = 1024
+
+
 def futex_wakeup(waits: int, low_ms: float, high_ms: float,
                  timeout_ns: int = 0) -> dict[str, object]:
     """``_floor`` with the send time stored beside a futex word of a shared mapping on which
     this process is blocked (``clients/futex_wake.c``, built on first use), the child adding 1
     to the word and waking it: the floor of the shim's doorbell; with ``timeout_ns``, every
-    sleep times out after that many nanoseconds and sleeps again, as a safety net would."""
+    sleep times out after that many nanoseconds and sleeps again, as a safety net would.  Each
+    ring has its own stamp slot (ring n in slot n mod ``STAMP_SLOTS``), so that two rings that
+    come before this process wakes are both taken, each with its own send time (a ring counted
+    but not taken would leave the last receive waiting for a ring that never comes)."""
     ffi = cffi.FFI()
     ffi.cdef(FUTEX_API)
     futex = ffi.dlopen(str(build.library("futex_wake", [CLIENTS / "futex_wake.c"],
                                          ["cc", "-O2", "-fPIC", "-shared", "-Wall"])))
-    shared = mmap.mmap(-1, mmap.PAGESIZE)
+    shared = mmap.mmap(-1, 64 + 8 * STAMP_SLOTS)
     buffer = ffi.from_buffer(shared)
     word = ffi.cast("uint32_t *", buffer)
-    seen = [0]
+    sent, seen, pending = [0], [0], deque[int]()
 
     def send(stamp: int) -> None:
-        struct.pack_into("=Q", shared, 8, stamp)
+        struct.pack_into("=Q", shared, 64 + 8 * (sent[0] % STAMP_SLOTS), stamp)
+        sent[0] += 1
         futex.futex_ring(word)
 
     def receive() -> int:
-        seen[0] = futex.futex_await(word, seen[0], timeout_ns)
-        return struct.unpack_from("=Q", shared, 8)[0]
+        if not pending:
+            rung = futex.futex_await(word, seen[0], timeout_ns)
+            pending.extend(struct.unpack_from("=Q", shared, 64 + 8 * (n % STAMP_SLOTS))[0]
+                           for n in range(seen[0], rung))
+            seen[0] = rung
+        return pending.popleft()
 
     try:
         return _floor(waits, low_ms, high_ms, send, receive)

@@ -983,3 +983,15 @@ def test_nersc_pe_time_divides_the_span_up_to_the_last_arrival():
     # held idle: PE 1 holds the suspended a while b runs, 1; free: the rest, 8
     assert pe_time(evs, 4) == {"busy": round(7 / 16, 3), "held_idle": round(1 / 16, 3),
                                "free_idle": round(8 / 16, 3)}
+
+
+@pytest.mark.realtime
+def test_the_futex_floor_takes_every_ring_when_rings_come_faster_than_it_wakes():
+    # the child rings back to back, so rings come while the parent is still awake: each must
+    # be taken with its own stamp (a merged ring once left the last receive waiting forever)
+    code = ("import json; from benchmarks.shim_cost import futex_wakeup; "
+            "print(json.dumps(futex_wakeup(300, 0, 0)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["wakeup_us"]["p50"] >= 0

@@ -137,7 +137,7 @@ def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     assert "false alarms (A/A)" in report.read_text() and documents[0]["date"] in \
         report.read_text()
     hogs = [p for p in psutil.process_iter(["cmdline"])
-            if p.info["cmdline"] == [sys.executable, "-c", "while True: pass"]]
+            if (p.info["cmdline"] or [])[:3] == [sys.executable, "-c", noise.HOG]]
     assert hogs == []
     again = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--from", str(out)],
                            capture_output=True, text=True, timeout=120)
@@ -152,3 +152,21 @@ def test_from_a_directory_without_runs_is_one_clear_message(tmp_path):
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.strip() == \
         f"noise: {tmp_path}: no suite-*.json of a noise run"
+
+
+@pytest.mark.realtime
+def test_the_hog_ends_when_the_process_that_started_it_is_killed():
+    code = ("import time\nfrom benchmarks.noise import cpu_hog\nwith cpu_hog(True):\n"
+            "    print(flush=True)\n    time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        parent.stdout.readline()
+        hogs = psutil.Process(parent.pid).children()
+    finally:
+        parent.kill()
+        parent.wait()
+    assert len(hogs) == 1
+    _, alive = psutil.wait_procs(hogs, timeout=20)
+    for hog in alive:
+        hog.kill()
+    assert not alive
