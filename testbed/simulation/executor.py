@@ -31,6 +31,7 @@ from testbed.ports import Ended, Stalled, Switch
 from testbed.workloads.files import JobSpec
 
 TIE = 1e-6
+_UNCHANGED = Switch((), (), 0.0)
 
 
 @dataclass(slots=True)
@@ -109,6 +110,8 @@ class SimulationExecutor:
     def switch(self, jobs: frozenset[str], slot: int | None) -> Switch:
         """Stop the running jobs not in ``jobs`` and continue the stopped ones in it."""
         running, launched, clock = self.running, self.jobs, self.clock
+        if jobs == running:                 # most of gang's rounds: the same run set again
+            return _UNCHANGED
         stopped = [name for name in running if name not in jobs]
         running.difference_update(stopped)
         for name in stopped:
