@@ -196,35 +196,23 @@ class EventLog:
         w = WRITERS
         work_text = w[type(work)](work)
         estimate_text = work_text if estimate is work else w[type(estimate)](estimate)
-        if t != self.last_t:
-            self.last_t = t
-            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
-        pending = self.pending
-        pending.append(
-            f'{{"t": {self.last_t_text}, "event": "arrival", "job": {w[type(job)](job)}, '
+        self._write(
+            f'{{"t": {self._time(t)}, "event": "arrival", "job": {w[type(job)](job)}, '
             f'"due": {w[type(due)](due)}, "pes": {w[type(pes)](pes)}, '
             f'"work": {work_text}, "limit": {w[type(limit)](limit)}, '
             f'"estimate": {estimate_text}, '
             f'"user": {w[type(user)](user)}, "argv": {str_list(argv)}, '
             f'"mem_mb": {w[type(mem_mb)](mem_mb)}, '
             f'"mem_source": {w[type(mem_source)](mem_source)}}}\n')
-        if len(pending) >= self.batch:
-            self._drain()
 
     def emit_start(self, t: float, job: str, slot: int, pes: Sequence[int],
                    cpus: Sequence[int] | None) -> None:
         """A ``start`` event at ``t`` (s)."""
         w = WRITERS
-        if t != self.last_t:
-            self.last_t = t
-            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
-        pending = self.pending
-        pending.append(
-            f'{{"t": {self.last_t_text}, "event": "start", "job": {w[type(job)](job)}, '
+        self._write(
+            f'{{"t": {self._time(t)}, "event": "start", "job": {w[type(job)](job)}, '
             f'"slot": {w[type(slot)](slot)}, "pes": {int_list(pes)}, '
             f'"cpus": {"null" if cpus is None else int_list(cpus)}}}\n')
-        if len(pending) >= self.batch:
-            self._drain()
 
     def emit_finish(self, t: float, job: str, status: str, exit_code: int | None, reason: str,
                     swap_in: int | None, swap_out: int | None, cpu_s: float | None) -> None:
@@ -242,14 +230,8 @@ class EventLog:
                     self.finish_middles[key] = middle
         else:
             middle = self._finish_middle(status, exit_code, reason, swap_in, swap_out)
-        if t != self.last_t:
-            self.last_t = t
-            self.last_t_text = repr(int(t * 1e6 + 0.5) / 1e6)
-        pending = self.pending
-        pending.append(f'{{"t": {self.last_t_text}, "event": "finish", "job": '
-                       f'{w[type(job)](job)}{middle}{w[type(cpu_s)](cpu_s)}}}\n')
-        if len(pending) >= self.batch:
-            self._drain()
+        self._write(f'{{"t": {self._time(t)}, "event": "finish", "job": '
+                    f'{w[type(job)](job)}{middle}{w[type(cpu_s)](cpu_s)}}}\n')
 
     @staticmethod
     def _finish_middle(status: str, exit_code: int | None, reason: str, swap_in: int | None,
