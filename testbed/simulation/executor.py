@@ -98,13 +98,8 @@ class SimulationExecutor:
         job = self.jobs[spec.id] = _Job(spec.id, spec.pes,
                                         self.duration[spec.id] + self.launch_cost,
                                         self.launched)
-        if action.running:                  # _resume at no cost, inline (once a job)
-            clock = self.clock
-            job.running = True
-            self.running.add(job.name)
-            job.resumed_at = clock
-            job.end_at = end_at = clock + job.remaining
-            heapq.heappush(self.heap, (end_at, job.order, 0, job))
+        if action.running:
+            self._resume(job, 0.0)
         return None
 
     def switch(self, jobs: frozenset[str], slot: int | None) -> Switch:
