@@ -18,7 +18,7 @@ from testbed.experiments.slurm import Settings, slurm_command
 from testbed.experiments.slurm_spread import queued
 
 CODE = Path(__file__).resolve().parents[2]
-POLL_S = 10.0
+POLL_S = 2.0
 
 
 def job_args(settings: Settings, name: str, size: str, out: Path, runs: Path) -> list[str]:
