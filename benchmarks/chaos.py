@@ -196,7 +196,8 @@ def trial(rng: random.Random, directory: Path, multihost: bool, clients: int) ->
         if "Traceback" in err:
             record["failed"].append(f"a client printed a traceback: {last[:200]}")
         elif client.returncode != 0 and not last.startswith("testbed"):
-            record["failed"].append(f"a client exited {client.returncode} without saying why")
+            record["failed"].append(f"a client exited {client.returncode} without saying why "
+                                    f"(its last line: {last[:200]!r})")
     record["clients"] = ends
     _wait_for(lambda: not any(survivors(run_id, before).values()), GRACE)
     left = survivors(run_id, before)

@@ -405,7 +405,7 @@ class _Node(RemoteNode):
         self.frames: list[tuple[int, bool]] = []
 
     def send_frame(self, data: bytes) -> None:
-        if self.lost is not None:
+        if self.lost is not None or self.peer.closed:      # a dead node hears nothing
             return
         seq, solo, _ = tree.header(data)
         msg = pickle.loads(tree.body(data)[1])
@@ -534,6 +534,23 @@ def test_jobs_failed_by_a_node_lost_as_the_run_ends_are_returned(executor):
     assert {e.job: (e.status, e.reason) for e in ended} == {
         "j1": ("killed", "killed: run complete"),
         "j2": ("failed", "node manager of hostB lost: stopped answering")}
+
+
+def test_a_job_that_fails_on_one_node_after_another_of_its_nodes_died_fails_for_the_loss(
+        executor):
+    """A node manager that dies closes its connection before its ranks can go, so when a
+    job's launcher then fails on another node (its peer gone), the loss is already there to
+    read: the job fails for the loss, not for its exit code, whichever socket is read first."""
+    ex, (node_a, node_b) = executor((), ())
+    assert _launch(ex, "j1", 0, 1) is None and _launch(ex, "j2", 0) is None
+    node_b.peer.close()
+    node_a.peer.send(Push([Termination("j1", "failed", 1, "exit code 1"),
+                           Termination("j2", "done", 0, "")]))
+    ex._node_events(node_a)
+    assert {e.job: (e.status, e.reason) for e in ex.ended} == {
+        "j1": ("failed", "node manager of hostB lost: connection closed (the node manager "
+               "died)"), "j2": ("done", "")}
+    assert ex.lost_nodes == {1}
 
 
 class _Launchers:

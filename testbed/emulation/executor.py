@@ -434,11 +434,30 @@ class EmulationExecutor:
 
     def _node_events(self, nm: NodeLink) -> None:
         """Take in what a node manager pushed: its launchers' ends, class changes and paging
-        records; a lost node fails its jobs."""
+        records; a lost node fails its jobs.  A launcher that did not end well may have ended
+        because another node of its job died: a node manager's death closes its connection
+        before its ranks can go, so every other connection is read first and a loss found
+        there fails the job for the loss, not for the exit code it caused."""
         nm.pump()
-        for term in nm.take_ended():
+        ended = nm.take_ended()
+        failed = [term for term in ended if term.status != "done"]
+        for term in ended:
+            if term.status == "done":
+                self._finish(term)
+        others: list[NodeLink] = []
+        if failed:
+            others = [other for other in self.nms
+                      if other is not nm and other.node.index not in self.lost_nodes]
+            for other in others:
+                other.pump()
+            self._check_lost()
+        for term in failed:
             self._finish(term)
         self._log_changes(nm.take_changes())
+        for other in others:        # what was read there will not be announced again
+            for term in other.take_ended():
+                self._finish(term)
+            self._log_changes(other.take_changes())
         self._check_lost()
 
     def _lost_reason(self, nodes: set[int]) -> str | None:
