@@ -215,9 +215,9 @@ def test_a_large_receive_polled_by_the_program_rings_its_blocked_sender():
     # Each round the send waits 20 ms for a receive posted 20 ms before it, which only the
     # receiver's tests progress: it blocks after 1 ms of spin, backs off (at most 650 us a
     # sleep) and is rung by the test that completes the receive.  Nothing else rings it, so
-    # without the tests' rings no sleep ends by one (0 of 8 blocked sends, in 8 runs of which
-    # 4 had a CPU hog on each core); with them 8 of 8, 7-8 with the hogs.
-    assert sender.blocks >= rounds // 2 and sender.wakes_rung >= rounds // 2, sender
+    # without the tests' rings no sleep ends by one (0 of 8 in each of 13 runs, 8 of them with
+    # CPU hogs); with them 6-8 of 8 (25 runs on a quiet machine), 7-8 with a hog on each core.
+    assert sender.blocks >= rounds // 2 and sender.wakes_rung >= 3, sender
 
 
 @pytest.mark.parametrize("native_collectives", [False, True])
