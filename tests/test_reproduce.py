@@ -433,6 +433,21 @@ def test_the_estimate_spreads_simulations_over_the_workers():
     assert cli.estimate(papers, "quick", 1) == thesis_s + t3d_s + cow_s
 
 
+def test_ctrl_c_ends_the_run_with_one_line_and_status_130(tmp_path, monkeypatch, capsys):
+    def interrupted(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "run_all", interrupted)
+    try:
+        status = cli.main(["--only", "COW", "--size", "tiny", "--out", str(tmp_path)])
+    except KeyboardInterrupt:
+        pytest.fail("Ctrl-C left benchmarks.reproduce as a traceback")
+    assert status == 130
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"benchmarks.reproduce: interrupted; the papers done are kept in {tmp_path} (the same "
+        "command with --resume goes on)")
+
+
 @pytest.mark.realtime
 def test_t3d_at_tiny_size_measures_the_production_figures_on_real_processes(tmp_path):
     assert cli.main(["--only", "T3D", "--size", "tiny", "--out", str(tmp_path)]) == 0

@@ -8,7 +8,8 @@ reproduction can be run in parts: ``--only T3D,T3E,COW`` anywhere (they are simu
 deterministic), then ``--only THESIS,MEMORY`` with the same ``--out`` on a quiet machine; a
 rerun of a paper replaces only that paper's file, ``--resume`` skips the papers whose file is
 already there, and one ``DIR`` holds one size (a run at another size is refused).  The
-report's header says for each paper when, where and at which commit it ran.
+report's header says for each paper when, where and at which commit it ran.  Ctrl-C stops
+the run with one line and exit status 130; the papers already done stay in ``DIR``.
 
 The simulated papers (T3D, T3E, COW) run first, one after another, each spreading its
 independent simulations over ``--workers`` processes (default: one per core; the figures are
@@ -202,22 +203,27 @@ def main(argv: list[str] | None = None) -> int:
         ctx.log(f"{part.name} done: {parts.save(out, part)}")
         rebuild(out, command)
 
-    if args.slurm:
-        settings = Settings(args.partition, args.account, args.time, tuple(args.sbatch))
-        ctx.spreading = functools.partial(slurm_spread.spreading, settings,
-                                          out.resolve() / "slurm", log=ctx.log)
-        try:
-            with cluster.on_nodes([p.name for p in papers if p.emulated], settings, size,
-                                  out.resolve(), runs.resolve(), ctx.log) as wait:
-                run_all([p for p in papers if not p.emulated], ctx, command, keep)
-                failed = wait()
-        except SlurmError as err:
-            print(f"benchmarks.reproduce: {err}", file=sys.stderr)
-            return 1
-        for line in failed:
-            print(f"benchmarks.reproduce: {line}", file=sys.stderr)
-    else:
-        run_all(papers, ctx, command, keep)
+    try:
+        if args.slurm:
+            settings = Settings(args.partition, args.account, args.time, tuple(args.sbatch))
+            ctx.spreading = functools.partial(slurm_spread.spreading, settings,
+                                              out.resolve() / "slurm", log=ctx.log)
+            try:
+                with cluster.on_nodes([p.name for p in papers if p.emulated], settings, size,
+                                      out.resolve(), runs.resolve(), ctx.log) as wait:
+                    run_all([p for p in papers if not p.emulated], ctx, command, keep)
+                    failed = wait()
+            except SlurmError as err:
+                print(f"benchmarks.reproduce: {err}", file=sys.stderr)
+                return 1
+            for line in failed:
+                print(f"benchmarks.reproduce: {line}", file=sys.stderr)
+        else:
+            run_all(papers, ctx, command, keep)
+    except KeyboardInterrupt:
+        print(f"benchmarks.reproduce: interrupted; the papers done are kept in {out} "
+              "(the same command with --resume goes on)", file=sys.stderr)
+        return 130
     rows = rebuild(out, command)
     seconds = time.monotonic() - began
     tally = report.counts(rows)
