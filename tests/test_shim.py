@@ -220,6 +220,16 @@ def test_a_large_receive_polled_by_the_program_rings_its_blocked_sender():
     assert sender.blocks >= rounds // 2 and sender.wakes_rung >= 3, sender
 
 
+def test_large_receives_polled_in_every_form_complete_under_the_shim():
+    """Receives posted before or after the send, or matched by a probe and taken by Imrecv,
+    all polled by the program's tests while the sender blocks: every message arrives whole."""
+    with _shimmed_job("polled_large.py", "0.02", "4", "forms", spins=[BLOCKS, BLOCKS],
+                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as shimmed:
+        _, job = shimmed
+        out, err = job.communicate(timeout=120)
+    assert job.returncode == 0 and out.strip() == "ok", err
+
+
 @pytest.mark.parametrize("native_collectives", [False, True])
 def test_ranks_that_spin_differently_still_match_their_collectives(native_collectives):
     """Under FCS the ranks of a job can be in different classes: a busy-waiting rank makes

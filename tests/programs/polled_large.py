@@ -1,8 +1,12 @@
 """Large messages (1 MiB, rendezvous) that rank 0 receives by polling, rank 1 sending each with
-a blocking send that blocks, argv[2] rounds.  With L = argv[1] seconds, each round rank 0
-posts its receive at L (rank 1's last send long done), rank 1 sends at 2L and rank 0 tests at
-3L, then every L/4 until the receive completes: nothing but rank 0's tests (MPI_Test, Testall,
-Testany or Testsome in turn) can progress the message while rank 1 is blocked.  Prints "ok"."""
+a blocking send that blocks, argv[2] rounds, L = argv[1] seconds.  Rank 0 tests with MPI_Test,
+Testall, Testany or Testsome in turn, working L/4 between two tests.
+
+argv[3] ``alone`` (the default): each round rank 0 posts its receive at L (rank 1's last send
+long done), rank 1 sends at 2L and rank 0 tests from 3L on, so nothing but rank 0's tests can
+progress the message while rank 1 is blocked.  ``forms``: each round rank 0 takes one message
+posted first (its sender L late), one posted L late, and one matched by a probe and taken by
+Imrecv.  Prints "ok"."""
 
 import sys
 import time
@@ -34,7 +38,8 @@ def polled(request: MPI.Request, form: int) -> None:
         time.sleep(late / 4)
 
 
-for i in range(rounds):
+def alone(i: int) -> None:
+    """One round in which only rank 0's tests progress the message."""
     if rank == 0:
         got[:] = 0
         time.sleep(late)
@@ -45,5 +50,31 @@ for i in range(rounds):
     else:
         time.sleep(2 * late)
         world.Send(big, dest=0, tag=i)
+
+
+def forms(i: int) -> None:
+    """One round of a receive posted first, one posted late and one taken by Imrecv."""
+    if rank == 0:
+        got[:] = 0
+        polled(world.Irecv(got, source=1, tag=1), i % 4)
+        assert (got == 1).all()
+        got[:] = 0
+        time.sleep(late)
+        polled(world.Irecv(got, source=1, tag=2), i % 4)
+        assert (got == 1).all()
+        got[:] = 0
+        while (message := world.Improbe(source=1, tag=3)) is None:
+            time.sleep(late)
+        polled(message.Irecv(got), i % 4)
+        assert (got == 1).all()
+    else:
+        time.sleep(late)
+        for tag in (1, 2, 3):
+            world.Send(big, dest=0, tag=tag)
+
+
+mode = sys.argv[3] if len(sys.argv) > 3 else "alone"
+for i in range(rounds):
+    {"alone": alone, "forms": forms}[mode](i)
 if rank == 0:
     print("ok", flush=True)
