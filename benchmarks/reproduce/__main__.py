@@ -203,27 +203,27 @@ def main(argv: list[str] | None = None) -> int:
         ctx.log(f"{part.name} done: {parts.save(out, part)}")
         rebuild(out, command)
 
+    failed: list[str] = []
     try:
         if args.slurm:
             settings = Settings(args.partition, args.account, args.time, tuple(args.sbatch))
             ctx.spreading = functools.partial(slurm_spread.spreading, settings,
                                               out.resolve() / "slurm", log=ctx.log)
-            try:
-                with cluster.on_nodes([p.name for p in papers if p.emulated], settings, size,
-                                      out.resolve(), runs.resolve(), ctx.log) as wait:
-                    run_all([p for p in papers if not p.emulated], ctx, command, keep)
-                    failed = wait()
-            except SlurmError as err:
-                print(f"benchmarks.reproduce: {err}", file=sys.stderr)
-                return 1
-            for line in failed:
-                print(f"benchmarks.reproduce: {line}", file=sys.stderr)
+            with cluster.on_nodes([p.name for p in papers if p.emulated], settings, size,
+                                  out.resolve(), runs.resolve(), ctx.log) as wait:
+                run_all([p for p in papers if not p.emulated], ctx, command, keep)
+                failed = wait()
         else:
             run_all(papers, ctx, command, keep)
+    except SlurmError as err:
+        print(f"benchmarks.reproduce: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"benchmarks.reproduce: interrupted; the papers done are kept in {out} "
               "(the same command with --resume goes on)", file=sys.stderr)
         return 130
+    for line in failed:
+        print(f"benchmarks.reproduce: {line}", file=sys.stderr)
     rows = rebuild(out, command)
     seconds = time.monotonic() - began
     tally = report.counts(rows)

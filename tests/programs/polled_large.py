@@ -73,8 +73,8 @@ def forms(i: int) -> None:
             world.Send(big, dest=0, tag=tag)
 
 
-mode = sys.argv[3] if len(sys.argv) > 3 else "alone"
+one_round = {"alone": alone, "forms": forms}[sys.argv[3] if len(sys.argv) > 3 else "alone"]
 for i in range(rounds):
-    {"alone": alone, "forms": forms}[mode](i)
+    one_round(i)
 if rank == 0:
     print("ok", flush=True)
