@@ -32,7 +32,7 @@ class _QuietManager(_Manager):
 def test_an_end_taken_in_before_the_wait_is_returned_without_waiting(tmp_path: Path) -> None:
     machine = build_machine(1)
     policy = make_policy("fcfs", PolicyConfig(pes=1))
-    mpi = MpiInfo("MPICH", "", "", "3.1", "", "mpiexec")
+    mpi = MpiInfo("MPICH", "", "", "3.1", "", "mpiexec", "hydra")
     executor = EmulationExecutor(policy, machine, mpi, tmp_path, "advance-test")
     manager = _QuietManager()
     link = LocalNode(manager)       # type: ignore[arg-type]

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from conftest import PROGRAMS, events, jobs_csv, run_id, run_processes, run_testbed
 
-from testbed.emulation.executor import EmulationExecutor
+from testbed.emulation.executor import RANKS_FOUND_WITHIN, EmulationExecutor
 from testbed.emulation.link import LocalNode
 from testbed.emulation.messages import Heartbeat, KillJob, NodeSample, Release, SwitchDone
 from testbed.emulation.mpi_info import MpiInfo
@@ -167,13 +167,14 @@ class _Stuck(_Manager):
         return False
 
 
-@pytest.fixture
-def stuck(tmp_path: Path):
+@pytest.fixture(params=[False])
+def stuck(request, tmp_path: Path):
     """An executor (hang_after 2 s) whose one node's job j1 has two ranks that wait on each
-    other, and that node's manager; the executor's clock is moved on by hand."""
+    other, and that node's manager; the executor's clock is moved on by hand.  With the
+    parameter True, j1's ranks are never found."""
     policy = make_policy("gang", PolicyConfig(pes=2))
     executor = EmulationExecutor(policy, build_machine(2), MpiInfo("MPICH", "", "", "4", "",
-                                                                     "mpiexec"),
+                                                                     "mpiexec", "hydra"),
                                  tmp_path, "hang-test", hang_after=2.0)
     manager = _Stuck()
     manager.activity = {0: RankSample(0, 1.0, _in("MPI_Recv", 1, 4)),
@@ -182,6 +183,8 @@ def stuck(tmp_path: Path):
     executor.log = EventLog(tmp_path / "events.jsonl")
     executor._wait = lambda _timeout: None  # type: ignore[method-assign]
     assert executor.launch(JobSpec("j1", 0, 0.0, 2, ("prog",)), Launch("j1", 0, (0, 1))) is None
+    if not request.param:
+        executor.launched_at.pop("j1")     # its ranks stand found: the samples are theirs
     yield executor, manager
     executor.nms[0].close()
     executor.log.close()
@@ -272,3 +275,20 @@ def test_a_rank_computing_longer_than_hang_after_while_the_other_waits_is_not_hu
     assert [e for e in log if e["event"] == "hang"] == []
     config = next(e for e in log if e["event"] == "run_start")["config"]
     assert config["hang_after"] == 2.0
+
+
+@pytest.mark.parametrize("stuck", [True], indirect=True)
+def test_a_job_whose_ranks_are_never_found_fails_saying_what_was_looked_for(stuck):
+    executor, manager = stuck
+    manager.activity = {}                   # no rank found, none sampled
+    executor.t0 -= RANKS_FOUND_WITHIN - 1.0
+    assert executor.advance(0.0) == []
+    executor.t0 -= 2.0
+    [ended] = executor.advance(0.0)
+    assert (ended.job, ended.status) == ("j1", "failed")
+    assert ended.reason == (f"its ranks were not found within {RANKS_FOUND_WITHIN:g} s of its "
+                            "launch (MPICH, launcher hydra mpiexec): looked for processes with "
+                            "TESTBED_JOB=j1 and PMI_RANK in their environment")
+    assert any(isinstance(m, KillJob) and m.reason == "ranks not found" for m in manager.handled)
+    executor.t0 -= 60.0
+    assert executor.advance(0.0) == []

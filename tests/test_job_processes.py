@@ -9,6 +9,7 @@ import pytest
 from conftest import PROGRAMS, jobs_csv, run_id, run_processes, run_testbed
 
 from testbed.emulation import procs
+from testbed.emulation.launchers import Hydra
 
 
 def test_a_jobs_other_processes_are_those_named_by_an_mpi_rank():
@@ -17,14 +18,7 @@ def test_a_jobs_other_processes_are_those_named_by_an_mpi_rank():
             13: {"PMI_RANK": "0", "PMI_SPAWNED": "1"},         # a spawned process
             14: {"PMI_RANK": "1"},                             # a child of rank 1
             15: {}}                                            # read mid-exec: nothing
-    assert procs.extras(envs, ranks={11, 12}) == [13, 14]
-
-
-def test_a_spawned_process_is_not_a_rank_of_its_parents_world():
-    assert procs.world_rank({"PMI_RANK": "3"}) == 3
-    assert procs.world_rank({"PMI_RANK": "0", "PMI_SPAWNED": "1"}) is None
-    assert procs.world_rank({"PMI_RANK": "x"}) is None
-    assert procs.world_rank({}) is None
+    assert procs.extras(envs, ranks={11, 12}, launcher=Hydra("mpiexec")) == [13, 14]
 
 
 @pytest.mark.realtime

@@ -27,6 +27,7 @@ from conftest import TESTBED, events, jobs_csv, live_events, run_id, run_process
 from testbed import cli, run
 from testbed.emulation import auth, nm_daemon, remote, tree
 from testbed.emulation.executor import EmulationExecutor
+from testbed.emulation.launchers import Hydra
 from testbed.emulation.messages import (
     Close,
     Gathered,
@@ -288,7 +289,8 @@ def _launcher(tmp_path: Path, body: str) -> tuple[Path, Path]:
 
 def _start(script: Path) -> None:
     machine = build_cluster((Host("hostA", 1), Host("hostB", 1)), "fork")
-    start_nodes(machine, str(script), dict(os.environ), "test", [None, None], None,
+    start_nodes(machine, Hydra(str(script), "fork"), dict(os.environ), "test", [None, None],
+                None,
                 time.monotonic)
 
 
@@ -459,7 +461,7 @@ def executor(tmp_path):
              ) -> tuple[EmulationExecutor, list[_Node]]:
         hosts = tuple(Host(f"host{chr(ord('A') + i)}", 1) for i in range(len(lose_on)))
         machine = build_cluster(hosts, None)
-        mpi = MpiInfo("MPICH", "", "", "", "", "mpiexec")
+        mpi = MpiInfo("MPICH", "", "", "", "", "mpiexec", "hydra")
         ex = EmulationExecutor(make_policy("gang", PolicyConfig(len(hosts))), machine, mpi,
                                tmp_path, f"test-{secrets.token_hex(4)}")
         (tmp_path / "jobs").mkdir(exist_ok=True)

@@ -7,6 +7,7 @@ import signal
 from types import SimpleNamespace
 
 from testbed.emulation import procs
+from testbed.emulation.launchers import Hydra
 from testbed.emulation.messages import Heartbeat, JobCounters, LaunchJob, Release
 from testbed.emulation.node_manager import UNSEEN, LocalJob, NodeManager, Rank, ShimSetup
 from testbed.machine import build_machine
@@ -50,7 +51,8 @@ def test_switch_latency_ends_as_the_last_signal_is_issued(monkeypatch):
     call; the switch is complete by then, so that time is not the switch's."""
     now = [10.0]
     machine = build_machine(2)
-    nm = NodeManager(machine.nodes[0], machine, "mpiexec", {}, "run", lambda: now[0], GangNode())
+    nm = NodeManager(machine.nodes[0], machine, Hydra("mpiexec"), {}, "run", lambda: now[0],
+                     GangNode())
     for name in ("a", "b"):
         nm.policy.add(Proc(name, 0, 0, 0))
         job = LocalJob(name, {0: 0}, 1, 0.0)
@@ -79,7 +81,7 @@ def test_a_rank_never_found_is_released_with_unknown_usage_beside_its_shim_count
     machine = build_machine(4, 2)                   # node 1 holds PEs 2 and 3
     run_id = f"test-unseen-{os.getpid()}"
     shim = ShimSetup("libshim.so", Spin("fixed", fixed_s=0.001), False)
-    nm = NodeManager(machine.nodes[1], machine, "mpiexec", {procs.MARKER: run_id}, run_id,
+    nm = NodeManager(machine.nodes[1], machine, Hydra("mpiexec"), {procs.MARKER: run_id}, run_id,
                      lambda: 0.0, GangNode(), shim)
     try:
         launch = LaunchJob("j1", 0, (0, 2, 3), ("prog",), False, str(tmp_path / "out"),

@@ -19,6 +19,7 @@ import psutil
 import pytest
 
 from testbed.emulation import procs
+from testbed.emulation.launchers import Hydra
 
 # A process that starts two children, each with a `sleep` child, and prints all four pids.
 TREE = """
@@ -208,9 +209,9 @@ def test_marked_ranks_skip_only_processes_seen_without_the_marker(monkeypatch):
     monkeypatch.setattr(procs.psutil, "pids", lambda: sorted(envs))
     monkeypatch.setattr(procs, "read_environ", environ)
     unmarked: set[int] = set()
-    assert procs.marked_ranks("r", "j1", unmarked) == ({1: 4}, [3])
+    assert procs.marked_ranks("r", "j1", unmarked, Hydra("mpiexec")) == ({1: 4}, [3])
     assert unmarked == {1}          # an empty environment (mid-exec, gone) is read again
     envs[3]["PMI_RANK"] = "0"       # the launcher's child has exec'd into rank 0
     reads.clear()
-    assert procs.marked_ranks("r", "j1", unmarked) == ({0: 3, 1: 4}, [])
+    assert procs.marked_ranks("r", "j1", unmarked, Hydra("mpiexec")) == ({0: 3, 1: 4}, [])
     assert 1 not in reads and 2 in reads

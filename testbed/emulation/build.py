@@ -28,13 +28,14 @@ def _dirs() -> list[Path]:
 
 
 def library(name: str, sources: list[Path], argv: list[str], depends: str = "",
-            rebuild: bool = False) -> Path:
+            rebuild: bool = False, env: dict[str, str] | None = None) -> Path:
     """Path of ``lib<name>-<tag>.so`` built from ``sources``, compiling it first if needed.
 
     ``argv`` is the compiler command without output and sources; ``depends`` is extra text
-    (e.g. the MPI library and version) that also selects the build.
+    (e.g. the MPI library and version) that also selects the build; ``env`` the compiler's
+    environment (default: ours).
     """
-    return _built(f"lib{name}", ".so", sources, argv, depends, rebuild)
+    return _built(f"lib{name}", ".so", sources, argv, depends, rebuild, env)
 
 
 def program(name: str, sources: list[Path], argv: list[str], depends: str = "") -> Path:
@@ -43,7 +44,7 @@ def program(name: str, sources: list[Path], argv: list[str], depends: str = "") 
 
 
 def _built(stem: str, suffix: str, sources: list[Path], argv: list[str], depends: str,
-           rebuild: bool) -> Path:
+           rebuild: bool, env: dict[str, str] | None = None) -> Path:
     digest = hashlib.sha256(depends.encode())
     for source in sources:
         digest.update(source.read_bytes())
@@ -56,14 +57,14 @@ def _built(stem: str, suffix: str, sources: list[Path], argv: list[str], depends
     for directory in _dirs():
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            return _compile(directory, filename, sources, argv, rebuild)
+            return _compile(directory, filename, sources, argv, rebuild, env)
         except PermissionError as err:
             problems.append(f"{directory}: {err.strerror}")
     raise BuildError(f"no writable directory for {stem}: " + "; ".join(problems))
 
 
 def _compile(directory: Path, filename: str, sources: list[Path], argv: list[str],
-             rebuild: bool) -> Path:
+             rebuild: bool, env: dict[str, str] | None) -> Path:
     target = directory / filename
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -71,7 +72,7 @@ def _compile(directory: Path, filename: str, sources: list[Path], argv: list[str
             return target
         tmp = directory / f".{filename}.{os.getpid()}"
         command = [*argv, "-o", str(tmp), *map(str, sources), "-lm"]
-        done = subprocess.run(command, capture_output=True, text=True)
+        done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             with contextlib.suppress(OSError):
                 tmp.unlink()

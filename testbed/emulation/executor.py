@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed import shim_record
-from testbed.emulation import procs, remote, tree
+from testbed.emulation import launchers, procs, remote, tree
 from testbed.emulation.link import LocalNode, NodeLink
 from testbed.emulation.memory import NodeCgroups, SwapFile
 from testbed.emulation.messages import (
@@ -65,6 +65,9 @@ from testbed.ports import Ended, Interrupted, Switch
 from testbed.workloads.files import JobSpec
 
 DISCOVERY_POLL = 0.002
+# A job whose ranks are not all found this long after its launch is failed: its ranks could
+# be neither pinned, stopped nor continued, so it would run unscheduled.
+RANKS_FOUND_WITHIN = 30.0
 IDLE_POLL = 0.5
 SHUTDOWN_GRACE = 5.0
 EPOLL_RESOLUTION = 0.001
@@ -113,7 +116,10 @@ class EmulationExecutor:
         self.fanout: remote.Fanout | None = None
         self.tree_width = tree_width
         self.policy = policy
-        self.mpiexec = mpi.mpiexec
+        self.mpi = mpi
+        self.launcher = launchers.make(mpi.launcher, mpi.mpiexec, machine.launcher,
+                                       str(launchers.SSH_STAND_IN))
+        self.launched_at: dict[str, float] = {}
         self.shim_setup = shim_setup
         self.control: subprocess.Popen[bytes] | None = None
         self.rank_setting = rank_priority
@@ -151,6 +157,7 @@ class EmulationExecutor:
         config["coordinator_priority"] = procs.raise_priority()
         ranks = procs.rank_priority(self.rank_setting, config["coordinator_priority"])
         config["rank_priority"] = {"setting": self.rank_setting, "applied": ranks.describe()}
+        config["mpi_launcher"] = self.launcher.describe()
         self.watchdog = subprocess.Popen([sys.executable, "-m", "testbed.emulation.watchdog",
                                           self.run_id, *self.watchdog_args],
                                          stdin=subprocess.PIPE, start_new_session=True)
@@ -163,7 +170,7 @@ class EmulationExecutor:
         self.t0 = time.monotonic()
         if self.remote:
             self.fanout, self.control = remote.start_nodes(
-                self.machine, self.mpiexec, self.env, self.run_id,
+                self.machine, self.launcher, self.env, self.run_id,
                 [self.policy.node_policy() for _ in self.machine.nodes], self.shim_setup,
                 self.now, self.rank_setting, self.tree_width)
             self.nms = list(self.fanout.nodes)
@@ -180,7 +187,7 @@ class EmulationExecutor:
 
     def _node_manager(self, node: Node, ranks: procs.RankPriority) -> NodeManager:
         """The node manager of ``node`` in this process, its ranks scheduled as ``ranks``."""
-        manager = NodeManager(node, self.machine, self.mpiexec, self.env, self.run_id, self.now,
+        manager = NodeManager(node, self.machine, self.launcher, self.env, self.run_id, self.now,
                               self.policy.node_policy(), self.shim_setup, self.node_memory,
                               *self.paging)
         manager.rank_priority = ranks
@@ -229,6 +236,7 @@ class EmulationExecutor:
             self.log.emit("node_memory", now, used_kib=self.node_memory.used_kib())
         for job in sorted(sampled):
             self._check_hang(job)
+        self._check_found(now)
         # A launcher that exited since the last wait (a job whose ranks ended before they were
         # found ends so) was reaped just above: its end is returned now, not after a wait.
         if not self.ended:
@@ -286,6 +294,7 @@ class EmulationExecutor:
         for reply in replies:
             if isinstance(reply, LaunchFailure):
                 return self._end(Termination(reply.job, "failed", None, reply.reason))
+        self.launched_at[spec.id] = self.now()
         return None
 
     def switch(self, jobs: frozenset[str], slot: int | None) -> Switch:
@@ -323,7 +332,7 @@ class EmulationExecutor:
         deadline = time.monotonic() + SHUTDOWN_GRACE
         for nm in self.nms:
             nm.await_end(job, deadline)
-        for known in (self.job_nodes, self.found, self.watches, self.activity):
+        for known in (self.job_nodes, self.found, self.watches, self.activity, self.launched_at):
             known.pop(job, None)
         ranks = [values for reply in self._broadcast(Release(job))
                  if isinstance(reply, JobCounters) for values in reply.ranks.values()]
@@ -341,6 +350,25 @@ class EmulationExecutor:
         """Seconds ``job`` has run so far (its stopped time excluded)."""
         since = self.running_since.get(job)
         return self.ran.get(job, 0.0) + (self.now() - since if since is not None else 0.0)
+
+    def _check_found(self, now: float) -> None:
+        """Fail every job whose ranks have not all been found ``RANKS_FOUND_WITHIN`` s after
+        its launch (killed on every node), its reason naming the MPI, the launcher and what
+        was looked for: a job whose ranks are not known runs outside the schedule."""
+        late = [job for job, at in self.launched_at.items() if now - at > RANKS_FOUND_WITHIN]
+        for job in late:
+            found = len(self.found.get(job, {}))
+            reason = (f"its ranks were not found within {RANKS_FOUND_WITHIN:g} s of its launch "
+                      f"({self.mpi.name()}, launcher {self.launcher.kind} "
+                      f"{self.launcher.mpiexec}): looked for processes with TESTBED_JOB={job} and "
+                      f"{self.launcher.looked_for()} in their environment"
+                      + (f", found {found} of {self.sizes[job]}" if found else ""))
+            self._broadcast(KillJob(job, "ranks not found"))
+            deadline = time.monotonic() + SHUTDOWN_GRACE
+            for nm in self.nms:
+                if job in nm.launched:
+                    nm.await_end(job, deadline)
+            self._finish(Termination(job, "failed", None, reason))
 
     def _check_hang(self, job: str) -> None:
         """Give the watch of ``job`` its ranks' latest samples, once every rank has one; a
@@ -423,6 +451,7 @@ class EmulationExecutor:
             if len(merged) < self.sizes.get(info.job, 0):
                 return
             info = PidInfo(info.job, dict(merged), info.seconds_after_launch)
+        self.launched_at.pop(info.job, None)
         self.log.emit("pids", self.now(), job=info.job, pids={str(k): v for k, v in
                                                              sorted(info.pids.items())},
                       after_s=round(info.seconds_after_launch, 6))
@@ -509,7 +538,8 @@ class EmulationExecutor:
         assert self.log is not None
         if term.job not in self.job_nodes:
             return None
-        for known in (self.job_nodes, self.found, self.sizes, self.watches, self.activity):
+        for known in (self.job_nodes, self.found, self.sizes, self.watches, self.activity,
+                      self.launched_at):
             known.pop(term.job, None)
         now = self.now()
         swap_in, swap_out = procs.swap_pages()

@@ -172,7 +172,7 @@ class NodeSetup:
 
     index: int
     machine: Any
-    mpiexec: str
+    launcher: Any
     env: dict[str, str]
     run_id: str
     policy: Any

@@ -1,4 +1,5 @@
-"""Which MPI the ranks will use: the library mpi4py loads, its version, and its ``mpiexec``."""
+"""Which MPI the ranks will use: the library mpi4py loads, its version, its ``mpiexec`` and
+which launcher that is (``testbed.emulation.launchers``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
+
+from testbed.emulation import launchers
 
 _PROBE = """
 import json, mpi4py
@@ -21,7 +24,8 @@ print(json.dumps({'library': maps[0] if maps else '', 'version': MPI.Get_library
 
 @dataclass(frozen=True)
 class MpiInfo:
-    """The MPI of a run: vendor, version text, library path, MPI standard, mpiexec path."""
+    """The MPI of a run: vendor, version text, library path, MPI standard, mpiexec path and
+    the kind of launcher it is (``launchers.KINDS``)."""
 
     vendor: str
     version: str
@@ -29,6 +33,12 @@ class MpiInfo:
     standard: str
     mpi4py: str
     mpiexec: str
+    launcher: str
+
+    def name(self) -> str:
+        """The first line of the library's version text (e.g. ``MPICH Version: 5.0.2``)."""
+        first = self.version.strip().splitlines()[0] if self.version.strip() else self.vendor
+        return " ".join(first.split())[:80]
 
     def describe(self) -> dict[str, str]:
         """A JSON-ready description for ``config.json``."""
@@ -47,8 +57,33 @@ def _vendor(version: str) -> str:
     return first.split(" Version")[0] or "unknown"
 
 
+def launcher_kind(mpiexec: str, vendor: str) -> str:
+    """The kind of launcher ``mpiexec`` is: ``TESTBED_MPI_LAUNCHER`` if set, else what its
+    ``--version`` says; ``MpiNotFound`` when neither tells."""
+    override = os.environ.get(launchers.OVERRIDE_ENV, "")
+    if override:
+        if override not in launchers.KINDS:
+            raise MpiNotFound(f"{launchers.OVERRIDE_ENV}={override!r} is not a launcher "
+                              f"(one of {', '.join(launchers.KINDS)})")
+        return override
+    try:
+        done = subprocess.run([mpiexec, "--version"], capture_output=True, text=True,
+                              timeout=60, stdin=subprocess.DEVNULL)
+        text = done.stdout + done.stderr
+    except (subprocess.SubprocessError, OSError) as err:
+        text = str(err)
+    kind = launchers.kind_of(text)
+    if kind is None:
+        first = text.strip().splitlines()[0] if text.strip() else "nothing"
+        raise MpiNotFound(f"cannot tell which launcher {mpiexec} ({vendor}) is: its --version "
+                          f"said {first!r}; set {launchers.OVERRIDE_ENV} to one of "
+                          f"{', '.join(launchers.KINDS)}")
+    return kind
+
+
 def detect_mpi(python: str = sys.executable) -> MpiInfo:
-    """Ask a fresh interpreter which MPI mpi4py loads, and find the mpiexec next to it.
+    """Ask a fresh interpreter which MPI mpi4py loads, find the mpiexec next to it and tell
+    which launcher that is.
 
     ``TESTBED_MPIEXEC`` overrides the search; otherwise the ``bin/`` beside the library's
     ``lib/``, then this interpreter's ``bin/``, then ``PATH``.
@@ -67,5 +102,6 @@ def detect_mpi(python: str = sys.executable) -> MpiInfo:
     mpiexec = next((c for c in candidates if c and os.access(c, os.X_OK)), None)
     if mpiexec is None:
         raise MpiNotFound("no mpiexec found for the MPI that mpi4py loads; set TESTBED_MPIEXEC")
-    return MpiInfo(_vendor(probe["version"]), probe["version"].strip(), probe["library"],
-                   probe["standard"], probe["mpi4py"], mpiexec)
+    vendor = _vendor(probe["version"])
+    return MpiInfo(vendor, probe["version"].strip(), probe["library"], probe["standard"],
+                   probe["mpi4py"], mpiexec, launcher_kind(mpiexec, vendor))

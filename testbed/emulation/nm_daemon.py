@@ -1,9 +1,9 @@
 """A node manager as a process of its own: one per host, started as a control job by the MPI
-launcher (``mpiexec -ppn 1 -hosts ...``, or ``srun --ntasks-per-node=1`` inside Slurm).
+launcher (``testbed.emulation.launchers``; ``srun --ntasks-per-node=1`` inside Slurm).
 
 It connects to the machine manager (``--connect HOST:PORT``) with the run's key (from
 ``TESTBED_NM_KEY``, which it removes from its environment), says which node it is (``--index``,
-else the launcher's ``PMI_RANK`` or ``SLURM_PROCID``) and on which port its parent in the
+else its rank as the launcher numbers it) and on which port its parent in the
 fan-out tree is to reach it, receives its ``NodeSetup``, links up with its parent and children
 (``testbed.emulation.relay``), tells the MM it is ready and then serves: a request to this
 node alone is handled by a ``NodeManager`` and answered with one ``Reply``; a broadcast is
@@ -31,7 +31,7 @@ import sys
 import time
 from multiprocessing.connection import Client, Connection
 
-from testbed.emulation import auth, procs, tree
+from testbed.emulation import auth, launchers, procs, tree
 from testbed.emulation.messages import (
     Close,
     Hello,
@@ -54,13 +54,15 @@ GRACE = 5.0
 
 
 def node_index(explicit: int | None, env: dict[str, str]) -> int:
-    """This NM's node: ``--index``, else the launcher's rank (hydra, then Slurm)."""
+    """This NM's node: ``--index``, else its rank in the control job, as its launcher set it
+    (hydra's, PRRTE's or Slurm's)."""
     if explicit is not None:
         return explicit
-    for name in ("PMI_RANK", "SLURM_PROCID"):
-        if env.get(name, "").isdigit():
-            return int(env[name])
-    raise SystemExit("nm_daemon: no --index and neither PMI_RANK nor SLURM_PROCID is set")
+    index = launchers.control_index(env)
+    if index is None:
+        raise SystemExit("nm_daemon: no --index and no launcher's rank (PMI_RANK, "
+                         "OMPI_COMM_WORLD_RANK, PMIX_RANK or SLURM_PROCID) is set")
+    return index
 
 
 def build(setup: NodeSetup, index: int) -> NodeManager:
@@ -77,7 +79,7 @@ def build(setup: NodeSetup, index: int) -> NodeManager:
     # one machine shares CLOCK_MONOTONIC; across hosts the MM's clock is taken as it was
     # when the set-up was sent (late by the one-way latency)
     t0 = setup.t0 if machine.emulated_hosts else time.monotonic() - setup.now
-    return NodeManager(node, machine, setup.mpiexec, setup.env, setup.run_id,
+    return NodeManager(node, machine, setup.launcher, setup.env, setup.run_id,
                        lambda: time.monotonic() - t0, setup.policy, setup.shim, scan=True)
 
 

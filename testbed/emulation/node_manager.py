@@ -1,7 +1,8 @@
 """The node manager (THESIS §4.3.4-4.3.5): launches, stops, continues and kills ranks on a node.
 
-The NM that owns a job's first PE is the job's launcher: it runs ``mpiexec`` (never through a
-shell) with every rank bound to its PE's CPU, finds the rank processes, and reports their pids
+The NM that owns a job's first PE is the job's launcher: it runs the MPI's launcher (never
+through a shell; ``testbed.emulation.launchers`` says how for each MPI) with every rank bound to
+its PE's CPU, finds the rank processes, and reports their pids
 and, later, the job's termination.  Every NM holding one of the job's PEs asks its node policy
 which of its processes run (and whether coscheduled) after each heartbeat, and, under FCS,
 after each block or unblock the shim reports; all outgoing processes are stopped before any
@@ -10,7 +11,7 @@ incoming one is continued.
 The NM creates each local rank's shared record before launch and removes it when the job
 ends.  It adds to the record the time the rank spent stopped before continuing it, so neither
 the shim nor the benchmark counts stopped time as communication wait (THESIS §3.4).  With the
-shim, the NM also preloads the library into the ranks (``-genv LD_PRELOAD``), reads
+shim, the NM also preloads the library into the ranks (through the launcher), reads
 block/unblock datagrams on its socket, and sets each rank's spin as its node policy says
 (under FCS, by class).
 
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from testbed.emulation import injection, paging, procs
 from testbed.emulation.commands import command_problem
 from testbed.emulation.launch_tmp import LaunchDirs
+from testbed.emulation.launchers import Launcher
 from testbed.emulation.memory import NodeCgroups
 from testbed.emulation.messages import (
     Heartbeat,
@@ -145,13 +147,13 @@ def _last_line(path: str) -> str:
 class NodeManager:
     """Node manager for one node; ``clock()`` gives seconds since the run started."""
 
-    def __init__(self, node: Node, machine: Machine, mpiexec: str, env: dict[str, str],
+    def __init__(self, node: Node, machine: Machine, launcher: Launcher, env: dict[str, str],
                  run_id: str, clock: Callable[[], float], policy: GangNode,
                  shim: ShimSetup | None = None, memory: NodeCgroups | None = None,
                  page_out: bool = False, page_in: bool = False, scan: bool = False) -> None:
         self.node = node
         self.machine = machine
-        self.mpiexec = mpiexec
+        self.launcher = launcher
         self.env = env
         self.run_id = run_id
         self.clock = clock
@@ -250,21 +252,19 @@ class NodeManager:
             return []
         if self.launch_dirs is None:
             self.launch_dirs = LaunchDirs(f"testbed-{self.run_id}-nm{self.node.index}")
-        placement, binding = self._placement(msg.pes)
+        argv, binding = self._placement(msg.pes, msg.argv)
         env = self.launch_dirs.env(msg.job, {**self.env, **dict(msg.env), **binding,
                                              procs.MARKER: self.env[procs.MARKER],
                                              "TESTBED_JOB": msg.job})
         problem = command_problem(msg.argv[0], env, msg.cwd or os.getcwd())
         if problem is not None:
             return [LaunchFailure(msg.job, problem)]
-        preload = ["-genv", "LD_PRELOAD", self.shim.library] if self.shim else []
-        argv = [self.mpiexec, *placement, *preload, *msg.argv]
         try:
             with open(msg.stdout, "ab") as out, open(msg.stderr, "ab") as err:
                 job.popen = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=out,
                                              stderr=err, start_new_session=True, cwd=msg.cwd)
         except OSError as exc:
-            return [LaunchFailure(msg.job, f"cannot run {self.mpiexec} in {msg.cwd or '.'}: "
+            return [LaunchFailure(msg.job, f"cannot run {argv[0]} in {msg.cwd or '.'}: "
                                            f"{exc.strerror}")]
         job.launched_epoch = time.time()
         self.rank_priority.apply(job.popen.pid)     # inherited by what it starts from now on
@@ -272,20 +272,16 @@ class NodeManager:
         job.stderr_path = msg.stderr
         return []
 
-    def _placement(self, pes: tuple[int, ...]) -> tuple[list[str], dict[str, str]]:
-        """mpiexec's options and environment placing rank i on ``pes[i]``: on one host, bound
-        to the PEs' CPUs; across hosts, ``-hosts`` in rank order (each host's NM pins its own
-        ranks).  The binding goes in hydra's environment (``HYDRA_BINDING``), not as
-        ``-bind-to``: with ``-bind-to`` on its command line, hydra 5.0 fails every
-        ``MPI_Comm_spawn`` of the job ("duplicate setting: binding")."""
+    def _placement(self, pes: tuple[int, ...], argv: tuple[str, ...]
+                   ) -> tuple[list[str], dict[str, str]]:
+        """The launcher's command line and environment running ``argv`` as rank i on
+        ``pes[i]``: on one host, bound to the PEs' CPUs; across hosts, on the PEs' hosts in
+        rank order (each host's NM pins its own ranks); the shim preloaded if there is one."""
+        preload = self.shim.library if self.shim else ""
         if not self.machine.hosts:
-            cpus = ",".join(str(self.machine.cpus[pe]) for pe in pes)
-            return ["-n", str(len(pes))], {"HYDRA_BINDING": f"user:{cpus}"}
+            return self.launcher.job(argv, [self.machine.cpus[pe] for pe in pes], None, preload)
         names = [self.machine.hosts[self.machine.node_of(pe).index].name for pe in pes]
-        runs = [(name, len(list(group))) for name, group in itertools.groupby(names)]
-        launcher = ["-launcher", self.machine.launcher] if self.machine.launcher else []
-        return [*launcher, "-hosts", ",".join(f"{name}:{count}" for name, count in runs),
-                "-n", str(len(pes))], {}
+        return self.launcher.job(argv, None, names, preload)
 
     def discover(self) -> list[PidInfo]:
         """Find the rank processes of jobs launched here; report jobs whose ranks are all found.
@@ -300,7 +296,8 @@ class NodeManager:
             if job.reported or (job.popen is None and not self.scan):
                 continue
             if self.scan:
-                ranks, others = procs.marked_ranks(self.run_id, job.job, self.unmarked)
+                ranks, others = procs.marked_ranks(self.run_id, job.job, self.unmarked,
+                                                   self.launcher)
                 job.found.update((r, pid) for r, pid in ranks.items() if r in job.local_pes)
                 self._prioritise(job, others)
             else:
@@ -310,7 +307,7 @@ class NodeManager:
                 for pid in tree:
                     if pid in known:
                         continue
-                    rank = procs.world_rank(procs.read_environ(pid))
+                    rank = self.launcher.world_rank(procs.read_environ(pid))
                     if rank is not None:
                         job.found[rank] = pid
             self._adopt(job.job, job.found)
@@ -464,7 +461,7 @@ class NodeManager:
         else:
             return
         ranks = {rank.pid for rank in job.ranks.values()}
-        new = [pid for pid in procs.extras(envs, ranks) if pid not in job.extras]
+        new = [pid for pid in procs.extras(envs, ranks, self.launcher) if pid not in job.extras]
         job.launchers.update(pid for pid, env in envs.items()
                              if env and pid not in ranks and pid not in new)
         running = any(key[0] == job.job for key in self.active)
@@ -560,7 +557,8 @@ class NodeManager:
         self._remove_launch_dir(name)
         procs.reap_orphans(keep=self._popen_pids())
         if code != 0:
-            procs.unlink_all(procs.orphan_segments(since=job.launched_epoch - 1.0))
+            procs.unlink_all(procs.orphan_segments(job.launched_epoch - 1.0,
+                                                   self.launcher.segment_prefixes))
         if job.kill_reason == "timeout":
             return Termination(name, "timeout", code, "killed: ran past its limit")
         if job.kill_reason is not None:

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 
 import psutil
 
+from testbed.emulation.launchers import ALL_SEGMENT_PREFIXES, Launcher
+
 MARKER = "TESTBED_RUN"
 SHM_PREFIX = "/dev/shm/"
-MPI_SEGMENT_PREFIXES = ("mpich_shm_", "ucx_shm_posix_")
 _PR_SET_CHILD_SUBREAPER = 36
 _GONE = (psutil.NoSuchProcess, psutil.AccessDenied)
 # psutil's state names back to the kernel's letters, which callers compare against.
@@ -300,21 +301,14 @@ def job_processes(run_id: str, job: str, unmarked: set[int]) -> dict[int, dict[s
     return found
 
 
-def world_rank(env: dict[str, str]) -> int | None:
-    """The rank in its job's own world of the process with environment ``env``: its
-    ``PMI_RANK``, or None for a launcher's process and for a process the job spawned
-    (``PMI_SPAWNED``: ranked in a world of its own)."""
-    rank = env.get("PMI_RANK", "")
-    return int(rank) if rank.isdigit() and env.get("PMI_SPAWNED") != "1" else None
-
-
-def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> tuple[dict[int, int], list[int]]:
-    """The rank processes (``PMI_RANK`` -> pid) of the run's ``job`` on this host, and its
-    other processes here (its launcher's, and any it spawned); ``unmarked`` as for
-    ``job_processes``."""
+def marked_ranks(run_id: str, job: str, unmarked: set[int], launcher: Launcher
+                 ) -> tuple[dict[int, int], list[int]]:
+    """The rank processes (world rank -> pid, as ``launcher`` names them) of the run's ``job``
+    on this host, and its other processes here (its launcher's, and any it spawned);
+    ``unmarked`` as for ``job_processes``."""
     found, others = {}, []
     for pid, env in job_processes(run_id, job, unmarked).items():
-        rank = world_rank(env)
+        rank = launcher.world_rank(env)
         if rank is None:
             others.append(pid)
         else:
@@ -322,11 +316,11 @@ def marked_ranks(run_id: str, job: str, unmarked: set[int]) -> tuple[dict[int, i
     return found, others
 
 
-def extras(envs: dict[int, dict[str, str]], ranks: set[int]) -> list[int]:
+def extras(envs: dict[int, dict[str, str]], ranks: set[int], launcher: Launcher) -> list[int]:
     """Of a job's processes (pid -> environment), those that are neither its ranks (pids
-    ``ranks``) nor its launcher's: every process whose environment names an MPI rank
-    (``PMI_RANK``), which is each process the job spawned and each one a rank started."""
-    return [pid for pid, env in envs.items() if pid not in ranks and "PMI_RANK" in env]
+    ``ranks``) nor its launcher's: every process whose environment names an MPI rank as
+    ``launcher`` sets it, which is each process the job spawned and each one a rank started."""
+    return [pid for pid, env in envs.items() if pid not in ranks and launcher.names_rank(env)]
 
 
 def kill_marked(run_id: str, job: str | None = None, rounds: int = 50) -> int:
@@ -390,8 +384,10 @@ def raise_priority() -> str:
     return "SCHED_FIFO 1, reset on fork"
 
 
-def orphan_segments(since: float) -> set[str]:
-    """MPI shared-memory files created since ``since`` (epoch s) that no live process maps.
+def orphan_segments(since: float, prefixes: tuple[str, ...] = ALL_SEGMENT_PREFIXES
+                    ) -> set[str]:
+    """MPI shared-memory files (names starting with one of ``prefixes``) created since
+    ``since`` (epoch s) that no live process maps.
 
     Ranks killed by a signal cannot remove their segments (nor can a rank stopped between
     creating and mapping one); once nobody maps one it is garbage.
@@ -400,7 +396,7 @@ def orphan_segments(since: float) -> set[str]:
     for name in os.listdir(SHM_PREFIX):
         path = SHM_PREFIX + name
         with contextlib.suppress(OSError):
-            if name.startswith(MPI_SEGMENT_PREFIXES) and os.stat(path).st_ctime >= since:
+            if name.startswith(prefixes) and os.stat(path).st_ctime >= since:
                 fresh.add(path)
     if not fresh:
         return fresh

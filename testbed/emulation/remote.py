@@ -1,7 +1,8 @@
 """The machine manager's side of node managers that run as processes of their own, one per host.
 
 ``start_nodes`` listens on a TCP port, starts the node managers as one control job through the
-MPI launcher (hydra's ``mpiexec -ppn 1 -hosts ...``; inside Slurm, ``srun --ntasks-per-node=1``),
+MPI's launcher (``testbed.emulation.launchers``: hydra's ``mpiexec -ppn 1 -hosts ...``, PRRTE's
+``--map-by ppr:1:node``; inside Slurm, ``srun --ntasks-per-node=1``),
 waits for each to connect, and sets them up as a fan-out tree of the given width
 (``testbed.emulation.tree``), whose links they make themselves.  Every connection, between the
 MM and an NM or between two NMs, is ``multiprocessing.connection``'s: each peer must answer an
@@ -41,6 +42,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from testbed.emulation import auth, procs, tree
+from testbed.emulation.launchers import Launcher, Srun
 from testbed.emulation.link import Pushed
 from testbed.emulation.messages import (
     Close,
@@ -320,21 +322,17 @@ class Fanout:
         self.selector.close()
 
 
-def launcher_argv(mpiexec: str, machine: Machine, address: str) -> list[str]:
+def launcher_argv(launcher: Launcher, machine: Machine, address: str) -> list[str]:
     """The control job: one node manager per host, by srun inside Slurm (``--overlap``: it
-    holds none of the allocation's CPUs), else by hydra."""
+    holds none of the allocation's CPUs), else by the MPI's launcher."""
     daemon = [sys.executable, "-m", "testbed.emulation.nm_daemon", "--connect", address]
-    hosts = ",".join(h.name for h in machine.hosts)
+    hosts = [h.name for h in machine.hosts]
     if machine.launcher == "slurm" and shutil.which("srun"):
-        return ["srun", "--overlap", "--ntasks-per-node=1", f"--nodes={len(machine.hosts)}",
-                f"--ntasks={len(machine.hosts)}", f"--nodelist={hosts}", "--kill-on-bad-exit=0",
-                *daemon]
-    launcher = ["-launcher", machine.launcher] if machine.launcher else []
-    return [mpiexec, *launcher, "-disable-auto-cleanup", "-hosts", hosts, "-ppn", "1",
-            "-n", str(len(machine.hosts)), *daemon]
+        return Srun("srun").control(daemon, hosts)
+    return launcher.control(daemon, hosts)
 
 
-def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str,
+def start_nodes(machine: Machine, launcher: Launcher, env: dict[str, str], run_id: str,
                 policies: list[Any], shim: Any, clock: Callable[[], float],
                 rank_priority: str = "auto", width: int = tree.DEFAULT_WIDTH
                 ) -> tuple[Fanout, subprocess.Popen[bytes]]:
@@ -348,7 +346,7 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
     control_env = {k: v for k, v in env.items() if k != "TESTBED_RUN"}
     control_env[KEY_ENV] = key.hex()
     control = subprocess.Popen(
-        launcher_argv(mpiexec, machine, f"{host}:{server.getsockname()[1]}"), env=control_env,
+        launcher_argv(launcher, machine, f"{host}:{server.getsockname()[1]}"), env=control_env,
         stdin=subprocess.DEVNULL, start_new_session=True)
     fanout = Fanout(tree.parents(len(machine.hosts), width), clock)
     nodes: dict[int, RemoteNode] = {}
@@ -375,7 +373,7 @@ def start_nodes(machine: Machine, mpiexec: str, env: dict[str, str], run_id: str
             assert isinstance(hello, Hello)
             nodes[index] = RemoteNode(machine.nodes[index], machine.hosts[index].name, conn,
                                       hello, fanout, rank_priority)
-        _link_up(fanout, nodes, NodeSetup(0, machine, mpiexec, env, run_id, None, shim, 0.0,
+        _link_up(fanout, nodes, NodeSetup(0, machine, launcher, env, run_id, None, shim, 0.0,
                                            time.monotonic() - clock(), rank_priority),
                  policies, clock)
     except BaseException:

@@ -43,79 +43,41 @@ POLLED(Win_post, (MPI_Group group, int assert, MPI_Win win), (group, assert, win
 POLLED(Win_wait, (MPI_Win win), (win))
 POLLED(Win_create, (void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm,
        MPI_Win *win), (base, size, disp_unit, info, comm, win))
-POLLED(Win_create_c, (void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm
-       comm, MPI_Win *win), (base, size, disp_unit, info, comm, win))
 POLLED(Win_allocate, (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr,
        MPI_Win *win), (size, disp_unit, info, comm, baseptr, win))
-POLLED(Win_allocate_c, (MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void
-       *baseptr, MPI_Win *win), (size, disp_unit, info, comm, baseptr, win))
 POLLED(Win_allocate_shared, (MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void
        *baseptr, MPI_Win *win), (size, disp_unit, info, comm, baseptr, win))
-POLLED(Win_allocate_shared_c, (MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
-       void *baseptr, MPI_Win *win), (size, disp_unit, info, comm, baseptr, win))
 POLLED(Win_create_dynamic, (MPI_Info info, MPI_Comm comm, MPI_Win *win), (info, comm, win))
 POLLED(Win_free, (MPI_Win *win), (win))
 POLLED(Scan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
        MPI_Comm comm), (sendbuf, recvbuf, count, datatype, op, comm))
-POLLED(Scan_c, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-       MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, count, datatype, op, comm))
 POLLED(Exscan, (const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
        MPI_Comm comm), (sendbuf, recvbuf, count, datatype, op, comm))
-POLLED(Exscan_c, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
-       MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, count, datatype, op, comm))
 POLLED(Reduce_scatter, (const void *sendbuf, void *recvbuf, const int recvcounts[], MPI_Datatype
        datatype, MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, recvcounts, datatype, op, comm))
-POLLED(Reduce_scatter_c, (const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
-       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, recvcounts,
-       datatype, op, comm))
 POLLED(Reduce_scatter_block, (const void *sendbuf, void *recvbuf, int recvcount, MPI_Datatype
        datatype, MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, recvcount, datatype, op, comm))
-POLLED(Reduce_scatter_block_c, (const void *sendbuf, void *recvbuf, MPI_Count recvcount,
-       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, recvcount, datatype,
-       op, comm))
 POLLED(Alltoallw, (const void *sendbuf, const int sendcounts[], const int sdispls[], const
        MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const int rdispls[],
        const MPI_Datatype recvtypes[], MPI_Comm comm), (sendbuf, sendcounts, sdispls, sendtypes,
        recvbuf, recvcounts, rdispls, recvtypes, comm))
-POLLED(Alltoallw_c, (const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint
-       sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[],
-       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm), (sendbuf,
-       sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm))
 POLLED(Neighbor_allgather, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
        *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm), (sendbuf, sendcount,
        sendtype, recvbuf, recvcount, recvtype, comm))
-POLLED(Neighbor_allgather_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-       void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm), (sendbuf,
-       sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 POLLED(Neighbor_allgatherv, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
        *recvbuf, const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm
        comm), (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm))
-POLLED(Neighbor_allgatherv_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-       void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype
-       recvtype, MPI_Comm comm), (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-       recvtype, comm))
 POLLED(Neighbor_alltoall, (const void *sendbuf, int sendcount, MPI_Datatype sendtype, void
        *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm), (sendbuf, sendcount,
        sendtype, recvbuf, recvcount, recvtype, comm))
-POLLED(Neighbor_alltoall_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
-       void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm), (sendbuf,
-       sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
 POLLED(Neighbor_alltoallv, (const void *sendbuf, const int sendcounts[], const int sdispls[],
        MPI_Datatype sendtype, void *recvbuf, const int recvcounts[], const int rdispls[],
        MPI_Datatype recvtype, MPI_Comm comm), (sendbuf, sendcounts, sdispls, sendtype, recvbuf,
        recvcounts, rdispls, recvtype, comm))
-POLLED(Neighbor_alltoallv_c, (const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint
-       sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const
-       MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm), (sendbuf, sendcounts, sdispls,
-       sendtype, recvbuf, recvcounts, rdispls, recvtype, comm))
 POLLED(Neighbor_alltoallw, (const void *sendbuf, const int sendcounts[], const MPI_Aint
        sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const int recvcounts[], const
        MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm), (sendbuf, sendcounts,
        sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm))
-POLLED(Neighbor_alltoallw_c, (const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint
-       sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[],
-       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm), (sendbuf,
-       sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm))
 POLLED(Comm_dup, (MPI_Comm comm, MPI_Comm *newcomm), (comm, newcomm))
 POLLED(Comm_dup_with_info, (MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm), (comm, info,
        newcomm))
@@ -162,3 +124,45 @@ POLLED(File_sync, (MPI_File fh), (fh))
 POLLED(File_set_size, (MPI_File fh, MPI_Offset size), (fh, size))
 POLLED(File_preallocate, (MPI_File fh, MPI_Offset size), (fh, size))
 POLLED(Finalize, (void), ())
+
+/* The large-count forms, where the build's feature check found them (shim.c, shim.py). */
+#if TB_HAVE_LARGE_COUNT
+POLLED(Win_create_c, (void *base, MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm
+       comm, MPI_Win *win), (base, size, disp_unit, info, comm, win))
+POLLED(Win_allocate_c, (MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm, void
+       *baseptr, MPI_Win *win), (size, disp_unit, info, comm, baseptr, win))
+POLLED(Win_allocate_shared_c, (MPI_Aint size, MPI_Aint disp_unit, MPI_Info info, MPI_Comm comm,
+       void *baseptr, MPI_Win *win), (size, disp_unit, info, comm, baseptr, win))
+POLLED(Scan_c, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+       MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, count, datatype, op, comm))
+POLLED(Exscan_c, (const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Datatype datatype,
+       MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, count, datatype, op, comm))
+POLLED(Reduce_scatter_c, (const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[],
+       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, recvcounts,
+       datatype, op, comm))
+POLLED(Reduce_scatter_block_c, (const void *sendbuf, void *recvbuf, MPI_Count recvcount,
+       MPI_Datatype datatype, MPI_Op op, MPI_Comm comm), (sendbuf, recvbuf, recvcount, datatype,
+       op, comm))
+POLLED(Alltoallw_c, (const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint
+       sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[],
+       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm), (sendbuf,
+       sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm))
+POLLED(Neighbor_allgather_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+       void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm), (sendbuf,
+       sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+POLLED(Neighbor_allgatherv_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+       void *recvbuf, const MPI_Count recvcounts[], const MPI_Aint displs[], MPI_Datatype
+       recvtype, MPI_Comm comm), (sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+       recvtype, comm))
+POLLED(Neighbor_alltoall_c, (const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype,
+       void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm), (sendbuf,
+       sendcount, sendtype, recvbuf, recvcount, recvtype, comm))
+POLLED(Neighbor_alltoallv_c, (const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint
+       sdispls[], MPI_Datatype sendtype, void *recvbuf, const MPI_Count recvcounts[], const
+       MPI_Aint rdispls[], MPI_Datatype recvtype, MPI_Comm comm), (sendbuf, sendcounts, sdispls,
+       sendtype, recvbuf, recvcounts, rdispls, recvtype, comm))
+POLLED(Neighbor_alltoallw_c, (const void *sendbuf, const MPI_Count sendcounts[], const MPI_Aint
+       sdispls[], const MPI_Datatype sendtypes[], void *recvbuf, const MPI_Count recvcounts[],
+       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm), (sendbuf,
+       sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes, comm))
+#endif

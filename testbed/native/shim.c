@@ -510,6 +510,9 @@ int MPI_Startall(int count, MPI_Request array_of_requests[]) {
     return rc;
 }
 
+/* Partitioned communication is MPI-4's; Open MPI 5 declares MPI_Pready_list's array without
+ * const.  The build's feature checks say which (testbed/emulation/shim.py). */
+#if TB_HAVE_PARTITIONED
 int MPI_Pready(int partition, MPI_Request request) {
     int rc = PMPI_Pready(partition, request);
     tb_ring_world();
@@ -522,11 +525,13 @@ int MPI_Pready_range(int partition_low, int partition_high, MPI_Request request)
     return rc;
 }
 
-int MPI_Pready_list(int length, const int array_of_partitions[], MPI_Request request) {
+int MPI_Pready_list(int length, TB_PREADY_LIST_CONST int array_of_partitions[],
+                    MPI_Request request) {
     int rc = PMPI_Pready_list(length, array_of_partitions, request);
     tb_ring_world();
     return rc;
 }
+#endif
 
 /* A generalized request is completed by the program, usually in another thread of the rank
  * than the one waiting on it. */
@@ -834,7 +839,11 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, struct tb_ring
             -1, MPI_BYTE)
 
 WRAPPERS(, int, int, int)
+/* The large-count forms are MPI-4's, and not in every MPI that reports 4.0 (Open MPI 5 has
+ * none): built where the feature check found every one of them. */
+#if TB_HAVE_LARGE_COUNT
 WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
+#endif
 
 /* A barrier on a communicator whose ranks all live on this host is their meeting on arrival
  * counts (arrival.c); elsewhere as COLLECTIVE. */
