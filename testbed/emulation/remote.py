@@ -338,7 +338,11 @@ def start_nodes(machine: Machine, launcher: Launcher, env: dict[str, str], run_i
                 ) -> tuple[Fanout, subprocess.Popen[bytes]]:
     """Start a node manager on every host of ``machine``, set each up and have them link up
     in a tree of ``width``; returns the tree (its nodes in node order) and the control job.
-    Raises ``NodesError`` if they do not all connect and link up."""
+    Raises ``NodesError`` if they do not all connect and link up, or, before anything starts,
+    if ``launcher`` cannot emulate hosts and they are emulated."""
+    if machine.emulated_hosts and launcher.cannot_emulate_hosts:
+        raise NodesError(f"emulated hosts with launcher {launcher.kind}: "
+                         f"{launcher.cannot_emulate_hosts}")
     key = secrets.token_bytes(32)
     bind = "127.0.0.1" if machine.emulated_hosts else ""
     server = socket.create_server((bind, 0))
