@@ -36,13 +36,22 @@ def test_intel_pins_with_its_own_variables_and_emulates_hosts_through_the_stand_
     assert argv[:3] == ["mpiexec", "-launcher", "slurm"]
 
 
+def test_intel_with_a_preload_puts_its_lib_first_on_the_library_path():
+    _, env = IntelHydra("/i/bin/mpiexec").job(["prog"], [0], None, "/s.so",
+                                             {"LD_LIBRARY_PATH": "/u/lib"})
+    assert env["LD_LIBRARY_PATH"] == "/i/lib:/u/lib"
+    assert "LD_LIBRARY_PATH" not in IntelHydra("/i/bin/mpiexec").job(["prog"], [0], None)[1]
+
+
 def test_prrte_oversubscribes_binds_nothing_and_exports_the_preload():
     argv, env = Prrte("mpiexec").job(["prog"], [0, 0, 1], None, "/lib/shim.so")
     assert argv == ["mpiexec", "--map-by", ":OVERSUBSCRIBE", "--bind-to", "none", "-n", "3",
                     "-x", "LD_PRELOAD=/lib/shim.so", "prog"]
     assert env == {}
-    argv, _ = Prrte("mpiexec", "fork", "/t/testbed-ssh").job(["prog"], None, ["a", "b", "b"])
+    argv, env = Prrte("mpiexec", "fork", "/t/testbed-ssh").job(["prog"], None, ["a", "b", "b"])
     assert argv[:3] == ["mpiexec", "--prtemca", "plm_ssh_agent"]
+    assert env == {launchers.HOSTNAME_ENV: "1"}            # a host name of its own each
+    assert Prrte("mpiexec", "ssh").job(["prog"], None, ["a"])[1] == {}
     assert argv[argv.index("--host") + 1] == "a:1,b:2"
     control = Prrte("mpiexec").control(["nm"], ["a", "b"])
     assert control[control.index("--map-by") + 1].startswith("ppr:1:node")

@@ -23,6 +23,7 @@ KINDS = ("hydra", "intel", "prrte", "srun")
 # Runs a launcher's "remote" command on this machine: emulated hosts for the launchers whose
 # fork bootstrap cannot start another host's daemon.
 SSH_STAND_IN = Path(__file__).parent.parent / "native" / "testbed-ssh"
+HOSTNAME_ENV = "TESTBED_SSH_HOSTNAME"
 OVERRIDE_ENV = "TESTBED_MPI_LAUNCHER"
 # Every launcher's segments, for a sweep that does not know which MPI left them (the watchdog).
 ALL_SEGMENT_PREFIXES = ("mpich_shm_", "ucx_shm_posix_", "sm_segment.", "Intel_MPI_")
@@ -67,18 +68,18 @@ class Launcher:
     ssh_stand_in: str = ""
 
     kind: ClassVar[str] = ""
-    # None when hosts can be emulated on one machine, else why not
-    cannot_emulate_hosts: ClassVar[str | None] = None
     rank_variables: ClassVar[tuple[str, ...]] = ()
     segment_prefixes: ClassVar[tuple[str, ...]] = ()
     process_names: ClassVar[tuple[str, ...]] = ()
 
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
-            hosts: Sequence[str] | None, preload: str = "") -> tuple[list[str], dict[str, str]]:
+            hosts: Sequence[str] | None, preload: str = "",
+            env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """The command line and the extra environment that start ``argv`` as one rank per
         entry of ``cpus`` (rank i bound to CPU ``cpus[i]``, one host) or of ``hosts`` (rank i
         on host ``hosts[i]``, each host's node manager binding its own ranks), with the
-        library ``preload`` (if any) preloaded into every rank and nothing else."""
+        library ``preload`` (if any) preloaded into every rank and nothing else; ``env`` is
+        the environment the launch would have without the extra."""
         raise NotImplementedError
 
     def control(self, argv: Sequence[str], hosts: Sequence[str]) -> list[str]:
@@ -91,6 +92,11 @@ class Launcher:
         for a launcher's process and for a process the job spawned (ranked in a world of its
         own)."""
         raise NotImplementedError
+
+    def emulation_env(self) -> dict[str, str]:
+        """The environment the launcher needs, beside its command line, to start processes
+        on hosts emulated on this machine (nothing when its hosts are not emulated)."""
+        return {}
 
     def names_rank(self, env: Mapping[str, str]) -> bool:
         """True when ``env`` is an MPI process's (a rank of the job or of one it spawned),
@@ -126,17 +132,22 @@ class Hydra(Launcher):
         return {"HYDRA_BINDING": "user:" + ",".join(map(str, cpus))}
 
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
-            hosts: Sequence[str] | None, preload: str = "") -> tuple[list[str], dict[str, str]]:
+            hosts: Sequence[str] | None, preload: str = "",
+            env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """See ``Launcher.job``: ``-genv LD_PRELOAD`` for the preload, ``-hosts h:n,...``
         in rank order across hosts."""
         preloads = ["-genv", "LD_PRELOAD", preload] if preload else []
+        extra = self._preload_env(env or {}) if preload else {}
         if hosts is None:
             assert cpus is not None
             return ([self.mpiexec, "-n", str(len(cpus)), *preloads, *argv],
-                    self._binding(cpus))
+                    {**self._binding(cpus), **extra})
         spread = ",".join(f"{name}:{count}" for name, count in hosts_runs(hosts))
         return ([self.mpiexec, *self._bootstrap(), "-hosts", spread, "-n", str(len(hosts)),
-                 *preloads, *argv], {})
+                 *preloads, *argv], extra)
+
+    def _preload_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        return {}
 
     def control(self, argv: Sequence[str], hosts: Sequence[str]) -> list[str]:
         """See ``Launcher.control``: ``-disable-auto-cleanup -ppn 1``."""
@@ -170,6 +181,14 @@ class IntelHydra(Hydra):
     def _binding(self, cpus: Sequence[int]) -> dict[str, str]:
         return {"I_MPI_PIN": "1", "I_MPI_PIN_PROCESSOR_LIST": ",".join(map(str, cpus))}
 
+    def _preload_env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """With a library preloaded, Intel's ``libmpi`` is loaded before the program and
+        looks for ``libfabric.so.1`` on the library path alone, where the pip wheel's is not
+        (ranks on two hosts then fail in ``MPI_Init``): its ``lib/`` goes first on it."""
+        lib = str(Path(self.mpiexec).resolve().parent.parent / "lib")
+        rest = env.get("LD_LIBRARY_PATH", "")
+        return {"LD_LIBRARY_PATH": f"{lib}:{rest}" if rest else lib}
+
 
 @dataclass(frozen=True)
 class Prrte(Launcher):
@@ -179,12 +198,12 @@ class Prrte(Launcher):
     host has cores unless oversubscription is allowed, which the testbed's own matrix needs
     (it places several jobs' ranks on one CPU); it binds nothing (each node manager pins the
     ranks it finds).  Emulated hosts go through ``ssh`` with the project's stand-in as the
-    agent (the node managers' control job starts so), but the ranks of one job on two
-    emulated hosts lose messages between them (checked with Open MPI 5.0.11: a loop of
-    allreduces and barriers between two ranks hangs with either rank's MPI waiting, over TCP
-    on loopback or eth0; more than one rank a host fails in ``MPI_Init``), so runs on
-    emulated hosts are refused (``cannot_emulate_hosts``).  PRRTE, told to recover, keeps
-    the node managers when one dies."""
+    agent, each under a host name of its own (``TESTBED_SSH_HOSTNAME``: a UTS namespace):
+    Open MPI tells hosts apart by name, and with one name for all its collectives disagree
+    on the layout (checked with 5.0.11: HAN's sub-communicators are made by one rank and
+    not its peer, and the job hangs; two ranks on one host and one on the other fail in
+    ``MPI_Init`` with "num local peers").  PRRTE, told to recover, keeps the node managers
+    when one dies."""
 
     kind: ClassVar[str] = "prrte"
     rank_variables: ClassVar[tuple[str, ...]] = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK")
@@ -192,17 +211,14 @@ class Prrte(Launcher):
     process_names: ClassVar[tuple[str, ...]] = ("mpiexec", "mpirun", "prterun", "prted",
                                                 "prte")
 
-    cannot_emulate_hosts: ClassVar[str | None] = (
-        "Open MPI's ranks on two hosts emulated on one machine lose messages between them "
-        "(PRRTE starts them, but their collectives hang); run on one host, or on real hosts")
-
     def _bootstrap(self) -> list[str]:
         if self.bootstrap == "fork" and self.ssh_stand_in:
             return ["--prtemca", "plm_ssh_agent", self.ssh_stand_in]
         return []
 
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
-            hosts: Sequence[str] | None, preload: str = "") -> tuple[list[str], dict[str, str]]:
+            hosts: Sequence[str] | None, preload: str = "",
+            env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """See ``Launcher.job``: ``-x LD_PRELOAD=...`` for the preload, ``--host h:n,...``
         across hosts (PRRTE fills each host's slots in order), ``--bind-to none``."""
         preloads = ["-x", f"LD_PRELOAD={preload}"] if preload else []
@@ -212,13 +228,17 @@ class Prrte(Launcher):
             return [self.mpiexec, *common, "-n", str(len(cpus)), *preloads, *argv], {}
         spread = ",".join(f"{name}:{count}" for name, count in hosts_runs(hosts))
         return ([self.mpiexec, *self._bootstrap(), *common, "--host", spread, "-n",
-                 str(len(hosts)), *preloads, *argv], {})
+                 str(len(hosts)), *preloads, *argv], self.emulation_env())
 
     def control(self, argv: Sequence[str], hosts: Sequence[str]) -> list[str]:
         """See ``Launcher.control``: one process per host (``ppr:1:node``), recovery on."""
         return [self.mpiexec, *self._bootstrap(), "--host", ",".join(hosts), "--map-by",
                 "ppr:1:node:OVERSUBSCRIBE", "--bind-to", "none", "--enable-recovery",
                 "-n", str(len(hosts)), *argv]
+
+    def emulation_env(self) -> dict[str, str]:
+        """See ``Launcher.emulation_env``: a host name of its own for each emulated host."""
+        return {HOSTNAME_ENV: "1"} if self.bootstrap == "fork" and self.ssh_stand_in else {}
 
     def world_rank(self, env: Mapping[str, str]) -> int | None:
         """See ``Launcher.world_rank``: the rank, unless the namespace is not the launched
@@ -243,7 +263,8 @@ class Srun(Launcher):
     process_names: ClassVar[tuple[str, ...]] = ("srun", "slurmstepd")
 
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
-            hosts: Sequence[str] | None, preload: str = "") -> tuple[list[str], dict[str, str]]:
+            hosts: Sequence[str] | None, preload: str = "",
+            env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
         """See ``Launcher.job``: ``--export=ALL,LD_PRELOAD=...``; across hosts
         ``--nodelist`` with ``--distribution=arbitrary`` (a host per rank)."""
         export = f"--export=ALL,LD_PRELOAD={preload}" if preload else "--export=ALL"

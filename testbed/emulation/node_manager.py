@@ -252,8 +252,9 @@ class NodeManager:
             return []
         if self.launch_dirs is None:
             self.launch_dirs = LaunchDirs(f"testbed-{self.run_id}-nm{self.node.index}")
-        argv, binding = self._placement(msg.pes, msg.argv)
-        env = self.launch_dirs.env(msg.job, {**self.env, **dict(msg.env), **binding,
+        base = {**self.env, **dict(msg.env)}
+        argv, binding = self._placement(msg.pes, msg.argv, base)
+        env = self.launch_dirs.env(msg.job, {**base, **binding,
                                              procs.MARKER: self.env[procs.MARKER],
                                              "TESTBED_JOB": msg.job})
         problem = command_problem(msg.argv[0], env, msg.cwd or os.getcwd())
@@ -272,16 +273,18 @@ class NodeManager:
         job.stderr_path = msg.stderr
         return []
 
-    def _placement(self, pes: tuple[int, ...], argv: tuple[str, ...]
+    def _placement(self, pes: tuple[int, ...], argv: tuple[str, ...], env: dict[str, str]
                    ) -> tuple[list[str], dict[str, str]]:
-        """The launcher's command line and environment running ``argv`` as rank i on
+        """The launcher's command line and extra environment running ``argv`` as rank i on
         ``pes[i]``: on one host, bound to the PEs' CPUs; across hosts, on the PEs' hosts in
-        rank order (each host's NM pins its own ranks); the shim preloaded if there is one."""
+        rank order (each host's NM pins its own ranks); the shim preloaded if there is one.
+        ``env``: the launch's environment without the extra."""
         preload = self.shim.library if self.shim else ""
         if not self.machine.hosts:
-            return self.launcher.job(argv, [self.machine.cpus[pe] for pe in pes], None, preload)
+            return self.launcher.job(argv, [self.machine.cpus[pe] for pe in pes], None, preload,
+                                     env)
         names = [self.machine.hosts[self.machine.node_of(pe).index].name for pe in pes]
-        return self.launcher.job(argv, None, names, preload)
+        return self.launcher.job(argv, None, names, preload, env)
 
     def discover(self) -> list[PidInfo]:
         """Find the rank processes of jobs launched here; report jobs whose ranks are all found.

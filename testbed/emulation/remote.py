@@ -332,6 +332,23 @@ def launcher_argv(launcher: Launcher, machine: Machine, address: str) -> list[st
     return launcher.control(daemon, hosts)
 
 
+def _check_stand_in(launcher: Launcher, env: dict[str, str]) -> None:
+    """Run a command on an emulated host through the launcher's stand-in for ssh, as the
+    launcher will; ``NodesError`` saying why when it cannot (no UTS namespace allowed)."""
+    try:
+        done = subprocess.run([launcher.ssh_stand_in, "testbed-probe", "true"], env=env,
+                              capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise NodesError(f"emulated hosts with launcher {launcher.kind}: cannot run "
+                         f"{launcher.ssh_stand_in}: {err}") from None
+    if done.returncode != 0:
+        said = done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "nothing"
+        raise NodesError(f"emulated hosts with launcher {launcher.kind} need a host name "
+                         f"each (a UTS namespace, through unshare), which this machine "
+                         f"refused: {said}")
+
+
 def start_nodes(machine: Machine, launcher: Launcher, env: dict[str, str], run_id: str,
                 policies: list[Any], shim: Any, clock: Callable[[], float],
                 rank_priority: str = "auto", width: int = tree.DEFAULT_WIDTH
@@ -339,15 +356,16 @@ def start_nodes(machine: Machine, launcher: Launcher, env: dict[str, str], run_i
     """Start a node manager on every host of ``machine``, set each up and have them link up
     in a tree of ``width``; returns the tree (its nodes in node order) and the control job.
     Raises ``NodesError`` if they do not all connect and link up, or, before anything starts,
-    if ``launcher`` cannot emulate hosts and they are emulated."""
-    if machine.emulated_hosts and launcher.cannot_emulate_hosts:
-        raise NodesError(f"emulated hosts with launcher {launcher.kind}: "
-                         f"{launcher.cannot_emulate_hosts}")
+    if the launcher needs what this machine does not allow to emulate hosts."""
+    extra = launcher.emulation_env() if machine.emulated_hosts else {}
+    if extra:
+        _check_stand_in(launcher, {**env, **extra})
     key = secrets.token_bytes(32)
     bind = "127.0.0.1" if machine.emulated_hosts else ""
     server = socket.create_server((bind, 0))
     host = "127.0.0.1" if machine.emulated_hosts else machine.hostname
     control_env = {k: v for k, v in env.items() if k != "TESTBED_RUN"}
+    control_env.update(extra)
     control_env[KEY_ENV] = key.hex()
     control = subprocess.Popen(
         launcher_argv(launcher, machine, f"{host}:{server.getsockname()[1]}"), env=control_env,

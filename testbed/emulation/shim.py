@@ -108,10 +108,14 @@ def library_path(mpi: MpiInfo, rebuild: bool = False) -> Path:
         env = compiler_env(compiler)
         flags = defines(features(compiler, env))
         headers = "\0".join(h.read_text() for h in HEADERS)
+        # the ranks find the MPI the shim was built for whatever their library path says
+        # (Intel's pip mpicc adds no run path of its own)
+        rpath = [f"-Wl,-rpath,{Path(mpi.library).parent}"] if mpi.library else []
         return build.library("testbed_shim", SOURCES,
                              [compiler, "-O2", "-fPIC", "-shared", "-Wall",
-                              "-Werror=implicit-function-declaration", *flags],
-                             depends=f"{mpi.library}\0{mpi.version}\0{headers}\0{flags}",
+                              "-Werror=implicit-function-declaration", *flags, *rpath],
+                             depends=f"{mpi.library}\0{mpi.version}\0{headers}\0{flags}"
+                                     f"\0{rpath}",
                              rebuild=rebuild, env=env)
     except (build.BuildError, OSError) as err:
         raise ShimBuildError(str(err)) from None
