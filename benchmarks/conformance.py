@@ -37,15 +37,22 @@ module, at least ``MIN_TIMEOUT_S``) is a hang: its process group gets SIGTERM (t
 commands then stop what they started), and SIGKILL ``GRACE_S`` seconds later if it is still
 there; the tests its ranks were in are reported.
 
+``--mpi here,openmpi,impi`` runs it under several MPIs, each against its own plain
+``mpiexec``: ``here`` is the MPI this Python's mpi4py loads, any other NAME the environment
+``.venv-NAME`` beside this checkout (``scripts/setup-mpi NAME`` makes it), driven through its
+own Python (``.venv-NAME/bin/python -m benchmarks.conformance ...``, its ``bin/`` first on
+``PATH``; as root with Open MPI's permission to run as root).  The JSON then holds one document
+per MPI under ``mpis`` and the page a section each.
+
 The suite is fetched once, on first use, by ``pip download mpi4py==VERSION --no-binary
 mpi4py`` (the sdist; its SHA-256 checked where ``SDIST_SHA256`` knows it, its ``PKG-INFO``
 version always), and its ``test/`` kept under ``$XDG_CACHE_HOME/testbed`` (``~/.cache/testbed``)
 or ``--cache DIR``; ``--suite DIR`` uses a ``test/`` directory at hand instead.
 
 Usage: ``python -m benchmarks.conformance [--quick] [--modes plain,gang,...] [--modules
-test_a,test_b] [--tests PATTERN] [--timeout S] [--runs DIR] [--json PATH|-] [--markdown PAGE]
-[--suite DIR] [--cache DIR]``.  ``--quick``: ``QUICK_MODULES`` under ``QUICK_MODES``.  The
-exit code is 0 when every mode is identical to plain, 1 otherwise.
+test_a,test_b] [--tests PATTERN] [--timeout S] [--mpi here,NAME,...] [--runs DIR] [--json
+PATH|-] [--markdown PAGE] [--suite DIR] [--cache DIR]``.  ``--quick``: ``QUICK_MODULES`` under
+``QUICK_MODES``.  The exit code is 0 when every mode is identical to plain, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -629,17 +636,51 @@ def render(doc: dict[str, Any]) -> str:
     return "\n\n".join(blocks)
 
 
+def render_all(doc: dict[str, Any]) -> str:
+    """``render`` of a run under one MPI, or of each MPI of a run under several."""
+    if "mpis" not in doc:
+        return render(doc)
+    return "\n\n".join(f"=== {one['mpi']['version']} ===\n{render(one)}" for one in doc["mpis"])
+
+
+def identical(doc: dict[str, Any]) -> bool:
+    """Whether every mode of every MPI of a run is identical to its plain."""
+    return all(r["identical"] for one in doc.get("mpis", [doc]) for r in one["modes"])
+
+
 def markdown(doc: dict[str, Any], command: str) -> str:
     """A Markdown page of a run: title, the command that wrote the page (``command``; and the
     one that ran the suite, when that was another), machine (host, MPI, mpi4py), the suite and
-    settings, the table of the modes and every difference by mode."""
+    settings, the table of the modes and every difference by mode; for a run under several
+    MPIs, a section each after a table of what differed."""
+    if "mpis" not in doc:
+        return "\n".join(_page_lines(doc, command, "MPI semantics under every scheduler: "
+                                      "mpi4py's test suite"))
+    ran = [f"- run by `{doc['command']}`"] if doc["command"] != command else []
+    summary = [[one["mpi"]["version"], sum(not r["identical"] for r in one["modes"]),
+                len(one["modes"]) - 1] for one in doc["mpis"]]
+    lines = [*page_head("MPI semantics under every scheduler and every MPI: mpi4py's test "
+                        "suite", "benchmarks.conformance", command, doc["host"],
+                        f"{doc['date']}, {doc['wall_s']:.0f} s in all"), *ran,
+             "- each MPI from its own environment, every mode against that MPI's plain "
+             "`mpiexec`", "",
+             *markdown_table(["MPI", "modes not identical to plain", "modes"], summary), ""]
+    for one in doc["mpis"]:
+        lines += _page_lines(one, command, one["mpi"]["version"], level="##")
+    return "\n".join(lines)
+
+
+def _page_lines(doc: dict[str, Any], command: str, title: str, level: str = "") -> list[str]:
+    """The page of a run under one MPI: with ``level`` (``##``), as a section of a page whose
+    head is written already."""
     mpi = doc["mpi"]
     suite = doc["suite"]
     ran = [f"- run by `{doc['command']}`"] if doc["command"] != command else []
+    head = ([f"{level} {title}", "", f"- measured: {doc['date']}, {doc['wall_s']:.0f} s in all"]
+            if level else page_head(title, "benchmarks.conformance", command, doc["host"],
+                                    f"{doc['date']}, {doc['wall_s']:.0f} s in all"))
     lines = [
-        *page_head("MPI semantics under every scheduler: mpi4py's test suite",
-                   "benchmarks.conformance", command, doc["host"],
-                   f"{doc['date']}, {doc['wall_s']:.0f} s in all"), *ran,
+        *head, *(ran if not level else []),
         f"- MPI: {mpi['version']} (MPI {mpi['standard']}, {mpi['library']}); mpi4py "
         f"{mpi['mpi4py']}",
         f"- testbed: commit {doc['commit']}",
@@ -654,8 +695,9 @@ def markdown(doc: dict[str, Any], command: str) -> str:
     for record in doc["modes"]:
         found = difference_lines(record)
         if found:
-            lines += [f"## {record['mode']}", "", *(f"- `{line}`" for line in found), ""]
-    return "\n".join(lines)
+            lines += [f"{level or '#'}# {record['mode']}", "", *(f"- `{line}`" for line in found),
+                      ""]
+    return lines
 
 
 def _names(text: str, what: str) -> list[str]:
@@ -712,12 +754,81 @@ def measure(args: argparse.Namespace, p: argparse.ArgumentParser,
         records.append(summarise(mode, copies, wall, plain, plain_wall, error))
     return {"benchmark": "conformance", "host": host(), "date": date,
             "command": invocation("benchmarks.conformance", argv), "commit": commit_of(ROOT),
-            "mpi": {"vendor": mpi.vendor, "version": " ".join(mpi.version.split("\n")[0].split()),
+            "mpi": {"vendor": mpi.vendor, "version": mpi.name(),
                     "library": mpi.library, "standard": mpi.standard, "mpi4py": mpi.mpi4py},
             "suite": {**source, "directory": str(directory)}, "ranks": RANKS,
             "extra": list(extra), "modules": chosen, "time_limit": TIME_LIMIT,
             "timeouts_s": {m: round(t, 1) for m, t in timeouts.items()}, "runs": str(runs),
             "modes": records, "wall_s": round(time.monotonic() - began, 1)}
+
+
+def environment(name: str) -> Path:
+    """The ``bin/`` of the environment of MPI ``name`` (``.venv-NAME`` beside this checkout);
+    ``ValueError`` saying how to make it when there is none."""
+    bin_dir = ROOT / f".venv-{name}" / "bin"
+    if not (bin_dir / "python").exists():
+        raise ValueError(f"--mpi {name}: no {bin_dir.parent} (scripts/setup-mpi {name} makes it)")
+    return bin_dir
+
+
+def forwarded(args: argparse.Namespace) -> list[str]:
+    """The options of ``args`` that choose what runs, for the same benchmark in another
+    environment."""
+    out = ["--quick"] if args.quick else []
+    for flag, value in (("--modes", args.modes), ("--modules", args.modules)):
+        if value:
+            out += [flag, ",".join(value)]
+    for flag, value in (("--tests", args.tests), ("--timeout", args.timeout),
+                        ("--suite", args.suite), ("--cache", args.cache)):
+        if value is not None:
+            out += [flag, str(value)]
+    return out
+
+
+def measure_elsewhere(name: str, args: argparse.Namespace, runs: Path) -> dict[str, Any] | None:
+    """Run this benchmark with ``args`` in MPI ``name``'s environment (its logs under
+    ``runs/NAME``); its JSON document, or None (said on stderr) when it wrote none."""
+    bin_dir = environment(name)
+    out = runs / f"{name}.json"
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "TESTBED_MPIEXEC")}
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    if os.geteuid() == 0:
+        env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    subprocess.run([str(bin_dir / "python"), "-m", "benchmarks.conformance", *forwarded(args),
+                    "--runs", str(runs / name), "--json", str(out)], cwd=ROOT, env=env,
+                   stdout=sys.stderr)
+    if not out.exists():
+        print(f"conformance: the run under {name} wrote no JSON (see {runs / name})",
+              file=sys.stderr)
+        return None
+    return json.loads(out.read_text())
+
+
+def measure_all(args: argparse.Namespace, p: argparse.ArgumentParser,
+                argv: list[str] | None) -> dict[str, Any] | None:
+    """Run the benchmark under every MPI of ``--mpi``; one document holding each's (None when
+    one could not be run)."""
+    try:
+        for name in args.mpi:
+            if name != "here":
+                environment(name)
+    except ValueError as err:
+        p.error(str(err))
+    runs = (args.runs or default_out("conformance")).resolve()
+    runs.mkdir(parents=True, exist_ok=True)
+    began, date = time.monotonic(), now_iso()
+    docs = []
+    for name in args.mpi:
+        if name == "here":
+            one = measure(argparse.Namespace(**{**vars(args), "runs": runs / "here"}), p, argv)
+        else:
+            one = measure_elsewhere(name, args, runs)
+        if one is None:
+            return None
+        docs.append(one)
+    return {"benchmark": "conformance", "host": host(), "date": date,
+            "command": invocation("benchmarks.conformance", argv), "runs": str(runs),
+            "mpis": docs, "wall_s": round(time.monotonic() - began, 1)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -739,6 +850,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=None,
                    help=f"seconds a module run may take (default {TIMEOUT_FACTOR:g}x plain's, "
                         f"at least {MIN_TIMEOUT_S:g} s, per copy)")
+    p.add_argument("--mpi", type=lambda t: _names(t, "--mpi"), default=None,
+                   help="comma-separated MPIs to run under, each against its own plain: here "
+                        "(the one this Python loads) or NAME (the environment .venv-NAME, "
+                        "which scripts/setup-mpi NAME makes)")
     p.add_argument("--runs", type=Path, default=None,
                    help="directory for the logs and run directories (default "
                         "runs/conformance-TIME)")
@@ -760,13 +875,13 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError) as err:
             p.error(f"--from {args.source}: {err}")
     else:
-        measured = measure(args, p, argv)
+        measured = (measure_all(args, p, argv) if args.mpi else measure(args, p, argv))
         if measured is None:
             return 2
         doc = measured
     text = json.dumps(doc, indent=2)
     to_stdout = args.json == "-"
-    print(render(doc), file=sys.stderr if to_stdout else sys.stdout)
+    print(render_all(doc), file=sys.stderr if to_stdout else sys.stdout)
     write_page(args.markdown, lambda: markdown(doc, invocation("benchmarks.conformance", argv)))
     if to_stdout:
         print(text)
@@ -774,7 +889,7 @@ def main(argv: list[str] | None = None) -> int:
         out = Path(args.json) if args.json else Path(doc["runs"]) / "conformance.json"
         out.write_text(text + "\n")
         print(f"JSON: {out}\nlogs: {doc['runs']}")
-    return 0 if all(r["identical"] for r in doc["modes"]) else 1
+    return 0 if identical(doc) else 1
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from benchmarks.conformance import (
     differences,
     exit_differences,
     hangs,
+    identical,
     installed_mpi4py,
     markdown,
     module_of,
@@ -30,6 +31,7 @@ from benchmarks.conformance import (
     parse_log,
     parse_mode,
     render,
+    render_all,
     summarise,
 )
 from testbed.policies import POLICIES
@@ -179,6 +181,20 @@ def test_a_mode_with_a_hang_a_crash_or_a_changed_outcome_is_not_identical():
     assert ("| ics | 1 | 2 | 1 | 0 | 0 | 1 | NO (2 tests differ) | 7.0 | 3.50 | 1 hangs, slow"
             in page)
     assert "## ics" in page and "## pair-gang" not in page
+    other = {**doc, "command": "c", "host": {"uname": "Linux vm", "cpus": 2, "python": "3"},
+             "date": "d", "wall_s": 1.0, "commit": "abc", "suite": {
+                 "version": "4.1.2", "from": "f", "file": "x", "sha256": "0"},
+             "modules": ["m"], "ranks": 2, "extra": [], "time_limit": 3.0}
+    both = {"command": "c", "host": other["host"], "date": "d", "wall_s": 2.0, "mpis": [
+        {**other, "mpi": {"version": "MPICH 5", "standard": "5.0", "library": "l",
+                          "mpi4py": "4"}},
+        {**other, "modes": doc["modes"][:1], "mpi": {"version": "Open MPI 5", "standard": "3.1",
+                                                     "library": "l", "mpi4py": "4"}}]}
+    page = markdown(both, "c")
+    assert "| MPICH 5 | 1 | 2 |" in page and "| Open MPI 5 | 0 | 0 |" in page
+    assert "## MPICH 5" in page and "### ics" in page and "## Open MPI 5" in page
+    assert not identical(both) and identical(both["mpis"][1])
+    assert "=== Open MPI 5 ===" in render_all(both)
 
 
 def test_the_tests_a_crashed_module_never_ran_are_counted_per_module():

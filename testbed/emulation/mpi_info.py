@@ -36,9 +36,10 @@ class MpiInfo:
     launcher: str
 
     def name(self) -> str:
-        """The first line of the library's version text (e.g. ``MPICH Version: 5.0.2``)."""
+        """The library's version text up to its first line's first comma (e.g. ``MPICH
+        Version: 5.0.2``, ``Open MPI v5.0.11``)."""
         first = self.version.strip().splitlines()[0] if self.version.strip() else self.vendor
-        return " ".join(first.split())[:80]
+        return " ".join(first.split(",")[0].split())[:80]
 
     def describe(self) -> dict[str, str]:
         """A JSON-ready description for ``config.json``."""
