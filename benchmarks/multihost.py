@@ -163,7 +163,10 @@ def launch(nms: int, width: int, repeats: int) -> float:
         shutil.rmtree(run.parent)
     done = [float(r["response"]) - NAP for r in rows if r["status"] == "done"]
     if len(done) != repeats:
-        raise RuntimeError(f"only {len(done)} of {repeats} empty jobs ended done")
+        others = "; ".join(f"{r['id']} {r['status']} ({r['reason'] or 'no reason given'})"
+                           for r in rows if r["status"] != "done")
+        raise RuntimeError(f"only {len(done)} of {repeats} empty jobs ended done with {nms} "
+                           f"NMs at width {width}: {others}")
     return median(done)
 
 

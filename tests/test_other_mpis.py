@@ -103,8 +103,8 @@ def test_a_spawned_world_is_the_jobs_and_not_its_ranks(mpi, tmp_path):
     if name == "impi":
         pytest.skip("Intel MPI 2021 from PyPI crashes in MPI_Comm_spawn with or without the "
                     "testbed (its ranks die of SIGSEGV under plain mpiexec)")
-    done = _testbed(bin_dir, "exec", "-n", "2", "--scheduler", "gang", "--mpl", "2", "--out",
-                    "r", "--", str(bin_dir / "python"), str(PROGRAMS / "spawn.py"),
+    done = _testbed(bin_dir, "exec", "-n", "2", "--scheduler", "gang", "--mpl", "2",
+                    "--out", "r", "--", str(bin_dir / "python"), str(PROGRAMS / "spawn.py"),
                     cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ok"]

@@ -9,6 +9,7 @@ import csv
 import json
 import os
 import pickle
+import re
 import shutil
 import signal
 import subprocess
@@ -368,3 +369,31 @@ def test_reproduce_through_slurm_runs_an_emulated_paper_as_one_exclusive_job(tmp
     failed = [c["why"] for c in doc["claims"] if "the run failed" in c["why"]]
     assert not failed, (failed, (tmp_path / "slurm" / "THESIS.out").read_text()[-3000:])
     assert "| THESIS |" in (tmp_path / "report.md").read_text()
+
+
+@pytest.mark.realtime
+def test_srun_launches_the_ranks_found_pinned_and_time_sliced(tmp_path, slurm_env):
+    """``TESTBED_MPI_LAUNCHER=srun`` inside an allocation: job steps by srun (PMI-2 for
+    MPICH), ranks found by ``SLURM_PROCID``, stopped and continued under gang, the shim
+    preloaded under ics (srun keeps its own LD_PRELOAD over --export's)."""
+    env = {**slurm_env, "TESTBED_MPI_LAUNCHER": "srun", "SLURM_MPI_TYPE": "pmi2"}
+    (tmp_path / "w").write_text("0 2 bsp --work 1 --granularity 0.05 --pattern nn\n" * 2)
+    salloc = ["salloc", "-N1", "-n2", sys.executable, "-m", "testbed.cli"]
+    done = subprocess.run([*salloc, "run", "w", "--scheduler", "gang", "--mpl", "2", "--out",
+                           "g"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    log = [json.loads(line) for line in
+           (tmp_path / "g" / "events.jsonl").read_text().splitlines()]
+    assert log[0]["config"]["mpi_launcher"]["kind"] == "srun"
+    assert sorted(e["job"] for e in log if e["event"] == "pids") == ["j1", "j2"]
+    assert {e["job"] for e in log if e["event"] == "suspend"} == {"j1", "j2"}
+    probe = ("import os; from mpi4py import MPI; c = MPI.COMM_WORLD; c.Barrier(); "
+             "found = 'shim' if 'libtestbed_shim' in open('/proc/self/maps').read() else 'none';"
+             " os.write(1, f'<{found} {c.allreduce(c.rank)}>'.encode())")
+    done = subprocess.run([*salloc, "exec", "-n", "2", "--scheduler", "ics", "--out", "i", "--",
+                           sys.executable, "-c", probe], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = (tmp_path / "i" / "jobs" / "j1.out").read_text()
+    assert re.findall(r"<\w+ \d>", out) == ["<shim 1>", "<shim 1>"], out

@@ -251,11 +251,13 @@ class Prrte(Launcher):
 
 @dataclass(frozen=True)
 class Srun(Launcher):
-    """Slurm's ``srun`` launching the ranks itself (``--mpi=pmix`` or ``pmi2``, as the site's
-    MPI wants; the testbed passes the site's default): ranks carry ``SLURM_PROCID``; job steps
-    overlap the node managers' step (``--overlap``) and are bound with
-    ``--cpu-bind=map_cpu``.  A world spawned under ``srun`` is not supported by most MPIs, so
-    every process with a ``SLURM_PROCID`` is a rank."""
+    """Slurm's ``srun`` launching the ranks itself, with the site's MPI plugin (its default,
+    or ``SLURM_MPI_TYPE``, e.g. ``pmi2`` for MPICH, ``pmix`` for Open MPI): ranks carry
+    ``SLURM_PROCID``; job steps overlap the node managers' step (``--overlap``) and are bound
+    with ``--cpu-bind=map_cpu``.  ``srun`` keeps an ``LD_PRELOAD`` of its own environment over
+    ``--export``'s (checked with Slurm 22.05), so the preload goes in its environment.  A
+    world spawned under ``srun`` is not supported by most MPIs, so every process with a
+    ``SLURM_PROCID`` is a rank."""
 
     kind: ClassVar[str] = "srun"
     rank_variables: ClassVar[tuple[str, ...]] = ("SLURM_PROCID",)
@@ -265,16 +267,16 @@ class Srun(Launcher):
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
             hosts: Sequence[str] | None, preload: str = "",
             env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
-        """See ``Launcher.job``: ``--export=ALL,LD_PRELOAD=...``; across hosts
+        """See ``Launcher.job``: the preload in ``srun``'s environment; across hosts
         ``--nodelist`` with ``--distribution=arbitrary`` (a host per rank)."""
-        export = f"--export=ALL,LD_PRELOAD={preload}" if preload else "--export=ALL"
-        common = ["srun", "--overlap", "--kill-on-bad-exit=1", export]
+        extra = {"LD_PRELOAD": preload} if preload else {}
+        common = ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL"]
         if hosts is None:
             assert cpus is not None
             return [*common, "-n", str(len(cpus)),
-                    "--cpu-bind=map_cpu:" + ",".join(map(str, cpus)), *argv], {}
+                    "--cpu-bind=map_cpu:" + ",".join(map(str, cpus)), *argv], extra
         return [*common, "-n", str(len(hosts)), "--distribution=arbitrary",
-                "--nodelist=" + ",".join(hosts), "--cpu-bind=none", *argv], {}
+                "--nodelist=" + ",".join(hosts), "--cpu-bind=none", *argv], extra
 
     def control(self, argv: Sequence[str], hosts: Sequence[str]) -> list[str]:
         """See ``Launcher.control``: one task per node, the allocation's CPUs not held."""

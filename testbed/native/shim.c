@@ -129,15 +129,25 @@ static void injected_delay(void) {
     }
 }
 
-/* Attach to this rank's record.  A process that MPI_Comm_spawn started (hydra says so in
- * PMI_SPAWNED) is not one of the job's ranks, though it inherits their environment and has
+/* Whether this process is in a world MPI_Comm_spawn started: hydra says so in PMI_SPAWNED;
+ * PRRTE names the launched job's PMIx namespace "<server>@1" and each spawned world's with the
+ * next number (testbed/emulation/launchers.py). */
+static int spawned_world(void) {
+    const char *spawned = getenv("PMI_SPAWNED"), *ns = getenv("PMIX_NAMESPACE");
+    if (spawned != NULL && atoi(spawned)) return 1;
+    const char *at = ns != NULL ? strrchr(ns, '@') : NULL;
+    return at != NULL && strcmp(at, "@1") != 0;
+}
+
+/* Attach to this rank's record.  A process that MPI_Comm_spawn started is not one of the job's
+ * ranks, though it inherits their environment and has
  * their rank numbers in a world of its own: it keeps a private record, or it would share a
  * rank's record, doorbell and arrival counts.  It takes the job's settings from rank 0's
  * record, so that its collectives take the form its parents' do (a blocking and a nonblocking
  * collective never match) and its waits spin as theirs. */
 static void attach(const char *run, const char *job) {
-    const char *rank = rank_from_env(), *spawned = getenv("PMI_SPAWNED");
-    int child = spawned != NULL && atoi(spawned);
+    const char *rank = rank_from_env();
+    int child = spawned_world();
     char path[256];
     if (run == NULL || job == NULL || rank == NULL ||
         snprintf(path, sizeof path, "/dev/shm/testbed-%s-%s-%s", run, job, child ? "0" : rank) >=
