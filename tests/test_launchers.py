@@ -43,11 +43,11 @@ def test_intel_with_a_preload_puts_its_lib_first_on_the_library_path():
     assert "LD_LIBRARY_PATH" not in IntelHydra("/i/bin/mpiexec").job(["prog"], [0], None)[1]
 
 
-def test_prrte_oversubscribes_binds_nothing_and_exports_the_preload():
+def test_prrte_oversubscribes_binds_nothing_and_preloads_through_its_environment():
     argv, env = Prrte("mpiexec").job(["prog"], [0, 0, 1], None, "/lib/shim.so")
     assert argv == ["mpiexec", "--map-by", ":OVERSUBSCRIBE", "--bind-to", "none", "-n", "3",
-                    "-x", "LD_PRELOAD=/lib/shim.so", "prog"]
-    assert env == {}
+                    "prog"]
+    assert env == {"LD_PRELOAD": "/lib/shim.so"}      # spawned worlds get the daemon's
     argv, env = Prrte("mpiexec", "fork", "/t/testbed-ssh").job(["prog"], None, ["a", "b", "b"])
     assert argv[:3] == ["mpiexec", "--prtemca", "plm_ssh_agent"]
     assert env == {launchers.HOSTNAME_ENV: "1"}            # a host name of its own each

@@ -98,12 +98,16 @@ def test_ics_builds_and_preloads_the_shim(mpi, tmp_path):
     assert "shim" in events(tmp_path / "r")[0]["config"]
 
 
-def test_a_spawned_world_is_the_jobs_and_not_its_ranks(mpi, tmp_path):
+@pytest.mark.parametrize("scheduler", ["gang", "ics"])
+def test_a_spawned_world_is_the_jobs_and_not_its_ranks(mpi, tmp_path, scheduler):
+    """Under ics the children load the shim too (PRRTE gives a spawned world its daemon's
+    environment, not ``-x``'s: without the shim a child's blocking barrier never matched its
+    parents' nonblocking one) and keep records of their own."""
     name, bin_dir = mpi
     if name == "impi":
         pytest.skip("Intel MPI 2021 from PyPI crashes in MPI_Comm_spawn with or without the "
                     "testbed (its ranks die of SIGSEGV under plain mpiexec)")
-    done = _testbed(bin_dir, "exec", "-n", "2", "--scheduler", "gang", "--mpl", "2",
+    done = _testbed(bin_dir, "exec", "-n", "2", "--scheduler", scheduler, "--mpl", "2",
                     "--out", "r", "--", str(bin_dir / "python"), str(PROGRAMS / "spawn.py"),
                     cwd=tmp_path)
     assert done.returncode == 0, done.stderr

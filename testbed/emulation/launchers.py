@@ -197,7 +197,10 @@ class Prrte(Launcher):
     is ``@1`` and every spawned world takes the next number.  It maps no more ranks than a
     host has cores unless oversubscription is allowed, which the testbed's own matrix needs
     (it places several jobs' ranks on one CPU); it binds nothing (each node manager pins the
-    ranks it finds).  Emulated hosts go through ``ssh`` with the project's stand-in as the
+    ranks it finds).  The preload goes in the launcher's environment, not in ``-x``: the
+    worlds a job spawns get their daemon's environment, not ``-x``'s, and without the shim a
+    spawned process's blocking barrier never matched its parents' nonblocking one.  Emulated
+    hosts go through ``ssh`` with the project's stand-in as the
     agent, each under a host name of its own (``TESTBED_SSH_HOSTNAME``: a UTS namespace):
     Open MPI tells hosts apart by name, and with one name for all its collectives disagree
     on the layout (checked with 5.0.11: HAN's sub-communicators are made by one rank and
@@ -219,16 +222,17 @@ class Prrte(Launcher):
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
             hosts: Sequence[str] | None, preload: str = "",
             env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
-        """See ``Launcher.job``: ``-x LD_PRELOAD=...`` for the preload, ``--host h:n,...``
-        across hosts (PRRTE fills each host's slots in order), ``--bind-to none``."""
-        preloads = ["-x", f"LD_PRELOAD={preload}"] if preload else []
+        """See ``Launcher.job``: the preload in the launcher's own environment, ``--host
+        h:n,...`` across hosts (PRRTE fills each host's slots in order), ``--bind-to
+        none``."""
+        extra = {"LD_PRELOAD": preload} if preload else {}
         common = ["--map-by", ":OVERSUBSCRIBE", "--bind-to", "none"]
         if hosts is None:
             assert cpus is not None
-            return [self.mpiexec, *common, "-n", str(len(cpus)), *preloads, *argv], {}
+            return [self.mpiexec, *common, "-n", str(len(cpus)), *argv], extra
         spread = ",".join(f"{name}:{count}" for name, count in hosts_runs(hosts))
         return ([self.mpiexec, *self._bootstrap(), *common, "--host", spread, "-n",
-                 str(len(hosts)), *preloads, *argv], self.emulation_env())
+                 str(len(hosts)), *argv], {**extra, **self.emulation_env()})
 
     def control(self, argv: Sequence[str], hosts: Sequence[str]) -> list[str]:
         """See ``Launcher.control``: one process per host (``ppr:1:node``), recovery on."""
