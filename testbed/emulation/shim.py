@@ -6,9 +6,9 @@ woken; ``arrival.c``: how the ranks of a communicator meet at a barrier) is comp
 with the ``mpicc`` of the MPI that mpi4py loads, once per MPI library and version of the
 sources and headers (see ``testbed.emulation.build``).  One source serves every MPI: as
 mpiP and Caliper configure their PMPI wrappers, the build first checks what the installed
-``mpi.h`` declares (``features``: the large-count ``_c`` forms, partitioned communication, and
-whether ``MPI_Pready_list`` takes a ``const`` array) and compiles only the wrappers it has, with
-implicit declarations as errors.
+``mpi.h`` declares (``features``: the large-count ``_c`` forms, partitioned communication,
+whether ``MPI_Pready_list`` takes a ``const`` array, and ULFM's ``MPIX_Comm_is_revoked``) and
+compiles only the wrappers it has, with implicit declarations as errors.
 ``scripts/demo`` and ``scripts/test`` build it during set-up; any other use builds it on first
 need.  The records the shim and the node manager share are ``testbed.shim_record``.
 """
@@ -75,6 +75,8 @@ def _probes() -> dict[str, str]:
                                "(void (*)(void))PMPI_Pready_range, "
                                "(void (*)(void))PMPI_Pready_list};",
         "TB_PREADY_LIST_CONST": "int PMPI_Pready_list(int, const int[], MPI_Request);",
+        "TB_HAVE_REVOKED": "#include <mpi-ext.h>\nint tb_probe(MPI_Comm c, int *f) "
+                           "{ return PMPIX_Comm_is_revoked(c, f); }",
     }
 
 

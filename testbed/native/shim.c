@@ -66,6 +66,22 @@ static double cpu_now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Whether ``comm`` was revoked (ULFM, where the build's feature check found it): every call on
+ * it must then fail as the blocking call does (MPI_ERR_REVOKED), while Open MPI leaves the
+ * nonblocking form the shim would make of it pending for ever. */
+#if TB_HAVE_REVOKED
+#include <mpi-ext.h>
+static int tb_revoked(MPI_Comm comm) {
+    int flag = 0;
+    return comm != MPI_COMM_NULL && PMPIX_Comm_is_revoked(comm, &flag) == MPI_SUCCESS && flag;
+}
+#else
+static int tb_revoked(MPI_Comm comm) {
+    (void)comm;
+    return 0;
+}
+#endif
+
 static const char *rank_from_env(void) {
     const char *names[] = {"PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
@@ -563,7 +579,7 @@ int MPI_Grequest_complete(MPI_Request request) {
     {                                                                                       \
         TB_ENTER(tb_world_of(COMM, SOURCE));                                                \
         int large_ = !small(COUNT, DATATYPE);                                               \
-        if (busy_waits() && !(large_ && tb_asleep(COMM, SOURCE))) {                         \
+        if ((busy_waits() && !(large_ && tb_asleep(COMM, SOURCE))) || tb_revoked(COMM)) {   \
             struct tb_call c_ = call_begin();                                               \
             int rc_ = BLOCKING;                                                             \
             if (large_) tb_ring_source(COMM, SOURCE);                                       \
@@ -606,7 +622,7 @@ int MPI_Grequest_complete(MPI_Request request) {
 #define SEND(BLOCKING, NONBLOCKING, COUNT, DATATYPE, COMM, DEST)                            \
     {                                                                                       \
         TB_ENTER(tb_world_of(COMM, DEST));                                                  \
-        if (busy_waits() && !tb_asleep(COMM, DEST)) {                                       \
+        if ((busy_waits() && !tb_asleep(COMM, DEST)) || tb_revoked(COMM)) {                 \
             struct tb_call c_ = call_begin();                                               \
             int rc_ = BLOCKING;                                                             \
             tb_ring(COMM, DEST);                                                            \
@@ -659,7 +675,7 @@ int MPI_Grequest_complete(MPI_Request request) {
  * carries (COUNT -1: its messages differ in size). */
 #define COLLECTIVE_MADE(BLOCKING, NONBLOCKING, COMM, COUNT, DATATYPE)                       \
     {                                                                                       \
-        if (rec->native_collectives) TIMED(BLOCKING)                                        \
+        if (rec->native_collectives || tb_revoked(COMM)) TIMED(BLOCKING)                    \
         MPI_Request r_;                                                                     \
         int rc_ = NONBLOCKING;                                                              \
         if (rc_ != MPI_SUCCESS) return rc_;                                                 \
@@ -758,8 +774,8 @@ static int sendrecv_wait(MPI_Request reqs[2], MPI_Status *status, struct tb_ring
         source, int recvtag, MPI_Comm comm, MPI_Status *status) {                           \
         TB_ENTER(dest == source ? tb_world_of(comm, dest) : -1);                            \
         int large_recv = !small(recvcount, recvtype);                                       \
-        if (busy_waits() && !tb_asleep(comm, dest) &&                                       \
-            !(large_recv && tb_asleep(comm, source))) {                                     \
+        if ((busy_waits() && !tb_asleep(comm, dest) &&                                      \
+             !(large_recv && tb_asleep(comm, source))) || tb_revoked(comm)) {               \
             struct tb_call c_ = call_begin();                                               \
             int rc_ = PMPI_Sendrecv##S(sendbuf, sendcount, sendtype, dest, sendtag,         \
                 recvbuf, recvcount, recvtype, source, recvtag, comm, status);               \
@@ -859,7 +875,7 @@ WRAPPERS(_c, MPI_Count, MPI_Count, MPI_Aint)
  * counts (arrival.c); elsewhere as COLLECTIVE. */
 int MPI_Barrier(MPI_Comm comm) {
     TB_ENTER(-1);
-    if (rec->native_collectives) TIMED(PMPI_Barrier(comm))
+    if (rec->native_collectives || tb_revoked(comm)) TIMED(PMPI_Barrier(comm))
     struct tb_arrival a;
     int meet, rc = tb_arrive(&a, rec, comm, wait_agreeing, &meet);
     if (rc != MPI_SUCCESS) return rc;
