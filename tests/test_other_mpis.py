@@ -154,3 +154,26 @@ def test_jobs_run_across_two_emulated_hosts(mpi, workload, tmp_path, scheduler):
     assert [rows[j]["status"] for j in ("j1", "j2")] == ["done", "done"]
     managers = events(tmp_path / "r")[0]["config"]["node_managers"]
     assert [nm["host"] for nm in managers] == ["hostA", "hostB"]
+
+
+def test_a_call_on_a_revoked_communicator_fails_under_the_shim_as_without_it(mpi, tmp_path):
+    """ULFM: after Revoke a barrier and a send must fail with MPI_ERR_REVOKED; the shim's
+    nonblocking forms of them stayed pending for ever under Open MPI (mpi4py's test_ulfm hung
+    under ics)."""
+    _, bin_dir = mpi
+    program = ("import os; from mpi4py import MPI\n"
+               "comm = MPI.COMM_WORLD.Dup()\n"
+               "try:\n    comm.Revoke()\nexcept NotImplementedError:\n"
+               "    os.write(1, b'<no-ulfm>'); raise SystemExit(0)\n"
+               "codes = []\n"
+               "send = lambda: comm.Send([None, 0, MPI.BYTE], 1 - comm.rank)\n"
+               "for call in (comm.Barrier, send):\n"
+               "    try:\n        call()\n        codes.append(MPI.SUCCESS)\n"
+               "    except MPI.Exception as exc:\n        codes.append(exc.Get_error_class())\n"
+               "os.write(1, b'<ok>' if codes == [MPI.ERR_REVOKED] * 2 else repr(codes).encode())\n")
+    (tmp_path / "revoke.py").write_text(program)
+    done = _testbed(bin_dir, "exec", "-n", "2", "--scheduler", "ics", "--hang-after", "20",
+                    "--out", "r", "--", str(bin_dir / "python"), "revoke.py", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    found = re.findall(r"<[\w-]+>", done.stdout)
+    assert found in (["<ok>", "<ok>"], ["<no-ulfm>", "<no-ulfm>"]), done.stdout
