@@ -117,8 +117,7 @@ class EmulationExecutor:
         self.tree_width = tree_width
         self.policy = policy
         self.mpi = mpi
-        self.launcher = launchers.make(mpi.launcher, mpi.mpiexec, machine.launcher,
-                                       str(launchers.SSH_STAND_IN))
+        self.launcher = launchers.make(mpi.launcher, mpi.mpiexec, machine.launcher)
         self.launched_at: dict[str, float] = {}
         self.shim_setup = shim_setup
         self.control: subprocess.Popen[bytes] | None = None

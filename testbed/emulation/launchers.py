@@ -5,7 +5,7 @@ The scheduling core never names a launcher.  A node manager asks its ``Launcher`
 command line and environment that start a job's ranks on given CPUs (or hosts), the executor
 for the control job that starts one node manager per host, and discovery for how a process's
 environment names its world rank.  Each launcher also knows the shared-memory files its MPI's
-ranks leave in ``/dev/shm`` when they are killed, and the names of its own processes.
+ranks leave in ``/dev/shm`` when they are killed.
 
 Which one a run uses is probed from the ``mpiexec`` of the MPI that mpi4py loads
 (``testbed.emulation.mpi_info``); ``TESTBED_MPI_LAUNCHER`` overrides it; ``config.json`` records
@@ -14,19 +14,17 @@ it.  Everything here is pure: command lines in, command lines out.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-KINDS = ("hydra", "intel", "prrte", "srun")
 # Runs a launcher's "remote" command on this machine: emulated hosts for the launchers whose
 # fork bootstrap cannot start another host's daemon.
 SSH_STAND_IN = Path(__file__).parent.parent / "native" / "testbed-ssh"
 HOSTNAME_ENV = "TESTBED_SSH_HOSTNAME"
 OVERRIDE_ENV = "TESTBED_MPI_LAUNCHER"
-# Every launcher's segments, for a sweep that does not know which MPI left them (the watchdog).
-ALL_SEGMENT_PREFIXES = ("mpich_shm_", "ucx_shm_posix_", "sm_segment.", "Intel_MPI_")
 
 
 def control_index(env: Mapping[str, str]) -> int | None:
@@ -43,15 +41,9 @@ def _rank_of(env: Mapping[str, str], names: Sequence[str]) -> int | None:
     return None
 
 
-def hosts_runs(names: Sequence[str]) -> list[tuple[str, int]]:
-    """``names`` (a host per rank, in rank order) as runs of (host, ranks in a row)."""
-    runs: list[tuple[str, int]] = []
-    for name in names:
-        if runs and runs[-1][0] == name:
-            runs[-1] = (name, runs[-1][1] + 1)
-        else:
-            runs.append((name, 1))
-    return runs
+def host_spread(names: Sequence[str]) -> str:
+    """``names`` (a host per rank, in rank order) as ``host:ranks`` runs, comma-separated."""
+    return ",".join(f"{name}:{len(list(run))}" for name, run in itertools.groupby(names))
 
 
 @dataclass(frozen=True)
@@ -65,12 +57,11 @@ class Launcher:
 
     mpiexec: str
     bootstrap: str | None = None
-    ssh_stand_in: str = ""
+    ssh_stand_in: str = str(SSH_STAND_IN)
 
     kind: ClassVar[str] = ""
     rank_variables: ClassVar[tuple[str, ...]] = ()
     segment_prefixes: ClassVar[tuple[str, ...]] = ()
-    process_names: ClassVar[tuple[str, ...]] = ()
 
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
             hosts: Sequence[str] | None, preload: str = "",
@@ -123,7 +114,6 @@ class Hydra(Launcher):
     kind: ClassVar[str] = "hydra"
     rank_variables: ClassVar[tuple[str, ...]] = ("PMI_RANK",)
     segment_prefixes: ClassVar[tuple[str, ...]] = ("mpich_shm_", "ucx_shm_posix_")
-    process_names: ClassVar[tuple[str, ...]] = ("mpiexec", "mpiexec.hydra", "hydra_pmi_proxy")
 
     def _bootstrap(self) -> list[str]:
         return ["-launcher", self.bootstrap] if self.bootstrap else []
@@ -142,8 +132,8 @@ class Hydra(Launcher):
             assert cpus is not None
             return ([self.mpiexec, "-n", str(len(cpus)), *preloads, *argv],
                     {**self._binding(cpus), **extra})
-        spread = ",".join(f"{name}:{count}" for name, count in hosts_runs(hosts))
-        return ([self.mpiexec, *self._bootstrap(), "-hosts", spread, "-n", str(len(hosts)),
+        return ([self.mpiexec, *self._bootstrap(), "-hosts", host_spread(hosts), "-n",
+                 str(len(hosts)),
                  *preloads, *argv], extra)
 
     def _preload_env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -170,11 +160,9 @@ class IntelHydra(Hydra):
 
     kind: ClassVar[str] = "intel"
     segment_prefixes: ClassVar[tuple[str, ...]] = ("Intel_MPI_", "ucx_shm_posix_")
-    process_names: ClassVar[tuple[str, ...]] = ("mpiexec", "mpiexec.hydra", "hydra_pmi_proxy",
-                                                "hydra_bstrap_proxy")
 
     def _bootstrap(self) -> list[str]:
-        if self.bootstrap == "fork" and self.ssh_stand_in:
+        if self.bootstrap == "fork":
             return ["-launcher", "ssh", "-launcher-exec", self.ssh_stand_in]
         return super()._bootstrap()
 
@@ -200,8 +188,8 @@ class Prrte(Launcher):
     ranks it finds).  The preload goes in the launcher's environment, not in ``-x``: the
     worlds a job spawns get their daemon's environment, not ``-x``'s, and without the shim a
     spawned process's blocking barrier never matched its parents' nonblocking one.  Emulated
-    hosts go through ``ssh`` with the project's stand-in as the
-    agent, each under a host name of its own (``TESTBED_SSH_HOSTNAME``: a UTS namespace):
+    hosts go through ``ssh`` with the project's stand-in as the agent, each under a host name
+    of its own (``TESTBED_SSH_HOSTNAME``: a UTS namespace):
     Open MPI tells hosts apart by name, and with one name for all its collectives disagree
     on the layout (checked with 5.0.11: HAN's sub-communicators are made by one rank and
     not its peer, and the job hangs; two ranks on one host and one on the other fail in
@@ -211,11 +199,9 @@ class Prrte(Launcher):
     kind: ClassVar[str] = "prrte"
     rank_variables: ClassVar[tuple[str, ...]] = ("OMPI_COMM_WORLD_RANK", "PMIX_RANK")
     segment_prefixes: ClassVar[tuple[str, ...]] = ("sm_segment.", "ucx_shm_posix_")
-    process_names: ClassVar[tuple[str, ...]] = ("mpiexec", "mpirun", "prterun", "prted",
-                                                "prte")
 
     def _bootstrap(self) -> list[str]:
-        if self.bootstrap == "fork" and self.ssh_stand_in:
+        if self.bootstrap == "fork":
             return ["--prtemca", "plm_ssh_agent", self.ssh_stand_in]
         return []
 
@@ -230,8 +216,7 @@ class Prrte(Launcher):
         if hosts is None:
             assert cpus is not None
             return [self.mpiexec, *common, "-n", str(len(cpus)), *argv], extra
-        spread = ",".join(f"{name}:{count}" for name, count in hosts_runs(hosts))
-        return ([self.mpiexec, *self._bootstrap(), *common, "--host", spread, "-n",
+        return ([self.mpiexec, *self._bootstrap(), *common, "--host", host_spread(hosts), "-n",
                  str(len(hosts)), *argv], {**extra, **self.emulation_env()})
 
     def control(self, argv: Sequence[str], hosts: Sequence[str]) -> list[str]:
@@ -242,7 +227,7 @@ class Prrte(Launcher):
 
     def emulation_env(self) -> dict[str, str]:
         """See ``Launcher.emulation_env``: a host name of its own for each emulated host."""
-        return {HOSTNAME_ENV: "1"} if self.bootstrap == "fork" and self.ssh_stand_in else {}
+        return {HOSTNAME_ENV: "1"} if self.bootstrap == "fork" else {}
 
     def world_rank(self, env: Mapping[str, str]) -> int | None:
         """See ``Launcher.world_rank``: the rank, unless the namespace is not the launched
@@ -251,6 +236,11 @@ class Prrte(Launcher):
         if "@" in namespace and namespace.rpartition("@")[2] != "1":
             return None
         return _rank_of(env, self.rank_variables)
+
+
+# Every launcher's segments, for a sweep that does not know which MPI left them (the watchdog).
+ALL_SEGMENT_PREFIXES = tuple(dict.fromkeys(
+    prefix for cls in (Hydra, IntelHydra, Prrte) for prefix in cls.segment_prefixes))
 
 
 @dataclass(frozen=True)
@@ -266,7 +256,6 @@ class Srun(Launcher):
     kind: ClassVar[str] = "srun"
     rank_variables: ClassVar[tuple[str, ...]] = ("SLURM_PROCID",)
     segment_prefixes: ClassVar[tuple[str, ...]] = ALL_SEGMENT_PREFIXES
-    process_names: ClassVar[tuple[str, ...]] = ("srun", "slurmstepd")
 
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
             hosts: Sequence[str] | None, preload: str = "",
@@ -295,6 +284,7 @@ class Srun(Launcher):
 
 LAUNCHERS: dict[str, type[Launcher]] = {cls.kind: cls for cls in (Hydra, IntelHydra, Prrte,
                                                                   Srun)}
+KINDS = tuple(LAUNCHERS)
 
 
 def kind_of(version_text: str) -> str | None:
@@ -310,9 +300,8 @@ def kind_of(version_text: str) -> str | None:
     return None
 
 
-def make(kind: str, mpiexec: str, bootstrap: str | None = None,
-         ssh_stand_in: str = "") -> Launcher:
+def make(kind: str, mpiexec: str, bootstrap: str | None = None) -> Launcher:
     """The launcher of ``kind`` (one of ``KINDS``); ``ValueError`` naming the kinds if not."""
     if kind not in LAUNCHERS:
         raise ValueError(f"not a launcher: {kind!r} (one of {', '.join(KINDS)})")
-    return LAUNCHERS[kind](mpiexec, bootstrap, ssh_stand_in)
+    return LAUNCHERS[kind](mpiexec, bootstrap)
