@@ -13,6 +13,7 @@ import fcntl
 import hashlib
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 NATIVE = Path(__file__).parent.parent / "native"
@@ -28,14 +29,16 @@ def _dirs() -> list[Path]:
 
 
 def library(name: str, sources: list[Path], argv: list[str], depends: str = "",
-            rebuild: bool = False, env: dict[str, str] | None = None) -> Path:
+            rebuild: bool = False, env: dict[str, str] | None = None,
+            flags: Callable[[], list[str]] | None = None) -> Path:
     """Path of ``lib<name>-<tag>.so`` built from ``sources``, compiling it first if needed.
 
     ``argv`` is the compiler command without output and sources; ``depends`` is extra text
     (e.g. the MPI library and version) that also selects the build; ``env`` the compiler's
-    environment (default: ours).
+    environment (default: ours); ``flags`` gives more compiler options, asked only when it
+    compiles (``depends`` must then name what they follow from).
     """
-    return _built(f"lib{name}", ".so", sources, argv, depends, rebuild, env)
+    return _built(f"lib{name}", ".so", sources, argv, depends, rebuild, env, flags)
 
 
 def program(name: str, sources: list[Path], argv: list[str], depends: str = "") -> Path:
@@ -44,7 +47,8 @@ def program(name: str, sources: list[Path], argv: list[str], depends: str = "") 
 
 
 def _built(stem: str, suffix: str, sources: list[Path], argv: list[str], depends: str,
-           rebuild: bool, env: dict[str, str] | None = None) -> Path:
+           rebuild: bool, env: dict[str, str] | None = None,
+           flags: Callable[[], list[str]] | None = None) -> Path:
     digest = hashlib.sha256(depends.encode())
     for source in sources:
         digest.update(source.read_bytes())
@@ -57,21 +61,23 @@ def _built(stem: str, suffix: str, sources: list[Path], argv: list[str], depends
     for directory in _dirs():
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            return _compile(directory, filename, sources, argv, rebuild, env)
+            return _compile(directory, filename, sources, argv, rebuild, env, flags)
         except PermissionError as err:
             problems.append(f"{directory}: {err.strerror}")
     raise BuildError(f"no writable directory for {stem}: " + "; ".join(problems))
 
 
 def _compile(directory: Path, filename: str, sources: list[Path], argv: list[str],
-             rebuild: bool, env: dict[str, str] | None) -> Path:
+             rebuild: bool, env: dict[str, str] | None,
+             flags: Callable[[], list[str]] | None) -> Path:
     target = directory / filename
     with open(directory / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if target.exists() and not rebuild:
             return target
         tmp = directory / f".{filename}.{os.getpid()}"
-        command = [*argv, "-o", str(tmp), *map(str, sources), "-lm"]
+        command = [*argv, *(flags() if flags else []), "-o", str(tmp), *map(str, sources),
+                   "-lm"]
         done = subprocess.run(command, capture_output=True, text=True, env=env)
         if done.returncode != 0:
             with contextlib.suppress(OSError):

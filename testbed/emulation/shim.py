@@ -104,21 +104,23 @@ def defines(found: dict[str, bool]) -> list[str]:
 
 def library_path(mpi: MpiInfo, rebuild: bool = False) -> Path:
     """The shim library for ``mpi``, compiled first if needed (or if ``rebuild``), with the
-    wrappers its ``mpi.h`` supports."""
+    wrappers its ``mpi.h`` supports.  The features are probed only when it is compiled: they
+    follow from the MPI (its library and version) and the probes, which select the build."""
     try:
         compiler = mpicc(mpi)
         env = compiler_env(compiler)
-        flags = defines(features(compiler, env))
         headers = "\0".join(h.read_text() for h in HEADERS)
+        probes = "\0".join(f"{name}\0{body}" for name, body in _probes().items())
         # the ranks find the MPI the shim was built for whatever their library path says
         # (Intel's pip mpicc adds no run path of its own)
         rpath = [f"-Wl,-rpath,{Path(mpi.library).parent}"] if mpi.library else []
         return build.library("testbed_shim", SOURCES,
                              [compiler, "-O2", "-fPIC", "-shared", "-Wall",
-                              "-Werror=implicit-function-declaration", *flags, *rpath],
-                             depends=f"{mpi.library}\0{mpi.version}\0{headers}\0{flags}"
+                              "-Werror=implicit-function-declaration", *rpath],
+                             depends=f"{mpi.library}\0{mpi.version}\0{headers}\0{probes}"
                                      f"\0{rpath}",
-                             rebuild=rebuild, env=env)
+                             rebuild=rebuild, env=env,
+                             flags=lambda: defines(features(compiler, env)))
     except (build.BuildError, OSError) as err:
         raise ShimBuildError(str(err)) from None
 
