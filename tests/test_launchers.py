@@ -61,10 +61,11 @@ def test_prrte_oversubscribes_binds_nothing_and_preloads_through_its_environment
 def test_srun_binds_with_a_cpu_map_and_overlaps_the_node_managers():
     argv, env = Srun("srun").job(["prog"], [3, 2], None, "/lib/shim.so")
     assert argv == ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL", "-n", "2",
-                    "--cpu-bind=map_cpu:3,2", "prog"]
-    assert env == {"LD_PRELOAD": "/lib/shim.so"}        # srun keeps its own over --export's
+                    "--cpu-bind=map_cpu:3,2", "env", "LD_PRELOAD=/lib/shim.so", "prog"]
+    assert env == {}            # the shim (and its MPI) never loaded into srun itself
     argv, _ = Srun("srun").job(["prog"], None, ["a", "b"])
     assert "--distribution=arbitrary" in argv and "--nodelist=a,b" in argv
+    assert argv[-1] == "prog" and "env" not in argv
 
 
 @pytest.mark.parametrize(("launcher", "rank", "spawned", "launchers_own"), [

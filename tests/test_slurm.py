@@ -375,7 +375,7 @@ def test_reproduce_through_slurm_runs_an_emulated_paper_as_one_exclusive_job(tmp
 def test_srun_launches_the_ranks_found_pinned_and_time_sliced(tmp_path, slurm_env):
     """``TESTBED_MPI_LAUNCHER=srun`` inside an allocation: job steps by srun (PMI-2 for
     MPICH), ranks found by ``SLURM_PROCID``, stopped and continued under gang, the shim
-    preloaded under ics (srun keeps its own LD_PRELOAD over --export's)."""
+    preloaded under ics by each task's ``env``, never into srun itself."""
     env = {**slurm_env, "TESTBED_MPI_LAUNCHER": "srun", "SLURM_MPI_TYPE": "pmi2"}
     (tmp_path / "w").write_text("0 2 bsp --work 1 --granularity 0.05 --pattern nn\n" * 2)
     salloc = ["salloc", "-N1", "-n2", sys.executable, "-m", "testbed.cli"]

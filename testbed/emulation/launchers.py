@@ -248,8 +248,9 @@ class Srun(Launcher):
     """Slurm's ``srun`` launching the ranks itself, with the site's MPI plugin (its default,
     or ``SLURM_MPI_TYPE``, e.g. ``pmi2`` for MPICH, ``pmix`` for Open MPI): ranks carry
     ``SLURM_PROCID``; job steps overlap the node managers' step (``--overlap``) and are bound
-    with ``--cpu-bind=map_cpu``.  ``srun`` keeps an ``LD_PRELOAD`` of its own environment over
-    ``--export``'s (checked with Slurm 22.05), so the preload goes in its environment.  A
+    with ``--cpu-bind=map_cpu``.  The preload is set by ``env`` as each task's command, not in
+    ``srun``'s environment (where ``srun`` would keep it over ``--export``'s): there the shim,
+    and the MPI library it links, would be loaded into ``srun`` itself.  A
     world spawned under ``srun`` is not supported by most MPIs, so every process with a
     ``SLURM_PROCID`` is a rank."""
 
@@ -260,16 +261,16 @@ class Srun(Launcher):
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
             hosts: Sequence[str] | None, preload: str = "",
             env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
-        """See ``Launcher.job``: the preload in ``srun``'s environment; across hosts
+        """See ``Launcher.job``: the preload set by ``env`` in each task; across hosts
         ``--nodelist`` with ``--distribution=arbitrary`` (a host per rank)."""
-        extra = {"LD_PRELOAD": preload} if preload else {}
+        task = ["env", f"LD_PRELOAD={preload}", *argv] if preload else list(argv)
         common = ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL"]
         if hosts is None:
             assert cpus is not None
             return [*common, "-n", str(len(cpus)),
-                    "--cpu-bind=map_cpu:" + ",".join(map(str, cpus)), *argv], extra
+                    "--cpu-bind=map_cpu:" + ",".join(map(str, cpus)), *task], {}
         return [*common, "-n", str(len(hosts)), "--distribution=arbitrary",
-                "--nodelist=" + ",".join(hosts), "--cpu-bind=none", *argv], extra
+                "--nodelist=" + ",".join(hosts), "--cpu-bind=none", *task], {}
 
     def control(self, argv: Sequence[str], hosts: Sequence[str]) -> list[str]:
         """See ``Launcher.control``: one task per node, the allocation's CPUs not held."""
