@@ -27,13 +27,25 @@
  * call, because they decide it together once.
  *
  * The last rank to arrive, the one that finds every other count reached, rings the others
- * (two arriving at once may both ring; seq_cst ordering keeps at least one ringing).  While it
- * waits a rank drives MPI's progress engine, as MPI's own barrier would, by probing
- * MPI_COMM_WORLD: a probe matches nothing, so the program never sees it, and MPICH's probe runs
- * the whole progress engine (every communicator, window and pending request) when it finds no
- * message.  A probe on a communicator of one rank (MPI_COMM_SELF or a duplicate) would not:
- * MPICH answers it from its self-messaging queue without any progress, which left a peer's
- * passive-target lock ungranted for ever.
+ * (two arriving at once may both ring; seq_cst ordering keeps at least one ringing).
+ *
+ * MPI's own barrier drives the progress engine while it waits and receives its peers' barrier
+ * messages, which come after whatever they sent before; programs count on both.  The meeting
+ * makes that progress only where something can be pending, since a pass of MPICH's engine
+ * costs more than the whole meeting:
+ * - while it waits, only when a peer that has not arrived is inside another call the shim
+ *   wraps (in_calls beyond in_meetings): a peer that needs this rank's progress to get here (a
+ *   passive-target lock on its window, a send it must receive, a wait on a request it must
+ *   serve) is inside MPI, in a call the shim wraps, for as long as it needs it; one computing
+ *   needs nothing;
+ * - when it leaves, only when some peer made any other wrapped call since that peer's last
+ *   meeting (met_quiet): a peer that made none sent nothing this rank has not already drained.
+ *   Where a peer's fields describe another meeting (it has moved on), the rank drains.
+ * A pass is a probe on MPI_COMM_WORLD: it matches nothing, so the program never sees it, and
+ * MPICH's probe runs the whole progress engine (every communicator, window and pending
+ * request) when it finds no message.  A probe on a communicator of one rank (MPI_COMM_SELF or
+ * a duplicate) would not: MPICH answers it from its self-messaging queue without any progress,
+ * which left a peer's passive-target lock ungranted for ever.
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -48,6 +60,8 @@
 #define DRAIN_PASSES 8
 
 static uint64_t slots_used;
+/* calls_done when this rank last left a meeting (UINT64_MAX: never) */
+static uint64_t left_at = UINT64_MAX;
 static int slot_key = MPI_KEYVAL_INVALID;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -130,11 +144,16 @@ static int slot_of(MPI_Comm comm, struct tb_record *own, tb_wait wait, int *slot
     return rc;
 }
 
+/* The record of the ``i``-th rank of the meeting. */
+static struct tb_record *member(const struct tb_arrival *a, int i) {
+    return tb_peer(a->world != NULL ? a->world[i] : i);
+}
+
 /* Whether every other rank of the meeting has reached count ``count``. */
 static int all_reached(const struct tb_arrival *a, uint32_t count) {
     for (int i = 0; i < a->size; i++) {
         if (i == a->me) continue;
-        struct tb_record *p = tb_peer(a->world != NULL ? a->world[i] : i);
+        struct tb_record *p = member(a, i);
         if ((int32_t)(__atomic_load_n(&p->arrivals[a->slot], __ATOMIC_SEQ_CST) - count) < 0)
             return 0;
     }
@@ -152,6 +171,11 @@ int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wai
         return rc;
     *a = (struct tb_arrival){own, comm, a->world, a->size, a->me, slot, 0, 0};
     __atomic_add_fetch(&own->meetings, 1, __ATOMIC_RELAXED);
+    /* The calls done then include the barrier that left it; none other: quiet. */
+    uint64_t done = __atomic_load_n(&own->calls_done, __ATOMIC_RELAXED);
+    own->met_quiet = left_at != UINT64_MAX && done == left_at + 1;
+    own->met_slot = (uint32_t)slot;
+    own->met_count = __atomic_load_n(&own->arrivals[slot], __ATOMIC_RELAXED) + 1;
     a->count = __atomic_add_fetch(&own->arrivals[slot], 1, __ATOMIC_SEQ_CST);
     if (all_reached(a, a->count)) tb_ring_ranks(a->world, a->size);
     *meet = 1;
@@ -164,6 +188,37 @@ static int progress(void) {
     return PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
 }
 
+/* Whether every other rank of the meeting arrived at it without any other wrapped call since
+ * its last meeting (see the top of this file). */
+static int peers_quiet(const struct tb_arrival *a) {
+    for (int i = 0; i < a->size; i++) {
+        if (i == a->me) continue;
+        struct tb_record *p = member(a, i);
+        uint32_t count = __atomic_load_n(&p->met_count, __ATOMIC_SEQ_CST);
+        int quiet = __atomic_load_n(&p->met_quiet, __ATOMIC_SEQ_CST) &&
+                    __atomic_load_n(&p->met_slot, __ATOMIC_SEQ_CST) == (uint32_t)a->slot;
+        if (!quiet || count != a->count ||
+            __atomic_load_n(&p->met_count, __ATOMIC_SEQ_CST) != count)
+            return 0;
+    }
+    return 1;
+}
+
+/* Whether a rank of the meeting that has not arrived is inside a call other than a meeting
+ * (see the top of this file). */
+static int peer_in_other_call(const struct tb_arrival *a) {
+    for (int i = 0; i < a->size; i++) {
+        if (i == a->me) continue;
+        struct tb_record *p = member(a, i);
+        if ((int32_t)(__atomic_load_n(&p->arrivals[a->slot], __ATOMIC_SEQ_CST) - a->count) >= 0)
+            continue;
+        if (__atomic_load_n(&p->in_calls, __ATOMIC_SEQ_CST) >
+            __atomic_load_n(&p->in_meetings, __ATOMIC_SEQ_CST))
+            return 1;
+    }
+    return 0;
+}
+
 int tb_test_arrived(void *ctx, int *done) {
     struct tb_arrival *a = ctx;
     *done = all_reached(a, a->count);
@@ -173,13 +228,15 @@ int tb_test_arrived(void *ctx, int *done) {
          * program may count on that (MPI_Win_test after a peer's MPI_Win_complete and a
          * barrier).  MPICH takes one message off its shared-memory queue a pass. */
         int rc = MPI_SUCCESS;
-        for (int i = 0; i < DRAIN_PASSES && rc == MPI_SUCCESS; i++) rc = progress();
+        if (!peers_quiet(a))
+            for (int i = 0; i < DRAIN_PASSES && rc == MPI_SUCCESS; i++) rc = progress();
+        left_at = __atomic_load_n(&a->own->calls_done, __ATOMIC_RELAXED);
         return rc;
     }
     /* MPI must progress this rank's other operations while it waits in a call: a peer may not
      * arrive before one of them completes.  Every few tests while spinning, at every test
-     * once blocked. */
+     * once blocked, while a peer that has not arrived is in another call. */
     if (a->tests++ % PROGRESS_EVERY && !__atomic_load_n(&a->own->asleep, __ATOMIC_RELAXED))
         return MPI_SUCCESS;
-    return progress();
+    return peer_in_other_call(a) ? progress() : MPI_SUCCESS;
 }

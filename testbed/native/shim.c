@@ -877,14 +877,18 @@ int MPI_Barrier(MPI_Comm comm) {
     TB_ENTER(-1);
     if (rec->native_collectives || tb_revoked(comm)) TIMED(PMPI_Barrier(comm))
     struct tb_arrival a;
+    /* Peers in a meeting make progress for this rank only while it is in another call
+     * (arrival.c); the agreement on a slot is made by all of them alike. */
+    __atomic_add_fetch(&rec->in_meetings, 1, __ATOMIC_SEQ_CST);
     int meet, rc = tb_arrive(&a, rec, comm, wait_agreeing, &meet);
-    if (rc != MPI_SUCCESS) return rc;
-    if (meet) {
+    if (rc == MPI_SUCCESS && meet) {
         /* The last rank to arrive rings, so a meeting's end is announced; but the long safety
          * net is kept to two ranks, as for MPI_Ibarrier: with more, a rank's pending sends to
          * a peer that does not ring would progress only at its wakes. */
         struct tb_ringing ringing = {a.size == 2, MPI_COMM_NULL, 0, -1};
-        return spin_block(tb_test_arrived, &a, &ringing);
+        rc = spin_block(tb_test_arrived, &a, &ringing);
     }
+    __atomic_sub_fetch(&rec->in_meetings, 1, __ATOMIC_SEQ_CST);
+    if (rc != MPI_SUCCESS || meet) return rc;
     COLLECTIVE_MADE(PMPI_Barrier(comm), PMPI_Ibarrier(comm, &r_), comm, 0, MPI_BYTE)
 }

@@ -20,7 +20,7 @@
  * hang) from one that works.
  */
 #define TB_MAGIC 1413632840
-#define TB_VERSION 6
+#define TB_VERSION 7
 #define TB_ARRIVAL_SLOTS 64
 #define TB_SPIN_FOREVER 0
 #define TB_SPIN_FIXED 1
@@ -68,7 +68,13 @@ struct tb_record {
     uint32_t news;            /* rings that announced a new operation (not a step within one) */
     uint32_t step_sleepers;   /* peers' threads in a blocked wait for a large message to or
                                  from this rank, whose steps need this rank's progress */
-    uint32_t pad3[12];
+    /* this rank's last arrival at a barrier meeting (arrival.c), written before its arrival
+       count grows: the slot, the count it grew to, and whether the rank made no other call
+       the shim wraps since it left the meeting before */
+    uint32_t met_slot;
+    uint32_t met_count;
+    uint32_t met_quiet;
+    uint32_t pad3[9];
     /* arrival counts, one per communicator slot agreed among its ranks (arrival.c), from
        offset 384: a rank adds 1 when it enters a barrier; its peers wait until theirs have
        been reached */
@@ -83,7 +89,8 @@ struct tb_record {
                                  only briefly in their blocked waits */
     int32_t waits_on;         /* world rank the call in progress waits on; -1: several, any
                                  or not known */
-    uint32_t pad4;
+    uint32_t in_meetings;     /* threads of the rank inside a barrier made as a meeting:
+                                 in_calls beyond them are calls that may need peers' progress */
     char call[32];            /* the MPI function last entered (in progress while in_calls) */
 };
 
