@@ -17,7 +17,14 @@ taking turns, so drift of the machine spreads over all of them):
   core, spinning included, and ``asleep_cpu_share``, its CPU use while blocked over its time
   blocked), beside the operating system's own wake-up of a process blocked in a pipe read
   under the same waits (``pipe_wakeup_p50_us``, ``pipe_wakeup_p99_us``), the floor under the
-  shim's.
+  shim's;
+* ``progress``: what keeping MPI's semantics costs an ordinary program: one run of
+  ``benchmarks.progress_cost``'s IMB pair (two copies at MPL 2 on 2 PEs; IMB-MPI1 where
+  ``scripts/setup-mpi impi`` installed it, else its stand-in) under gang, ics and fcs:
+  ``progress_makespan[S]`` (s) and ``progress_barrier_us[S]``, ``progress_allreduce_us[S]``,
+  ``progress_alltoall_us[S]``, ``progress_pingpong_us[S]`` (us).  With ``--against`` it is
+  measured by this checkout's benchmark code running the other checkout's testbed, so an
+  earlier checkout without the part is measured too.
 
 Every figure is one value per round; the document holds the samples (``samples``) and, per
 figure, the median with its 95 % interval (``figures``; ``confidence`` below 0.95 with 5
@@ -51,12 +58,13 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks import launch_overhead, shim_cost, switch_latency, unprivileged
+from benchmarks import launch_overhead, progress_cost, shim_cost, switch_latency, unprivileged
 from benchmarks.harness import (
     checkout_type,
     commit_of,
@@ -73,15 +81,20 @@ from testbed.experiments.regression import MARGIN, Finding, check, least_rounds
 from testbed.experiments.stats import below_nominal, median_interval
 
 LINEARITY_LIMIT = 0.03
-PARTS = ("launch", "switch", "linearity", "shim")
+PARTS = ("launch", "switch", "linearity", "shim", "progress")
 FULL = {"rounds": 7, "parts": PARTS, "launch_sizes": None, "launch_jobs": 3, "launch_gap": 0.3,
         "switch_mpls": (2, 3, 4), "switch_work": 1.0, "switch_timeslice": 0.05,
         "timeslices": (0.2, 0.05, 0.02, 0.01), "mpls": (1, 2, 3, 4), "work": 1.0,
-        "pingpong_iterations": 20000, "pingpong_alternations": 3, "waits": 100}
+        "pingpong_iterations": 20000, "pingpong_alternations": 3, "waits": 100,
+        "progress_schedulers": progress_cost.SCHEDULERS, "progress_iter": 50000,
+        "progress_time": 10.0}
 QUICK = {"rounds": 1, "parts": PARTS, "launch_sizes": None, "launch_jobs": 1, "launch_gap": 0.3,
          "switch_mpls": (2,), "switch_work": 0.6, "switch_timeslice": 0.05,
          "timeslices": (0.2,), "mpls": (1, 2), "work": 0.4,
-         "pingpong_iterations": 500, "pingpong_alternations": 1, "waits": 12}
+         "pingpong_iterations": 500, "pingpong_alternations": 1, "waits": 12,
+         "progress_schedulers": progress_cost.SCHEDULERS, "progress_iter": 200,
+         "progress_time": 1.0}
+HERE = Path(__file__).resolve().parents[1]
 SIDES = ("root", "unprivileged")
 # Figures that drift between runs more than the rounds of one run show: a larger shift is
 # needed before one is called.  Set to cover the largest ratio of medians seen between two
@@ -165,8 +178,26 @@ def shim_round(plan: dict[str, Any]) -> Round:
             "pipe_wakeup_p99_us": done["wakeup"]["os_pipe"]["wakeup_us"]["p99"]}, {}
 
 
+def progress_round(plan: dict[str, Any], checkout: Path = HERE) -> Round:
+    """One round of the IMB pair under each of ``plan["progress_schedulers"]``, run by the
+    testbed of ``checkout``: its makespan (s) and mean latencies (us) per scheduler."""
+    argv, program = progress_cost.program(progress_cost.IMB, plan["progress_iter"],
+                                          plan["progress_time"])
+    figures = {}
+    with tempfile.TemporaryDirectory(prefix="testbed-overheads-") as tmp:
+        for scheduler in plan["progress_schedulers"]:
+            done = progress_cost.run_one(checkout, scheduler, argv, Path(tmp) / scheduler)
+            if any(status != "done" for status in done["statuses"]):
+                raise RuntimeError(f"the IMB pair under {scheduler} in {checkout}: "
+                                   f"{done['statuses']}")
+            for metric, value in done["figures"].items():
+                if value is not None:
+                    figures[f"progress_{metric}[{scheduler}]"] = value
+    return figures, {"progress_program": program}
+
+
 ROUNDS = {"launch": launch_round, "switch": switch_round, "linearity": linearity_round,
-          "shim": shim_round}
+          "shim": shim_round, "progress": progress_round}
 
 
 def summarise(samples: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
@@ -257,15 +288,31 @@ def measure_interleaved(rounds: int, sides: Sequence[str],
 
 def round_in(checkout: Path, parts: tuple[str, ...], quick: bool) -> dict[str, Any]:
     """One round of the suite as measured by the code of ``checkout`` (its testbed, shim and
-    benchmarks: ``python -m benchmarks.overheads --rounds 1`` run there); its document.
+    benchmarks: ``python -m benchmarks.overheads --rounds 1`` run there; the ``progress``
+    part by this code running its testbed); its document.
     ``RuntimeError`` with the end of its error output when that run fails."""
-    argv = [sys.executable, "-m", "benchmarks.overheads", "--rounds", "1",
-            "--parts", ",".join(parts), *(["--quick"] if quick else [])]
-    done = subprocess.run(argv, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"the suite failed in {checkout}: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout)
+    own = tuple(p for p in parts if p != "progress")
+    if own:
+        argv = [sys.executable, "-m", "benchmarks.overheads", "--rounds", "1",
+                "--parts", ",".join(own), *(["--quick"] if quick else [])]
+        done = subprocess.run(argv, cwd=checkout,
+                              env={**os.environ, "PYTHONPATH": str(checkout)},
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"the suite failed in {checkout}: {done.stderr.strip()[-2000:]}")
+        document = json.loads(done.stdout)
+    else:
+        document = {"benchmark": "overheads", "host": host(), "seconds": 0.0,
+                    "plan": {"rounds": 1, "parts": []}, "samples": {}}
+    if "progress" in parts:
+        started = time.time()
+        figures, context = progress_round(QUICK if quick else FULL, checkout)
+        document.update(context)
+        document["plan"] = {**document["plan"], "parts": list(parts)}
+        document["seconds"] = round(document["seconds"] + time.time() - started, 1)
+        for name, value in figures.items():
+            document["samples"][name] = [value]
+    return document
 
 
 def sample_sets(result: dict[str, Any]) -> dict[str, list[float]]:

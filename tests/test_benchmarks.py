@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import multihost, overheads, shim_cost, simulator
+from benchmarks import multihost, overheads, progress_cost, shim_cost, simulator
 from testbed.experiments.regression import check
 from testbed.policies.spin import Spin
 from testbed.shim_record import lib
@@ -171,7 +171,10 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
         *(f"launch_overhead_s[n={n}]" for n in range(1, cpus + 1)),
         "switch_p50_us[mpl=2]", "switch_p99_us[mpl=2]", "mpl_linearity[200ms][k=2]",
         "shim_pingpong_ratio", "wakeup_p50_us", "wakeup_p99_us", "blocked_cpu_share",
-        "asleep_cpu_share", "pipe_wakeup_p50_us", "pipe_wakeup_p99_us"}
+        "asleep_cpu_share", "pipe_wakeup_p50_us", "pipe_wakeup_p99_us",
+        *(f"progress_{metric}[{scheduler}]" for metric in progress_cost.METRICS
+          for scheduler in ("gang", "ics", "fcs"))}
+    assert now["progress_program"] in ("IMB-MPI1", "imb_style")
     assert all(len(values) == 2 and all(v > 0 for v in values)
                for values in now["samples"].values())
     for figure in now["figures"].values():
@@ -182,11 +185,12 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     # Against this very checkout, a round a side: both sides measured, each in its process.
     here = Path(overheads.__file__).resolve().parents[1]
     same = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
-                           "--rounds", "1", "--parts", "switch", "--against", str(here)],
-                          capture_output=True, text=True, timeout=600)
+                           "--rounds", "1", "--parts", "switch,progress", "--against",
+                           str(here)], capture_output=True, text=True, timeout=600)
     assert same.returncode == 0, same.stderr
     sides = json.loads(same.stdout)["sides"]
-    assert all(len(sides[s]["samples"]["switch_p50_us[mpl=2]"]) == 1 for s in ("baseline", "this"))
+    assert all(len(sides[s]["samples"][name]) == 1 for s in ("baseline", "this")
+               for name in ("switch_p50_us[mpl=2]", "progress_barrier_us[ics]"))
 
 
 def _document(samples: dict[str, list[float]]) -> dict[str, Any]:
