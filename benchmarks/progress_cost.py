@@ -11,7 +11,9 @@ impi`` (``--imb``; MPICH-ABI, so it runs on the MPICH mpi4py loads); where it is
 
 Figures of one run: ``makespan`` (s, ``summary.json``), ``pingpong_us`` (the mean over sizes of
 ``t[usec]``), ``allreduce_us`` and ``alltoall_us`` (the mean over sizes of ``t_avg``) and
-``barrier_us`` (``t_avg``), each the median of the two copies.  The rounds take every
+``barrier_us`` (``t_avg``), each the median of the two copies; beside them, for reading, the
+shim's counters summed over every rank (``shim``: blocks, seconds blocked, sleeps ended by a
+ring and by the safety net, barrier meetings).  The rounds take every
 (checkout, scheduler) once, shuffled by a PRNG seeded with the round, so drift of the machine
 spreads over all.  Tables (``testbed.experiments.comparison``: medians with 95 % intervals,
 ratios with theirs, exact rank tests Holm-corrected over each table's comparisons): every
@@ -41,6 +43,7 @@ from benchmarks.harness import (
     commit_of,
     default_out,
     emit,
+    events,
     host,
     invocation,
     jobs,
@@ -131,7 +134,24 @@ def run_one(checkout: Path, scheduler: str, argv: list[str], out: Path) -> dict[
     outputs = [(out / "jobs" / f"{row['id']}.out").read_text() for row in rows]
     makespan = json.loads((out / "summary.json").read_text())["makespan"]
     return {"figures": figures_of(outputs, makespan),
-            "statuses": [row["status"] for row in rows]}
+            "statuses": [row["status"] for row in rows], "shim": shim_totals(out)}
+
+
+SHIM_COUNTERS = ("blocks", "blocked_s", "wakes_rung", "wakes_timed", "meetings")
+
+
+def shim_totals(run: Path) -> dict[str, float]:
+    """The shim's counters of ``SHIM_COUNTERS`` summed over every rank of the run (from its
+    ``counters`` events; empty where no rank had the shim)."""
+    totals: dict[str, float] = {}
+    for event in events(run):
+        if event.get("event") != "counters":
+            continue
+        for rank in event["ranks"].values():
+            for name in SHIM_COUNTERS:
+                if name in rank.get("shim", {}):
+                    totals[name] = round(totals.get(name, 0) + rank["shim"][name], 6)
+    return totals
 
 
 def plan(sides: list[str], schedulers: list[str], rounds: int) -> list[tuple[int, str, str]]:
@@ -193,6 +213,17 @@ def render(doc: dict[str, Any]) -> str:
     for title, found, reference in tables(doc["runs"], list(doc["checkouts"]),
                                           doc["schedulers"]):
         blocks.append(f"== {title} ==\n{comparison.format_table(found, reference, True)}")
+    by_label: dict[str, list[dict[str, float]]] = {}
+    for run in doc["runs"]:
+        if run.get("shim"):
+            by_label.setdefault(f"{run['side']}:{run['scheduler']}", []).append(run["shim"])
+    if by_label:
+        lines = ["shim counters, summed over the ranks of a run, median over its runs:"]
+        for label, totals in sorted(by_label.items()):
+            lines.append(f"  {label}: " + ", ".join(
+                f"{name} {statistics.median(t.get(name, 0) for t in totals):g}"
+                for name in SHIM_COUNTERS))
+        blocks.append("\n".join(lines))
     failed = [r for r in doc["runs"] if any(s != "done" for s in r["statuses"])]
     if failed:
         blocks.append("runs with a copy not done: " + ", ".join(
