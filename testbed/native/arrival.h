@@ -8,7 +8,7 @@ struct tb_arrival {
     MPI_Comm comm;
     const int *world; /* the ranks of comm as world ranks; NULL: MPI_COMM_WORLD */
     int size, me, slot;
-    uint32_t count;   /* the count every other rank's must reach */
+    uint32_t count;   /* this rank's arrival word: the count every other rank's must reach */
     unsigned tests;
 };
 

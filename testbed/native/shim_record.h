@@ -68,16 +68,11 @@ struct tb_record {
     uint32_t news;            /* rings that announced a new operation (not a step within one) */
     uint32_t step_sleepers;   /* peers' threads in a blocked wait for a large message to or
                                  from this rank, whose steps need this rank's progress */
-    /* this rank's last arrival at a barrier meeting (arrival.c), written before its arrival
-       count grows: the slot, the count it grew to, and whether the rank made no other call
-       the shim wraps since it left the meeting before */
-    uint32_t met_slot;
-    uint32_t met_count;
-    uint32_t met_quiet;
-    uint32_t pad3[9];
-    /* arrival counts, one per communicator slot agreed among its ranks (arrival.c), from
-       offset 384: a rank adds 1 when it enters a barrier; its peers wait until theirs have
-       been reached */
+    uint32_t pad3[12];
+    /* arrival words, one per communicator slot agreed among its ranks (arrival.c), from
+       offset 384: (count << 1) | quiet; a rank's count grows by 1 when it enters a barrier,
+       quiet when it made no other wrapped call since its previous meeting; its peers wait
+       until their counts have reached its own */
     uint32_t arrivals[TB_ARRIVAL_SLOTS];
     /* what the rank is doing in MPI (written by the shim; the node manager tells a hang by
        them): from offset 640 */
