@@ -41,7 +41,8 @@
  * rank sleeps BACKOFF_MIN_NS at most, since that peer may need its progress at any moment.
  * Otherwise every sleep has a timeout, the safety net: a wait whose completion
  * the rings announce (``rung``: a small message from a rank with a record here, a small
- * collective of two such ranks) sleeps NET_NS at a time, using about no CPU; any other backs
+ * collective of two such ranks) backs off from NET_FIRST_NS to NET_MAX_NS, using about no
+ * CPU; any other backs
  * off from BACKOFF_MIN_NS to BACKOFF_MAX_NS, as the shim's sleep-poll did before it had
  * doorbells, and is woken early where a ring comes.  A large message to or from such a rank
  * is rung at each of its steps above, but its wait backs off too: trusting those rings with
@@ -49,12 +50,12 @@
  * than backing off (benchmarks.shim_trees, overlap_test -t 2), though its sleeps ended by
  * rings.
  *
- * A rung wait's net is one constant timeout, not a backoff from a short first one: a net that
- * fires costs the rank a wake and its tests, and a futex sleep whose timeouts fired before was
- * measured waking later at the next ring (p50 12 us against 4.5 us for a sleep whose timeout
- * never fires, two C processes on the 2-core VM).  A backoff from 2 ms fired at 2, 6 and 14 ms
- * in waits that the ring ends anyway; the longest interval between two tests stays NET_NS, as
- * it was at the end of the backoff.
+ * A rung wait's net backs off from a short first timeout.  One constant 16 ms timeout was
+ * tried (a futex sleep whose timeouts fired before was measured waking later at the next
+ * ring, p50 12 us against 4.5 us, and a net from 2 ms fired in waits that the ring ends
+ * anyway), but some completions no ring announces: with it, two copies of IMB-MPI1 at MPL 2
+ * under ics spent 2.65 s blocked against 0.84 s for 935e0ea's 2 ms first net, and 1.13 s
+ * with that net back (benchmarks.progress_cost, 4 rounds, medians; issue 48).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -76,7 +77,8 @@
 
 #define BACKOFF_MIN_NS 20000L
 #define BACKOFF_MAX_NS 650000L
-#define NET_NS 16000000L
+#define NET_FIRST_NS 2000000L
+#define NET_MAX_NS 16000000L
 #define RING_ALL_MAX 8
 #define RELAYS 4
 #define TESTS_PER_WAKE 4
@@ -85,7 +87,7 @@ _Static_assert(offsetof(struct tb_record, doorbell) % 64 == 0,
                "the doorbell starts a cache line of its own");
 
 static struct tb_record *own;
-static long net_ns = NET_NS;
+static long net_first_ns = NET_FIRST_NS, net_max_ns = NET_MAX_NS;
 
 /* Peers' records by world rank, mapped on first need (peer_tried); NULL where a rank has none
  * on this host.  Only a rank attached to a record of the testbed has peers (world_size > 0). */
@@ -110,7 +112,7 @@ static int world_size_from_env(void) {
 void tb_doorbell_init(struct tb_record *record, const char *run, const char *job,
                       double net_us) {
     own = record;
-    if (net_us > 0.0) net_ns = (long)(net_us * 1e3);
+    if (net_us > 0.0) net_first_ns = net_max_ns = (long)(net_us * 1e3);
     int size = world_size_from_env();
     if (run == NULL || job == NULL || size <= 0 ||
         snprintf(peer_prefix, sizeof peer_prefix, "/dev/shm/testbed-%s-%s-", run, job) >=
@@ -414,8 +416,8 @@ static void sleep_on_doorbell(uint32_t bell, long ns) {
 }
 
 int tb_block(tb_test test, void *ctx, const struct tb_ringing *ringing, int *done) {
-    long ns = ringing->rung ? net_ns : BACKOFF_MIN_NS;
-    long most = ringing->rung ? net_ns : BACKOFF_MAX_NS;
+    long ns = ringing->rung ? net_first_ns : BACKOFF_MIN_NS;
+    long most = ringing->rung ? net_max_ns : BACKOFF_MAX_NS;
     uint32_t news = __atomic_load_n(&own->news, __ATOMIC_RELAXED);
     int relays = RELAYS, woke = 0, rc;
     /* A large message's other end is told that this rank may sleep on its steps (before
