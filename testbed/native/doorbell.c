@@ -54,8 +54,8 @@
  * tried (a futex sleep whose timeouts fired before was measured waking later at the next
  * ring, p50 12 us against 4.5 us, and a net from 2 ms fired in waits that the ring ends
  * anyway), but some completions no ring announces: with it, two copies of IMB-MPI1 at MPL 2
- * under ics spent 2.65 s blocked against 0.84 s for 935e0ea's 2 ms first net, and 1.13 s
- * with that net back (benchmarks.progress_cost, 4 rounds, medians; issue 48).
+ * under ics spent 3.33 s blocked against 1.25 s for 935e0ea's 2 ms first net; with that net
+ * back, 1.13 s against 1.02 s (benchmarks.progress_cost, medians; issue 48).
  */
 #define _GNU_SOURCE
 #include <errno.h>
