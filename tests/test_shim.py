@@ -25,9 +25,10 @@ pytestmark = pytest.mark.realtime
 BLOCKS = Spin("fixed", fixed_s=0.001)
 CLIENTS = Path(__file__).parents[1] / "benchmarks" / "clients"
 PATTERNS = {"rma_lock_all", "rma_put_get", "rma_fence_and_pscw", "rendezvous_send",
-            "nonblocking_collective_across_barrier", "generalized_request", "comm_idup",
-            "intercommunicator_collectives", "probes", "persistent", "partitioned",
-            "unwrapped_collectives", "synchronous_send_late_receiver"}
+            "polled_across_barrier", "nonblocking_collective_across_barrier",
+            "generalized_request", "comm_idup", "intercommunicator_collectives", "probes",
+            "persistent", "partitioned", "unwrapped_collectives",
+            "synchronous_send_late_receiver"}
 
 
 def _shim_ranks(run_dir):

@@ -4,7 +4,8 @@ Each pattern is written as a plain MPI program would write it, and checks its ow
 In each, one rank waits (in a barrier, a receive, a wait) while the other does something that
 completes only when the waiting rank's MPI makes progress: passive-target RMA, a rendezvous
 send, a nonblocking collective left pending across a barrier, a generalized request completed
-by another thread, ``MPI_Comm_idup``, intercommunicator collectives, probes of large messages,
+by another thread, ``MPI_Comm_idup``, a message polled with ``MPI_Test`` while its other
+end waits in a barrier, intercommunicator collectives, probes of large messages,
 persistent and partitioned operations, collectives the testbed's shim does not wrap.  Without
 the testbed every pattern takes well under a second.
 
@@ -103,6 +104,35 @@ def rendezvous_send() -> None:
             world.Barrier()
             request.Wait()
             assert got[-1] == LARGE - 1
+        else:
+            world.Barrier()
+
+
+def polled_across_barrier() -> None:
+    """A large message between a rank that waits in a barrier with its side posted and a rank
+    that polls its own side with MPI_Test before the barrier, both ways round: the poller's
+    request may complete only with the waiting rank's progress, while the poller is in no MPI
+    call between its tests."""
+    data = np.arange(LARGE, dtype="d")
+    for r in range(max(2, ROUNDS // 5)):
+        waiter, poller = (0, 1) if r % 2 == 0 else (1, 0)
+        sends = r % 4 < 2           # whether the waiter is the sender
+        if rank in (waiter, poller):
+            peer = poller if rank == waiter else waiter
+            got = np.empty(LARGE)
+            if (rank == waiter) == sends:
+                request = world.Isend(data, dest=peer, tag=8)
+            else:
+                request = world.Irecv(got, source=peer, tag=8)
+            if rank == waiter:
+                world.Barrier()
+                request.Wait()
+            else:
+                while not request.Test():
+                    pass
+                world.Barrier()
+            if (rank == waiter) != sends:
+                assert got[-1] == LARGE - 1
         else:
             world.Barrier()
 
@@ -261,7 +291,7 @@ def synchronous_send_late_receiver() -> None:
 
 PATTERNS = {f.__name__: f for f in (
     rma_lock_all, rma_put_get, rma_fence_and_pscw, rendezvous_send,
-    nonblocking_collective_across_barrier, generalized_request, comm_idup,
+    polled_across_barrier, nonblocking_collective_across_barrier, generalized_request, comm_idup,
     intercommunicator_collectives, probes, persistent, partitioned, unwrapped_collectives,
     synchronous_send_late_receiver)}
 

@@ -33,11 +33,13 @@
  * messages, which come after whatever they sent before; programs count on both.  The meeting
  * makes that progress only where something can be pending, since a pass of MPICH's engine
  * costs more than the whole meeting:
- * - while it waits, only when a peer that has not arrived is inside another call the shim
- *   wraps (in_calls beyond in_meetings): a peer that needs this rank's progress to get here (a
- *   passive-target lock on its window, a send it must receive, a wait on a request it must
- *   serve) is inside MPI, in a call the shim wraps, for as long as it needs it; one computing
- *   needs nothing;
+ * - while it waits, unless every peer that has not arrived is already inside this barrier (its
+ *   in_meetings, with no other call beside: in_calls beyond in_meetings).  A peer elsewhere
+ *   may need this rank's progress to get here: a passive-target lock on its window, a send
+ *   it must receive, or a request it polls with MPI_Test between computations, outside any
+ *   call (benchmarks/clients/progress_patterns.py, polled_across_barrier, hung when only
+ *   peers inside another call counted).  A peer that has entered the barrier needs nothing
+ *   more, and in a loop of barriers the peers are almost always there;
  * - when it leaves, only when some peer made any other wrapped call since that peer's last
  *   meeting: a peer that made none sent nothing this rank has not already drained.  A rank
  *   says so in the low bit of its arrival word (below), which its peers read anyway; where a
@@ -212,16 +214,16 @@ static int peers_quiet(const struct tb_arrival *a) {
     return 1;
 }
 
-/* Whether a rank of the meeting that has not arrived is inside a call other than a meeting
- * (see the top of this file). */
-static int peer_in_other_call(const struct tb_arrival *a) {
+/* Whether a rank of the meeting that has not arrived is anywhere but inside a barrier (see
+ * the top of this file). */
+static int peer_elsewhere(const struct tb_arrival *a) {
     for (int i = 0; i < a->size; i++) {
         if (i == a->me) continue;
         struct tb_record *p = member(a, i);
         if (ahead(__atomic_load_n(&p->arrivals[a->slot], __ATOMIC_SEQ_CST), a->count) >= 0)
             continue;
-        if (__atomic_load_n(&p->in_calls, __ATOMIC_SEQ_CST) >
-            __atomic_load_n(&p->in_meetings, __ATOMIC_SEQ_CST))
+        uint32_t meetings = __atomic_load_n(&p->in_meetings, __ATOMIC_SEQ_CST);
+        if (meetings == 0 || __atomic_load_n(&p->in_calls, __ATOMIC_SEQ_CST) > meetings)
             return 1;
     }
     return 0;
@@ -244,8 +246,8 @@ int tb_test_arrived(void *ctx, int *done) {
     /* MPI must progress this rank's other operations while it waits in a call: a peer may not
      * arrive before one of them completes.  Every few tests while spinning (not the first:
      * most meetings end within a few), at every test once blocked, while a peer that has not
-     * arrived is in another call. */
+     * arrived is anywhere but in this barrier. */
     if (++a->tests % PROGRESS_EVERY && !__atomic_load_n(&a->own->asleep, __ATOMIC_RELAXED))
         return MPI_SUCCESS;
-    return peer_in_other_call(a) ? progress() : MPI_SUCCESS;
+    return peer_elsewhere(a) ? progress() : MPI_SUCCESS;
 }

@@ -84,8 +84,9 @@ struct tb_record {
                                  only briefly in their blocked waits */
     int32_t waits_on;         /* world rank the call in progress waits on; -1: several, any
                                  or not known */
-    uint32_t in_meetings;     /* threads of the rank inside a barrier made as a meeting:
-                                 in_calls beyond them are calls that may need peers' progress */
+    uint32_t in_meetings;     /* threads of the rank inside a barrier made as a meeting: a
+                                 rank with none, or with in_calls beyond them, may need its
+                                 peers' progress */
     char call[32];            /* the MPI function last entered (in progress while in_calls) */
 };
 
