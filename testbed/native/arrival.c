@@ -72,6 +72,9 @@
 static uint64_t slots_used;
 /* calls_done when this rank last left a meeting (UINT64_MAX: never) */
 static uint64_t left_at = UINT64_MAX;
+/* This rank's own arrival words as it last wrote them: only it writes them, and reading its
+ * record's copy, which its peers keep reading, would fetch that line before writing it. */
+static uint32_t own_words[TB_ARRIVAL_SLOTS];
 static int slot_key = MPI_KEYVAL_INVALID;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -115,6 +118,7 @@ static int agree_slot(MPI_Comm comm, int here, struct tb_record *own, tb_wait wa
         uint32_t agreed[2];
         rc = allreduce(state, agreed, 2, MPI_UINT32_T, MPI_MAX, comm, wait);
         if (rc == MPI_SUCCESS && !agreed[0]) {
+            own_words[*slot] = agreed[1];
             __atomic_store_n(&own->arrivals[*slot], agreed[1], __ATOMIC_SEQ_CST);
             return MPI_SUCCESS;
         }
@@ -189,8 +193,8 @@ int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wai
     /* The calls done then include the barrier that left it; none other: quiet. */
     uint64_t done = __atomic_load_n(&own->calls_done, __ATOMIC_RELAXED);
     uint32_t quiet = left_at != UINT64_MAX && done == left_at + 1;
-    uint32_t word = __atomic_load_n(&own->arrivals[slot], __ATOMIC_RELAXED);
-    a->count = ((word & ~UINT32_C(1)) + 2) | quiet;
+    a->count = ((own_words[slot] & ~UINT32_C(1)) + 2) | quiet;
+    own_words[slot] = a->count;
     __atomic_store_n(&own->arrivals[slot], a->count, __ATOMIC_SEQ_CST);
     if (all_reached(a, a->count)) tb_ring_ranks(a->world, a->size);
     *meet = 1;
