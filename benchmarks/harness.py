@@ -109,26 +109,35 @@ def emit(records: Iterable[dict[str, Any]], as_json: bool) -> bool:
     return as_json
 
 
-def run_workload(text: str, *options: str, out: Path | None = None) -> Path:
+def run_workload(text: str, *options: str, out: Path | None = None,
+                 checkout: Path | None = None) -> Path:
     """Run ``text`` as a workload with ``testbed run OPTIONS``; return the run directory.
 
     Without ``out`` the directory is a fresh temporary one that the caller may delete; with it,
-    the workload is written beside ``out`` and the run goes into ``out``.
+    the workload is written beside ``out`` and the run goes into ``out``.  ``checkout``: run
+    the testbed of that checkout instead of this one (see ``testbed``).
     """
     if out is None:
         out = Path(tempfile.mkdtemp(prefix="testbed-bench-")) / "run"
     out.parent.mkdir(parents=True, exist_ok=True)
     workload = out.with_name(f"{out.name}.workload")
     workload.write_text(text)
-    testbed("run", str(workload), *options, "--out", str(out))
+    testbed("run", str(workload), *options, "--out", str(out), checkout=checkout)
     return out
 
 
-def testbed(*args: str) -> None:
+def testbed(*args: str, checkout: Path | None = None) -> None:
     """Run one ``testbed`` command quietly, failing loudly.  A simulation runs in this process
     (the run library); an emulated run runs in a process of its own, because its coordinator
     takes real-time priority, signal handlers and the orphans of its ranks, which the process
-    measuring it must not."""
+    measuring it must not.  With ``checkout`` the command is that checkout's (its directory
+    first on ``PYTHONPATH``: its coordinator, node managers and shim), in a process of its
+    own."""
+    if checkout is not None:
+        subprocess.run([sys.executable, "-m", "testbed.cli", *args], check=True, cwd=checkout,
+                       env={**os.environ, "PYTHONPATH": str(checkout)},
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        return
     if args[0] == "simulate":
         with contextlib.redirect_stdout(io.StringIO()):
             code = cli.main(list(args))

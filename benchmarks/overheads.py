@@ -497,8 +497,7 @@ def against(checkout: Path, plan: dict[str, Any], quick: bool,
     """The suite measured by the code of ``checkout`` (side ``baseline``) and by this
     checkout's (side ``this``), ``plan["rounds"]`` rounds each, interleaved
     (``measure_interleaved``), every round a fresh process of its checkout."""
-    here = Path(__file__).resolve().parents[1]
-    checkouts = {"baseline": checkout.resolve(), "this": here}
+    checkouts = {"baseline": checkout.resolve(), "this": HERE}
     started = time.time()
     sides = measure_interleaved(
         plan["rounds"], tuple(checkouts),

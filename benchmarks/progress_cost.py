@@ -28,11 +28,8 @@ Usage: ``python -m benchmarks.progress_cost [--against CHECKOUT] [--rounds 5]
 from __future__ import annotations
 
 import json
-import os
-import random
 import shlex
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -50,9 +47,10 @@ from benchmarks.harness import (
     now_iso,
     page_head,
     parser,
+    run_workload,
     write_page,
 )
-from benchmarks.real_clients import build_c_client
+from benchmarks.real_clients import build_c_client, run_order
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.experiments import comparison
 
@@ -62,6 +60,7 @@ STAND_IN = Path(__file__).parent / "clients" / "imb_style.c"
 TESTS = ("PingPong", "Allreduce", "Barrier", "Alltoall")
 METRICS = ("makespan", "pingpong_us", "allreduce_us", "barrier_us", "alltoall_us")
 SCHEDULERS = ("gang", "ics", "fcs")
+SEED = 1
 MPL = 2
 COPIES = 2
 MSGLOG = 10
@@ -118,18 +117,10 @@ def program(imb: Path | None, iterations: int, seconds: float) -> tuple[list[str
 
 def run_one(checkout: Path, scheduler: str, argv: list[str], out: Path) -> dict[str, Any]:
     """Run the pair under ``scheduler`` with the testbed of ``checkout`` into ``out``; its
-    figures and the copies' statuses.  ``RuntimeError`` with the end of its errors if the
-    run fails."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    workload = out.with_name(out.name + ".workload")
-    workload.write_text(f"0 {MPL} {shlex.join(argv)}\n" * COPIES)
-    cmd = [sys.executable, "-m", "testbed.cli", "run", str(workload), "--scheduler", scheduler,
-           "--mpl", str(MPL), "--pes", str(MPL), "--out", str(out)]
-    done = subprocess.run(cmd, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"{shlex.join(cmd)} in {checkout} exited {done.returncode}: "
-                           f"{done.stderr.strip()[-2000:]}")
+    figures, the copies' statuses and the shim's counters (``CalledProcessError`` if the
+    run fails; its errors go to stderr)."""
+    run_workload(f"0 {MPL} {shlex.join(argv)}\n" * COPIES, "--scheduler", scheduler,
+                 "--mpl", str(MPL), "--pes", str(MPL), out=out, checkout=checkout)
     rows = jobs(out)
     outputs = [(out / "jobs" / f"{row['id']}.out").read_text() for row in rows]
     makespan = json.loads((out / "summary.json").read_text())["makespan"]
@@ -156,13 +147,8 @@ def shim_totals(run: Path) -> dict[str, float]:
 
 def plan(sides: list[str], schedulers: list[str], rounds: int) -> list[tuple[int, str, str]]:
     """Every run as (round, side, scheduler): each round all pairs once, shuffled by a PRNG
-    seeded with the round."""
-    order = []
-    for number in range(1, rounds + 1):
-        cases = [(side, s) for side in sides for s in schedulers]
-        random.Random(f"progress_cost:{number}").shuffle(cases)
-        order += [(number, side, s) for side, s in cases]
-    return order
+    seeded with the round (``real_clients.run_order``'s random order)."""
+    return run_order(sides, schedulers, rounds, "random", SEED)
 
 
 def measure(checkouts: dict[str, Path], schedulers: list[str], rounds: int, argv: list[str],

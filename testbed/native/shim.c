@@ -877,8 +877,9 @@ int MPI_Barrier(MPI_Comm comm) {
     TB_ENTER(-1);
     if (rec->native_collectives || tb_revoked(comm)) TIMED(PMPI_Barrier(comm))
     struct tb_arrival a;
-    /* Peers in a meeting make progress for this rank only while it is in another call
-     * (arrival.c); the agreement on a slot is made by all of them alike. */
+    /* Peers waiting in a meeting make no progress for this rank while it is inside this
+     * barrier and no other call (arrival.c); the agreement on a slot is made by all of them
+     * alike. */
     __atomic_add_fetch(&rec->in_meetings, 1, __ATOMIC_SEQ_CST);
     int meet, rc = tb_arrive(&a, rec, comm, wait_agreeing, &meet);
     if (rc == MPI_SUCCESS && meet) {
