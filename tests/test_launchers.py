@@ -68,6 +68,16 @@ def test_srun_binds_with_a_cpu_map_and_overlaps_the_node_managers():
     assert argv[-1] == "prog" and "env" not in argv
 
 
+def test_srun_puts_ranks_on_one_host_in_one_block_not_an_arbitrary_layout():
+    """Slurm's PMI-2 says an arbitrary layout is one rank per node, and MPICH then treats
+    ranks on one host as on different nodes (no shared memory; network addresses exchanged
+    through PMI, whose long lines Slurm's PMI-1 reader cuts at 1,024 bytes)."""
+    argv, _ = Srun("srun").job(["prog"], None, ["vm", "vm", "vm"])
+    assert "--distribution=arbitrary" not in argv
+    assert argv[argv.index("-N") + 1] == "1" and argv[argv.index("-n") + 1] == "3"
+    assert "--nodelist=vm" in argv and argv[-1] == "prog"
+
+
 @pytest.mark.parametrize(("launcher", "rank", "spawned", "launchers_own"), [
     (Hydra("m"), {"PMI_RANK": "3"}, {"PMI_RANK": "0", "PMI_SPAWNED": "1"}, {"PATH": "/bin"}),
     (IntelHydra("m"), {"PMI_RANK": "3"}, {"PMI_RANK": "0", "PMI_SPAWNED": "1"},

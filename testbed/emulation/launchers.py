@@ -261,14 +261,21 @@ class Srun(Launcher):
     def job(self, argv: Sequence[str], cpus: Sequence[int] | None,
             hosts: Sequence[str] | None, preload: str = "",
             env: Mapping[str, str] | None = None) -> tuple[list[str], dict[str, str]]:
-        """See ``Launcher.job``: the preload set by ``env`` in each task; across hosts
-        ``--nodelist`` with ``--distribution=arbitrary`` (a host per rank)."""
+        """See ``Launcher.job``: the preload set by ``env`` in each task; all ranks on one
+        host as one node's block; across hosts ``--nodelist`` with ``--distribution=arbitrary``
+        (a host per rank).  Slurm's PMI-2 plugin describes an arbitrary layout to the ranks
+        (``PMI_process_mapping``) as one rank per node, so MPICH then neither shares memory
+        between ranks on one host nor keeps their addresses short: that layout is kept only
+        where a host per rank cannot be said otherwise."""
         task = ["env", f"LD_PRELOAD={preload}", *argv] if preload else list(argv)
         common = ["srun", "--overlap", "--kill-on-bad-exit=1", "--export=ALL"]
         if hosts is None:
             assert cpus is not None
             return [*common, "-n", str(len(cpus)),
                     "--cpu-bind=map_cpu:" + ",".join(map(str, cpus)), *task], {}
+        if len(set(hosts)) == 1:
+            return [*common, "-N", "1", "-n", str(len(hosts)), "--nodelist=" + hosts[0],
+                    "--cpu-bind=none", *task], {}
         return [*common, "-n", str(len(hosts)), "--distribution=arbitrary",
                 "--nodelist=" + ",".join(hosts), "--cpu-bind=none", *task], {}
 
