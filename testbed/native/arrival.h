@@ -10,6 +10,7 @@ struct tb_arrival {
     int size, me, slot;
     uint32_t count;   /* this rank's arrival word: the count every other rank's must reach */
     unsigned tests;
+    int64_t waiting_since_ns; /* CLOCK_MONOTONIC at the first progress check; 0: none yet */
 };
 
 /* Waits for a nonblocking collective on ``comm`` to complete; an MPI error code. */
@@ -23,7 +24,11 @@ int tb_arrive(struct tb_arrival *a, struct tb_record *own, MPI_Comm comm, tb_wai
               int *meet);
 
 /* A tb_test (doorbell.h) on a struct tb_arrival: done once every rank has arrived; polls MPI's
- * progress every few tests while not, and at every test once blocked. */
+ * progress every few tests once it has waited 20 us, and at every test once blocked. */
 int tb_test_arrived(void *ctx, int *done);
+
+/* Count a blocking collective this rank has completed: it leaves nothing for a peer's progress,
+ * so it does not end the rank's being quiet between meetings. */
+void tb_collective_completed(void);
 
 #pragma GCC visibility pop

@@ -681,6 +681,7 @@ int MPI_Grequest_complete(MPI_Request request) {
         if (rc_ != MPI_SUCCESS) return rc_;                                                 \
         rc_ = wait_one(&r_, MPI_STATUS_IGNORE, collective(COUNT, DATATYPE, COMM));          \
         tb_ring_partners(COMM, 1);                                                          \
+        if (rc_ == MPI_SUCCESS) tb_collective_completed();                                  \
         return rc_;                                                                         \
     }
 
