@@ -128,7 +128,7 @@ def run_one(checkout: Path, scheduler: str, argv: list[str], out: Path) -> dict[
             "statuses": [row["status"] for row in rows], "shim": shim_totals(out)}
 
 
-SHIM_COUNTERS = ("blocks", "blocked_s", "wakes_rung", "wakes_timed", "meetings")
+SHIM_COUNTERS = ("blocks", "blocked_s", "wakes_rung", "wakes_timed", "meetings", "drains")
 
 
 def shim_totals(run: Path) -> dict[str, float]:

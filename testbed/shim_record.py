@@ -94,7 +94,7 @@ class Record:
         return Counters(c.pid, bool(c.attached), c.c_cs, c.c_dc, c.t_cs, c.t_dc,
                         c.max_nonblock_s, bool(c.blocked), c.block_seq, c.blocks, c.blocked_s,
                         c.cpu_s, c.spin_s, c.stopped_s, c.wakes_rung, c.wakes_timed,
-                        c.blocked_cpu_s, c.meetings)
+                        c.blocked_cpu_s, c.meetings, c.drains)
 
     def activity(self) -> Activity | None:
         """What the rank is doing in MPI now (``Activity``: calls returned, threads in a call,

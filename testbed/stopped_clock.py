@@ -18,8 +18,8 @@ import time
 
 RECORD_PREFIX = "/dev/shm/testbed-"
 TB_MAGIC = 1413632840
-TB_VERSION = 7
-RECORD_SIZE = 696
+TB_VERSION = 8
+RECORD_SIZE = 704
 IDENTITY = struct.Struct("=II")     # magic, version at offset 0
 STOPPED_OFFSET = 192                # the double stopped_s
 

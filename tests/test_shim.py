@@ -307,6 +307,21 @@ def test_barriers_of_ranks_on_one_host_meet_on_arrival_counts(tmp_path, native_c
     assert expected == [85, 84, 85]
 
 
+@pytest.mark.parametrize(("mode", "drains"), [("collectives", (1, 1)), ("sends", (30, 30))])
+def test_a_rank_leaving_a_meeting_drains_only_after_a_peers_other_calls(mode, drains):
+    """A rank leaving a barrier meeting runs MPI's progress passes (a drain) only when a peer
+    made a call since its last meeting that was not a completed blocking collective: after
+    collectives, only the first meeting (no previous one) drains; after point-to-point
+    messages every meeting does.  Counts, not timings: the same on any machine."""
+    with _shimmed_job("drains.py", mode, "30", spins=[BLOCKS] * 2, stdout=subprocess.PIPE,
+                      stderr=subprocess.PIPE, text=True) as (records, job):
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0 and out.startswith("ok"), (out, err)
+        counted = tuple(r.counters() for r in records)
+    assert tuple(c.meetings for c in counted) == (30, 30)
+    assert tuple(c.drains for c in counted) == drains
+
+
 @pytest.mark.parametrize("scheduler", ["ics", "fcs"])
 def test_progress_dependent_patterns_finish_under_the_shim(tmp_path, scheduler):
     """Patterns whose completion needs a waiting peer's progress (passive-target RMA while the

@@ -259,8 +259,10 @@ int tb_test_arrived(void *ctx, int *done) {
          * program may count on that (MPI_Win_test after a peer's MPI_Win_complete and a
          * barrier).  MPICH takes one message off its shared-memory queue a pass. */
         int rc = MPI_SUCCESS;
-        if (!peers_quiet(a))
+        if (!peers_quiet(a)) {
+            __atomic_add_fetch(&a->own->drains, 1, __ATOMIC_RELAXED);
             for (int i = 0; i < DRAIN_PASSES && rc == MPI_SUCCESS; i++) rc = progress();
+        }
         collectives_at_left = __atomic_load_n(&collectives_done, __ATOMIC_RELAXED);
         left_at = __atomic_load_n(&a->own->calls_done, __ATOMIC_RELAXED);
         return rc;

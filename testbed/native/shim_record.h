@@ -20,7 +20,7 @@
  * hang) from one that works.
  */
 #define TB_MAGIC 1413632840
-#define TB_VERSION 7
+#define TB_VERSION 8
 #define TB_ARRIVAL_SLOTS 64
 #define TB_SPIN_FOREVER 0
 #define TB_SPIN_FIXED 1
@@ -88,6 +88,9 @@ struct tb_record {
                                  rank with none, or with in_calls beyond them, may need its
                                  peers' progress */
     char call[32];            /* the MPI function last entered (in progress while in_calls) */
+    uint64_t drains;          /* meetings left with progress passes for what peers sent before
+                                 they arrived (arrival.c): some peer made a call since its
+                                 last meeting that was not a completed blocking collective */
 };
 
 struct tb_event {

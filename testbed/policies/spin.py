@@ -51,6 +51,7 @@ class Counters:
     wakes_timed: int = 0
     blocked_cpu_s: float = 0.0
     meetings: int = 0
+    drains: int = 0
 
     def as_dict(self) -> dict[str, float | int | bool]:
         """JSON-ready fields."""
