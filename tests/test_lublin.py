@@ -55,5 +55,22 @@ def test_same_seed_same_jobs_and_load_is_reached():
     assert sum(j.size * j.runtime for j in jobs) / (16 * span) == pytest.approx(0.7, rel=1e-6)
 
 
+def test_the_means_rule_is_memorys_load_and_offers_less_work_than_its_number():
+    """MEMORY §4.3: load = avg run time x avg node num / (avg interarrival time x total
+    nodes); the model's correlated sizes and runtimes make the machine's share of work larger
+    than that number (1.06 to 1.54 over seeds 1 to 10)."""
+    jobs = lublin.generate(1000, 16, seed=2, load=0.8, load_rule="means")
+    n = len(jobs)
+    mean_gap = (jobs[-1].arrival - jobs[0].arrival) / (n - 1)
+    by_hand = (sum(j.runtime for j in jobs) / n) * (sum(j.size for j in jobs) / n) / (
+        mean_gap * 16)
+    assert by_hand == pytest.approx(0.8, rel=1e-9)
+    ratios = [lublin.offered_load(lublin.generate(1000, 16, seed=s, load=1.0, load_rule="means"),
+                                  16, "work") for s in range(1, 11)]
+    assert all(1.0 < r < 2.0 for r in ratios), ratios
+    with pytest.raises(ValueError, match="not a load rule"):
+        lublin.generate(10, 16, seed=1, load=0.5, load_rule="mean")
+
+
 def test_small_machines_get_small_jobs():
     assert {j.size for j in lublin.generate(500, 2, seed=1)} <= {1, 2}

@@ -165,9 +165,11 @@ def _queueing(ctx: Context) -> dict[str, Finding]:
     setup = (f"simulated: gang (buddy, rows unbounded) with admission at C = 1 on "
              f"{memory_queueing.NODES} nodes of 1 PE each holding {memory_queueing.FITS} jobs "
              f"of {memory_queueing.JOB_MB:g} MB (§4.2's \"can contain 4 jobs at most\"), "
-             f"{jobs} jobs of Lublin's model per load, {seeds} seeds, each seed's loads one "
-             "workload scaled; queued: waited before starting; with the limit nothing pages, "
-             "so the queueing is the policy's alone; intervals: Student t over seeds")
+             f"{jobs} jobs of Lublin's model per load at the paper's load (avg run time x "
+             "avg node num / (avg interarrival time x total nodes)), "
+             f"{seeds} seeds, each seed's loads one workload scaled; queued: waited before "
+             "starting; with the limit nothing pages, so the queueing is the policy's alone; "
+             "intervals: Student t over seeds")
     return queueing_rows(points, setup)
 
 
