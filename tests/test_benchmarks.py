@@ -438,12 +438,12 @@ def test_t3d_fig6_writes_one_record_per_policy_and_load(tmp_path):
                           text=True, timeout=300, check=True)
     records = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(r["policy"], r["load"]) for r in records] == [
-        (p, load) for load in (0.4, 0.8) for p in ("fcfs", "easy", "prime", "gang 10 s",
+        (p, load) for load in (0.4, 0.8) for p in ("fcfs", "backfill", "prime", "gang 10 s",
                                                     "gang 600 s", "gang 10 s ∞",
                                                     "gang 600 s ∞")]
     for r in records:
         assert r["jobs"] == 120 and r["slowdown"] >= 1 and r["ci"] is not None
-        assert r["mpl"] == {"fcfs": 1, "easy": 1, "prime": 1}.get(
+        assert r["mpl"] == {"fcfs": 1, "backfill": 1, "prime": 1}.get(
             r["policy"], 0 if r["policy"].endswith("∞") else 16)
         assert len(r["batch_means"]) == r["batches"] == 2 and r["wall_s"] > 0
     assert all(r["peak_rows"] <= 16 for r in records if r["mpl"] == 16)
@@ -468,20 +468,20 @@ def test_t3d_fig6_claims_compare_intervals_and_saturation_loads():
     assert compare(_record("a", 0.5, 10, None), _record("b", 0.5, 20, 1)) == "overlap"
     records = [
         _record("fcfs", 0.2, 900, 100, True), _record("fcfs", 0.9, 9000, 900, True),
-        _record("easy", 0.2, 50, 10), _record("easy", 0.9, 500, 400, True),
+        _record("backfill", 0.2, 50, 10), _record("backfill", 0.9, 500, 400, True),
         _record("prime", 0.2, 90, 10), _record("prime", 0.9, 700, 100, True),
         _record("gang 10 s", 0.2, 2, 1), _record("gang 10 s", 0.9, 8000, 900, True),
         _record("gang 10 s ∞", 0.2, 2, 1), _record("gang 10 s ∞", 0.9, 12, 6),
     ]
-    assert first_saturated(records, "easy") == 0.9 and first_saturated(records, "gang 10 s ∞") \
+    assert first_saturated(records, "backfill") == 0.9 and first_saturated(records, "gang 10 s ∞") \
         is None
     verdicts = {(c["claim"], c["scheme"]): (c["verdict"], c["detail"]) for c in claims(records)}
     near_one = "gang saturating only near load 1 (not below 0.9)"
     assert verdicts["FCFS saturates first", None][0] == "holds"
     assert verdicts["FCFS slowdown highest (before saturation too)", None] == (
         "partly", "above every other scheme at 0.2; not at 0.9; below one at none")
-    assert verdicts["backfilling (easy) below prime, sustaining a higher load", None] == (
-        "partly", "easy below prime at 0.2; intervals overlap at 0.9; above at none; easy "
+    assert verdicts["backfilling (conservative) below prime, sustaining a higher load", None] == (
+        "partly", "backfill below prime at 0.2; intervals overlap at 0.9; above at none; backfill "
         "saturated from 0.9, prime from 0.9")
     assert verdicts["gang lowest", "gang 10 s"] == (      # wholly above easy at 0.9
         "fails", "below every batch scheme at 0.2; not at 0.9; above one at 0.9")
@@ -958,13 +958,13 @@ def test_t3d_schemes_are_compared_job_by_job_where_the_records_pair_them():
     light = {job: value * 0.9 for job, value in heavy.items()}
     versus = t3d_fig6.paired(light, heavy, 100)
     assert versus["diff"] < 0 and versus["diff"] + versus["ci"] < 0
-    a = {"policy": "gang", "slowdown": 36.0, "ci": 8.0, "versus": {"easy": versus}}
-    b = {"policy": "easy", "slowdown": 40.0, "ci": 8.0}
+    a = {"policy": "gang", "slowdown": 36.0, "ci": 8.0, "versus": {"backfill": versus}}
+    b = {"policy": "backfill", "slowdown": 40.0, "ci": 8.0}
     assert t3d_fig6.compare(a, b) == "below"                      # paired: a is lower
     assert t3d_fig6.compare({**a, "versus": {}}, b) == "overlap"  # side by side: cannot tell
     assert t3d_fig6.paired(light, heavy, 400) == {"diff": None, "ci": None, "means": []}
     close = {job: value - 0.05 * (i % 3 == 0) for i, (job, value) in enumerate(heavy.items())}
-    near = {**a, "versus": {"easy": t3d_fig6.paired(close, heavy, 100)}}
+    near = {**a, "versus": {"backfill": t3d_fig6.paired(close, heavy, 100)}}
     assert t3d_fig6.compare(near, b) == "below"
     assert t3d_fig6.compare(near, b, t3d_fig6.family(10_000)) == "overlap"  # one of many
 

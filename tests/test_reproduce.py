@@ -146,7 +146,7 @@ def _fig6(points: dict[str, list[tuple[float, float | None, bool]]],
 
 
 FIG6 = {"fcfs": [(1000, 100, True), (9000, 900, True)],
-        "easy": [(100, 10, False), (500, 50, False)],
+        "backfill": [(100, 10, False), (500, 50, False)],
         "prime": [(300, 20, False), (900, 60, True)],
         "gang 10 s": [(2, 1, False), (8000, 900, True)],           # bounded: lost by 0.9
         "gang 600 s": [(10, 2, False), (9000, 900, True)],
@@ -510,11 +510,11 @@ def _slowdowns(curves: dict[str, list[float]], loads=(0.3, 0.9)) -> list[dict]:
 
 
 def test_easy_and_prime_much_better_than_fcfs_needs_half_its_slowdown_at_every_load():
-    much = _slowdowns({"fcfs": [1000, 9000], "easy": [100, 500], "prime": [300, 900]})
+    much = _slowdowns({"fcfs": [1000, 9000], "backfill": [100, 500], "prime": [300, 900]})
     assert t3d.better_than_fcfs(much).verdict == AGREES
-    little = _slowdowns({"fcfs": [1000, 9000], "easy": [100, 500], "prime": [700, 900]})
+    little = _slowdowns({"fcfs": [1000, 9000], "backfill": [100, 500], "prime": [700, 900]})
     assert t3d.better_than_fcfs(little).verdict == CANNOT_TELL     # prime 0.7 of fcfs at 0.3
-    worse = _slowdowns({"fcfs": [1000, 9000], "easy": [2000, 500], "prime": [300, 900]})
+    worse = _slowdowns({"fcfs": [1000, 9000], "backfill": [2000, 500], "prime": [300, 900]})
     assert t3d.better_than_fcfs(worse).verdict == DISAGREES
 
 

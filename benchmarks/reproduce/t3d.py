@@ -52,7 +52,7 @@ GROWTH = ("queue growth (jobs in the system, second half / first half; delivered
           "load) by load, ")
 # the t3d_fig6.claims key each row reads
 CLAIMS = {"t3d-fcfs-first": "fcfs-first", "t3d-fcfs-highest": "fcfs-highest",
-          "t3d-easy-prime": "easy-prime", "t3d-gang": "gang-lowest",
+          "t3d-backfill-prime": "backfill-prime", "t3d-gang": "gang-lowest",
           "t3d-gang-near-one": "gang-near-one"}
 
 SPECS = specs(
@@ -61,7 +61,7 @@ SPECS = specs(
      "lower load", "FCFS saturates at extremely low loads"),
     ("t3d-fcfs-highest", "§3.3, Fig 6", "FCFS has the highest slowdown at every load, before "
      "saturation too", "even before saturation FCFS tends to create very high slowdowns"),
-    ("t3d-easy-prime", "§3.3, Fig 6", "Backfilling (EASY) gives lower slowdowns than "
+    ("t3d-backfill-prime", "§3.3, Fig 6", "Backfilling (conservative) gives lower slowdowns than "
      "prime/non-prime at every load and saturates no earlier",
      "backfilling sustains a higher load and produces lower slowdowns"),
     ("t3d-gang", "§3.3, Fig 6", "Gang scheduling (10 s and 10 min quanta, slots unbounded) has "
@@ -69,8 +69,8 @@ SPECS = specs(
     ("t3d-gang-near-one", "§3.3, Fig 6", "Gang scheduling (slots unbounded) saturates only near "
      f"load 1: at no load below {t3d_fig6.NEAR_ONE:g}",
      "saturation delayed until system load approaches 1"),
-    ("t3d-better-than-fcfs", "§3.3, Fig 6", "Backfilling (EASY) and prime/non-prime are both "
-     "much better than FCFS: below it at every load (paired per-job interval) and at most "
+    ("t3d-better-than-fcfs", "§3.3, Fig 6", "Backfilling (conservative) and prime/non-prime "
+     "are both much better than FCFS: below it at every load (paired per-job interval) and at most "
      f"{MUCH:g} of its mean slowdown; direction and a stated band",
      "\"Backfilling and delaying large jobs to non-prime time are both much better\""),
     ("t3d-prod-utilization", "§4.8, Figs 10-11", "Gang scheduling nearly doubled the T3D's "
@@ -220,8 +220,8 @@ def judge_records(records: list[dict[str, Any]], setup: str,
     return {
         "t3d-fcfs-first": finding("t3d-fcfs-first", GROWTH + curve("fcfs", "growth")),
         "t3d-fcfs-highest": finding("t3d-fcfs-highest", curve("fcfs", "slowdown")),
-        "t3d-easy-prime": finding("t3d-easy-prime", "; ".join(
-            curve(label, "slowdown") for label in ("easy", "prime"))),
+        "t3d-backfill-prime": finding("t3d-backfill-prime", "; ".join(
+            curve(label, "slowdown") for label in ("backfill", "prime"))),
         "t3d-gang": finding("t3d-gang", gang("gang-lowest", "slowdown")),
         "t3d-gang-near-one": finding("t3d-gang-near-one",
                                      GROWTH + gang("gang-near-one", "growth")),
@@ -229,19 +229,19 @@ def judge_records(records: list[dict[str, Any]], setup: str,
             prefix + "slowdown over fcfs's by load: " + "; ".join(
                 f"{label}: " + ", ".join(f"{num(x)}: {num(_over_fcfs(by, label, x))}"
                                          for x in loads if (label, x) in by and ("fcfs", x) in by)
-                for label in ("easy", "prime")),
+                for label in ("backfill", "prime")),
             better_than_fcfs(records), setup, plots),
     }
 
 
 def better_than_fcfs(records: list[dict[str, Any]]) -> Decision:
-    """EASY and prime each much better than FCFS: agrees when at every load each lies below
+    """Backfilling and prime each much better than FCFS: agrees when at every load each lies below
     FCFS (``t3d_fig6.compare``, 90 %) with at most ``MUCH`` of its mean slowdown; disagrees
     when one lies above FCFS at some load (at the Bonferroni confidence over the claim's
     comparisons); else cannot tell."""
     by = {(r["policy"], r["load"]): r for r in records}
     pairs = [(label, x) for x in sorted({r["load"] for r in records})
-             for label in ("easy", "prime") if (label, x) in by and ("fcfs", x) in by]
+             for label in ("backfill", "prime") if (label, x) in by and ("fcfs", x) in by]
     if not pairs:
         return Decision(CANNOT_TELL, "no loads")
     level = t3d_fig6.family(len(pairs))
