@@ -3,7 +3,15 @@
 Runs ``--repeats`` empty BSP jobs (``--work 0``) one after another under FCFS for N = 1 and
 N = all PEs, and prints, per N, the median/min/max of response - work, the median of runtime -
 work (the overhead after the job's start, which THESIS §5.4.2's runtimes hold), and the median
-time from launch until every rank process was found.  Usage:
+time from launch until every rank process was found.
+
+With work (Table 5.2), response - work splits in two: the *launch* part, response - the
+slowest rank's time in the benchmark (start-up, MPI, teardown, the testbed's own steps), which
+does not grow with the work, and the *displaced* part, the most a rank's time in the benchmark
+exceeded the CPU time it ran (the benchmark computes its work in CPU time, so any other
+process on its CPU, or a hypervisor's steal, lengthens it in proportion to the work).  Beside
+them ``steal_share``, the share of all CPU time the hypervisor took during the jobs
+(``/proc/stat``; None where it cannot be read).  Usage:
 ``python -m benchmarks.launch_overhead [--repeats 7] [--gap 0.5]``
 """
 
@@ -26,20 +34,52 @@ def measure(size: int, repeats: int, gap: float, work: float = 0.0) -> dict[str,
     its end."""
     text = "".join(f"{i * (gap + work):.3f} {size} bsp --work {work:g} --pattern none\n"
                    for i in range(repeats))
+    before = cpu_ticks()
     run = run_workload(text, "--scheduler", "fcfs")
+    after = cpu_ticks()
     try:
         rows = jobs(run)
-        found = [e["after_s"] for e in events(run) if e["event"] == "pids"]
+        logged = events(run)
     finally:
         shutil.rmtree(run.parent)
+    found = [e["after_s"] for e in logged if e["event"] == "pids"]
+    ranks = {e["job"]: e["ranks"] for e in logged if e["event"] == "stats"}
     done = [r for r in rows if r["status"] == "done"]
     overhead = [float(r["response"]) - float(r["work"]) for r in done]
-    if len(overhead) != repeats:
-        raise RuntimeError(f"only {len(overhead)} of {repeats} jobs of {work:g} s ended done")
+    if len(overhead) != repeats or set(ranks) != {r["id"] for r in done}:
+        raise RuntimeError(f"only {len(overhead)} of {repeats} jobs of {work:g} s ended done "
+                           f"and {len(ranks)} reported their ranks")
+    launch = [float(r["response"]) - max(x["wall_s"] for x in ranks[r["id"]]) for r in done]
+    displaced = [max(x["wall_s"] - x["cpu_s"] for x in ranks[r["id"]]) for r in done]
     return {"ranks": size, "jobs": repeats, "median_s": median(overhead),
             "runtime_median_s": median([float(r["runtime"]) - float(r["work"]) for r in done]),
             "min_s": min(overhead), "max_s": max(overhead),
+            "launch_median_s": median(launch), "displaced_median_s": median(displaced),
+            "steal_share": steal_share(before, after),
             "ranks_found_median_s": median(found) if found else None}
+
+
+def cpu_ticks() -> list[int] | None:
+    """The machine's CPU time by state (``/proc/stat``'s first line, clock ticks: user, nice,
+    system, idle, iowait, irq, softirq, steal), or None where it cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if len(fields) < 9 or fields[0] != "cpu":
+        return None
+    return [int(x) for x in fields[1:9]]
+
+
+def steal_share(before: list[int] | None, after: list[int] | None) -> float | None:
+    """The share of all CPU time between two ``cpu_ticks`` readings that the hypervisor took
+    (steal); None without both readings or without time between them."""
+    if before is None or after is None:
+        return None
+    spent = [b - a for a, b in zip(before, after, strict=True)]
+    total = sum(spent)
+    return round(spent[7] / total, 5) if total > 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,15 @@ def test_launch_overhead_reports_each_job_size():
         assert r["jobs"] == 2 and 0 < r["min_s"] <= r["median_s"] <= r["max_s"]
         assert r["ranks_found_median_s"] > 0
         assert 0 <= r["runtime_median_s"] <= r["median_s"]     # runtime <= response
+        # the part outside the benchmark's own run, and what its ranks lost while computing
+        assert 0 < r["launch_median_s"] <= r["median_s"] and r["displaced_median_s"] >= 0
+        assert r["steal_share"] is None or 0 <= r["steal_share"] < 1
+
+
+def test_steal_share_is_the_hypervisors_part_of_all_cpu_time():
+    from benchmarks.launch_overhead import steal_share
+    assert steal_share([100, 0, 50, 800, 0, 0, 0, 10], [190, 0, 60, 910, 0, 0, 0, 50]) == 0.16
+    assert steal_share(None, [1] * 8) is None and steal_share([1] * 8, [1] * 8) is None
 
 
 @pytest.mark.realtime
