@@ -42,6 +42,8 @@ def test_utilization_counts_what_the_reading_says(tmp_path):
     assert gangs.restarts == 0.5
     # in the system: j1 all of [0, 2], 1.5 s of [2, 4]
     assert gangs.growth == pytest.approx(0.75)
+    # the work offered over [0, 4] (first to last arrival), delivered over [0, 5]
+    assert gangs.delivered == pytest.approx(0.8)
 
 
 def test_the_bound_is_twenty_times_the_last_arrival():
@@ -83,7 +85,7 @@ def test_a_run_still_busy_at_its_horizon_is_stopped_there(tmp_path):
 
 
 def test_a_cell_with_a_stopped_replication_has_no_figures():
-    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0)
+    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0, 1.0)
     assert cow.figures([ran, ran])["rt"] == 10.0
     record = cow.figures([ran, cow.Stopped(60000.0004, 12)])
     assert record["settled"] is False
@@ -119,13 +121,14 @@ def test_run_set_gives_the_records_benchmarks_read():
         assert r["restart"] == "first" and r["hold"] is False and r["rt"] > 0
 
 
-def _record(policy: str, owner: float, rt: float, u: float, growth: float = 1.0,
+def _record(policy: str, owner: float, rt: float, u: float, delivered: float = 0.99,
             rts: list[float] | None = None):
     """A record of three replications whose RTs spread by the seed (1 below the mean, at it,
     1 above) unless ``rts`` gives them."""
     return {"policy": policy, "inv_lambda": 1.0, "inv_lambda_owner": owner, "inv_mu_owner": 1.0,
             "rt": rt, "rt_ci": 1.0, "u": u, "u_ci": 0.01, "u_repeated": 0.1, "u_owners": 0.05,
-            "restarts": 0.5, "growth": growth, "rts": rts or [rt - 1, rt, rt + 1],
+            "restarts": 0.5, "growth": 1.0, "delivered": delivered,
+            "rts": rts or [rt - 1, rt, rt + 1],
             "us": [u] * 3}
 
 
@@ -141,11 +144,12 @@ def test_a_cell_that_did_not_settle_is_shown_so_and_left_out_of_the_claims():
     assert shown[1][6] == 0.5
     assert shown[2][4:7] == [20, 1.0, "–"]
     assert shown[3][4:] == ["did not settle (stopped at 60000 and 59000 s, 12 and 3 gangs "
-                            "left)", *["–"] * 8]
+                            "left)", *["–"] * 9]
     lines = cow.claims({1: records})
     assert lines[0] == ("- LGFS's RT below AFCFS's: 1 of 1 cells (1 where the 95 % interval of "
                         "the replications' paired difference lies below 0)")
-    assert lines[2] == "- settled (growth below 1.3 for both policies): 1 of 2 cells"
+    assert lines[2] == ("- settled (delivered at least 0.95 of the work offered, both policies): "
+                        "1 of 2 cells")
     assert lines[3] == ("- set 1: RT rises as owners come more often: not judged, a cell did "
                         "not settle (AFCFS 10, 20; LGFS 5, did not settle)")
     assert lines[-1] == ("- did not settle (a replication stopped at 20 x its last arrival): "
@@ -154,7 +158,7 @@ def test_a_cell_that_did_not_settle_is_shown_so_and_left_out_of_the_claims():
 
 def test_the_readings_table_says_which_readings_did_not_settle():
     default, sizes = cow.Reading(), (2, 50)
-    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0)
+    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0, 1.0)
     done = {run: cow.Stopped(1000.0, 7) if run.reading.redo == "same" else ran
             for _, reading in [("default", default), *cow.readings(default)]
             for run in cow.plan(cow.PROBE, *sizes, reading)}
@@ -178,12 +182,13 @@ def test_the_readings_table_says_which_readings_did_not_settle():
 def test_claims_are_counted_over_the_cells():
     records = [_record("afcfs", 1.0, 10, 0.5), _record("lgfs", 1.0, 5, 0.6),
                _record("afcfs", 0.8, 20, 0.5),
-               _record("lgfs", 0.8, 19.5, 0.4, growth=2.0, rts=[19, 20.5, 19])]
+               _record("lgfs", 0.8, 19.5, 0.4, delivered=0.8, rts=[19, 20.5, 19])]
     lines = cow.claims({1: records})
     assert lines[0] == ("- LGFS's RT below AFCFS's: 2 of 2 cells (1 where the 95 % interval of "
                         "the replications' paired difference lies below 0)")
     assert lines[1] == "- U higher with LGFS: 1 of 2 cells"
-    assert lines[2] == "- settled (growth below 1.3 for both policies): 1 of 2 cells"
+    assert lines[2] == ("- settled (delivered at least 0.95 of the work offered, both policies): "
+                        "1 of 2 cells")
     assert lines[3].startswith("- set 1: RT rises as owners come more often: yes")
 
 

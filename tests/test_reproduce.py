@@ -223,7 +223,8 @@ def _cow_records(cells: list[tuple[float, float, float]], rt: dict[str, list[flo
             out.append({"policy": p, "inv_lambda": lam, "inv_lambda_owner": own,
                         "inv_mu_owner": mu, "rt": sum(rts) / 5, "rt_ci": cow_bench.interval(rts),
                         "u": sum(us) / 5, "u_ci": cow_bench.interval(us), "rts": rts, "us": us,
-                        "us_owners": [0.1 / own] * len(SEEDS), "growth": 1.05})
+                        "us_owners": [0.1 / own] * len(SEEDS), "growth": 1.05,
+                        "delivered": 0.99})
     return out
 
 
@@ -260,7 +261,7 @@ def test_cow_cells_that_did_not_settle_say_so_and_cannot_tell():
                         {"afcfs": [0.5, 0.45, 0.37, 0.23], "lgfs": [0.52, 0.47, 0.36, 0.24]})
     for r in set1:
         if r["inv_lambda_owner"] == 0.4:
-            r["growth"] = cow_bench.SETTLED + 0.5
+            r["delivered"] = cow_bench.DELIVERED_SETTLED - 0.2
     found = cow.judge_records(set1, [], "given")
     assert found["cow-rt-set1"].decision.verdict == CANNOT_TELL
     assert "(1, 0.4): did not settle" in found["cow-rt-set1"].ours
