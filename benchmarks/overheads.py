@@ -71,6 +71,7 @@ from benchmarks.harness import (
     events,
     host,
     invocation,
+    jobs,
     page_head,
     run_workload,
     table,
@@ -106,22 +107,36 @@ DRIFT_MARGINS = {"launch_overhead_s": 0.75, "blocked_cpu_share": 0.25, "switch_p
                  "wakeup_p99_us": 1.0, "pipe_wakeup_p99_us": 1.0}
 
 
+class CopiesDidNotShare(RuntimeError):
+    """A run of k copies that cannot be one point of Fig 5.1: a copy did not run its work, or
+    the copies did not all run at once."""
+
+
 def mean_runtime(k: int, timeslice: float, work: float) -> float:
     """Mean time (s) ``k`` identical fine-grained all-to-all jobs on every PE, at MPL k, spend
     in the benchmark (the slowest rank's ``wall_s``: launch and MPI start-up, which do not grow
-    with k, are left out)."""
+    with k, are left out).  ``CopiesDidNotShare`` unless every rank ran its ``work`` of CPU
+    time (at least 90 % of it: the variance is none) and every copy started before any ended
+    (so that they shared the machine the whole time)."""
     pes = len(os.sched_getaffinity(0))
     job = f"0 {pes} bsp --work {work} --granularity 0.1 --pattern aa\n"
     run = run_workload(job * k, "--scheduler", "gang", "--mpl", str(k), "--timeslice",
                        str(timeslice))
     try:
-        walls = [max(r["wall_s"] for r in ev["ranks"]) for ev in events(run)
-                 if ev["event"] == "stats"]
+        stats = [ev["ranks"] for ev in events(run) if ev["event"] == "stats"]
+        rows = jobs(run)
     finally:
         shutil.rmtree(run.parent)
-    if len(walls) != k:
-        raise RuntimeError(f"only {len(walls)} of {k} jobs reported")
-    return statistics.fmean(walls)
+    if len(stats) != k:
+        raise RuntimeError(f"only {len(stats)} of {k} jobs reported")
+    short = [r["cpu_s"] for ranks in stats for r in ranks if r["cpu_s"] < 0.9 * work]
+    if short:
+        raise CopiesDidNotShare(f"{k} copies of {work:g} s: ranks ran {short} s of CPU")
+    starts, ends = [float(r["start"]) for r in rows], [float(r["end"]) for r in rows]
+    if max(starts) > min(ends):
+        raise CopiesDidNotShare(f"{k} copies: one started at {max(starts):.2f} s, after one "
+                                f"ended at {min(ends):.2f} s")
+    return statistics.fmean(max(r["wall_s"] for r in ranks) for ranks in stats)
 
 
 Round = tuple[dict[str, float], dict[str, Any]]

@@ -38,6 +38,14 @@ def test_launch_overhead_reports_each_job_size():
         assert r["steal_share"] is None or 0 <= r["steal_share"] < 1
 
 
+@pytest.mark.realtime
+def test_fig_5_1_copies_share_the_machine_and_each_runs_its_work():
+    """Two copies at MPL 2 each run their work of CPU time while sharing the PEs, so each
+    spends about twice its work in the benchmark (mean_runtime checks both, or raises)."""
+    from benchmarks.overheads import mean_runtime
+    assert mean_runtime(2, 0.2, 0.3) > 1.3 * 0.3
+
+
 def test_steal_share_is_the_hypervisors_part_of_all_cpu_time():
     from benchmarks.launch_overhead import steal_share
     assert steal_share([100, 0, 50, 800, 0, 0, 0, 10], [190, 0, 60, 910, 0, 0, 0, 50]) == 0.16
