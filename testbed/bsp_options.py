@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 
+from testbed.defaults import TIMESLICE_S
+
 PATTERNS = ("none", "nn", "aa")
 
 
@@ -60,7 +62,8 @@ def build_parser(cls: type[argparse.ArgumentParser] = argparse.ArgumentParser
     p.add_argument("--work", type=_non_negative, default=1.0, help="total work W, seconds")
     p.add_argument("--granularity", type=_positive, default=0.5,
                    help="iteration length G as a fraction of the timeslice")
-    p.add_argument("--timeslice", type=_positive, default=0.2, help="timeslice T, seconds")
+    p.add_argument("--timeslice", type=_positive, default=TIMESLICE_S,
+                   help="timeslice T, seconds")
     p.add_argument("--variance", type=_non_negative, default=0.0,
                    help="V: compute varies uniformly within w*(1 +- V)")
     p.add_argument("--pattern", choices=PATTERNS, default="nn")

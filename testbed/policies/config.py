@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from testbed.defaults import TIMESLICE_S
 from testbed.policies.classes import ClassTable
 
 HOUR = 3600.0
@@ -61,7 +62,7 @@ class PolicyConfig:
 
     pes: int
     mpl: int = 2
-    timeslice: float = 0.2
+    timeslice: float = TIMESLICE_S
     allocator: str = "buddy"
     spin: float | None = None
     memory: MemoryAdmission | None = None

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from testbed.bsp_options import build_parser as bsp_parser
+from testbed.defaults import TIMESLICE_S
 from testbed.sizes import parse_size
 
 OPTION_KEYS = ("limit", "user", "mem", "id", "estimate", "after", "class")
@@ -244,7 +245,7 @@ def sort_by_arrival(jobs: list[JobSpec]) -> None:
     jobs.sort(key=arrival_order if successors else attrgetter("arrival"))
 
 
-def load_workload(path: str | Path, timeslice: float = 0.2) -> Workload:
+def load_workload(path: str | Path, timeslice: float = TIMESLICE_S) -> Workload:
     """Read a workload file; raise ``WorkloadError`` (file:line: field) on bad input.
 
     ``timeslice`` (s) is what ``bsp`` lines inherit.  Jobs are numbered ``j1, j2, ...`` in file
