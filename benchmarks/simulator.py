@@ -20,10 +20,13 @@ interval is their range and states its own, lower confidence).  ``--end-to-end P
 also times, N times each, what a user waits for: ``python -m testbed simulate`` of the largest
 repeated size's workload written as an SWF file (``testbed workload lublin --format swf``, perfect
 estimates), from the command's start to its exit, its results written.
-``--against CHECKOUT`` also runs this benchmark over that checkout's ``testbed`` the same way
-(the same workload and measurement, the other code; the sizes repeated, and the end-to-end
-runs), its runs taking turns with this checkout's (a drift of the machine lands on both
-alike), and gives the ratio of medians with its interval.
+``--against CHECKOUT`` compares with another checkout through what every checkout has, its
+own command line: ``python -m testbed simulate`` of the same SWF workload under each
+``--end-to-end`` policy (``--policies`` when none is given), at every repeated size, by this
+checkout and by that one, timed from outside, the two taking turns (a drift of the machine
+lands on both alike); the ratio of medians with its interval.  This code's modules are never
+run over the other's, whose internals may differ; where the other checkout's command lacks
+something (an option, a policy), its cell says so with the command's last error line.
 ``--without-log`` also measures each policy with an event log that writes nothing (``--no-log``
 in the runs): what the simulator costs apart from its log, a diagnostic whose runs have no
 results.  ``--markdown PAGE`` writes the table as a Markdown page with the host, the date and
@@ -177,42 +180,59 @@ def end_to_end_jobs(sizes: list[int], once_from: int) -> int:
     return max((jobs for jobs in sizes if jobs < once_from), default=min(sizes))
 
 
-def simulate_command(checkout: Path, scheduler: str, swf: Path, pes: int) -> dict[str, Any]:
-    """One ``python -m testbed simulate`` of ``swf`` under ``scheduler`` by ``checkout``'s
-    testbed, timed from the command's start to its exit (its results written); its record."""
+def policy_options(scheduler: str) -> list[str]:
+    """``testbed simulate``'s options for the settings ``simulate`` gives ``scheduler``: gang's
+    quantum and MPL, the batch policies' first fit."""
+    if scheduler == "gang":
+        return ["--timeslice", f"{GANG_QUANTUM_S:g}", "--mpl", str(GANG_MPL)]
+    return ["--allocator", "first-fit"]
+
+
+def simulate_command(checkout: Path, scheduler: str, swf: Path, pes: int, jobs: int,
+                     lacking_ok: bool = False) -> dict[str, Any]:
+    """One ``python -m testbed simulate`` of ``swf`` (``jobs`` jobs) under ``scheduler`` by
+    ``checkout``'s testbed, timed from the command's start to its exit (its results
+    written); its record.  A command that fails raises, unless ``lacking_ok``: then the record
+    says what the checkout lacks (``missing``: its last error line) instead of a time."""
     with tempfile.TemporaryDirectory(prefix="testbed-simbench-") as tmp:
         command = [sys.executable, "-m", "testbed", "simulate", str(swf), "--scheduler",
-                   scheduler, "--pes", str(pes), "--estimates", "perfect", "--out",
-                   str(Path(tmp) / "run")]
+                   scheduler, "--pes", str(pes), "--estimates", "perfect",
+                   *policy_options(scheduler), "--out", str(Path(tmp) / "run")]
         began = time.perf_counter()
         done = subprocess.run(command, cwd=checkout, capture_output=True, text=True,
                               env={**os.environ, "PYTHONPATH": str(checkout)})
         seconds = time.perf_counter() - began
         if done.returncode != 0 or not (Path(tmp) / "run" / "summary.json").is_file():
+            last = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            if lacking_ok:
+                return {"policy": scheduler, "jobs": jobs, "missing": last[:200]}
             raise RuntimeError(f"{' '.join(command)} in {checkout} exited {done.returncode}: "
                                f"{done.stderr.strip()[-500:]}")
-    return {"policy": scheduler, "seconds": round(seconds, 3)}
+    return {"policy": scheduler, "jobs": jobs, "seconds": round(seconds, 3)}
 
 
 def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
-    """``args.repeats`` runs of every policy and size on every side (this checkout,
-    ``--against``'s, this one without its log; sizes of ``args.once_from`` jobs or more once,
-    on this side only), each a fresh process, the sides taking turns; and the end-to-end runs
-    of ``testbed simulate``; the runs and their summaries."""
+    """``args.repeats`` runs of every policy and size in this checkout (and without its log;
+    sizes of ``args.once_from`` jobs or more once), each a fresh process, taking turns; and
+    the end-to-end runs of ``testbed simulate``, by this checkout and ``--against``'s (see the
+    module's docstring); the runs and their summaries."""
     sides = {"this": (HERE, True)}
-    if args.against is not None:
-        sides["against"] = (args.against.resolve(), True)
     if args.without_log:
         sides["no_log"] = (HERE, False)
+    commands = {"this": HERE}
+    if args.against is not None:
+        commands["against"] = args.against.resolve()
+    policies = args.end_to_end or (args.policies if args.against is not None else [])
+    sizes = ([jobs for jobs in args.jobs if jobs < args.once_from] or [min(args.jobs)]
+             if args.against is not None else [end_to_end_jobs(args.jobs, args.once_from)])
     started = time.time()
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
-    end_to_end: dict[str, list[dict[str, Any]]] = {side: [] for side in sides if side != "no_log"}
+    end_to_end: dict[str, list[dict[str, Any]]] = {side: [] for side in commands}
     with tempfile.TemporaryDirectory(prefix="testbed-simbench-") as tmp:
-        swf = Path(tmp) / "lublin.swf"
-        if args.end_to_end:
+        traces = {jobs: Path(tmp) / f"lublin-{jobs}.swf" for jobs in sizes} if policies else {}
+        for jobs, swf in traces.items():
             subprocess.run([sys.executable, "-m", "testbed", "workload", "lublin", "--jobs",
-                            str(end_to_end_jobs(args.jobs, args.once_from)), "--pes",
-                            str(args.pes), "--seed", str(SEED),
+                            str(jobs), "--pes", str(args.pes), "--seed", str(SEED),
                             "--load", str(LOAD), "--format", "swf", "--output", str(swf)],
                            cwd=HERE, check=True, capture_output=True)
         for repeat in range(args.repeats):
@@ -228,18 +248,24 @@ def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
                         runs[side].append(record)
                         print(f"[{repeat + 1}/{args.repeats}] {jobs} {scheduler} {side}: "
                               f"{record['jobs_per_s']} jobs/s", file=sys.stderr)
-            for scheduler in args.end_to_end:
-                for side in end_to_end:
-                    record = simulate_command(sides[side][0], scheduler, swf, args.pes)
-                    end_to_end[side].append(record)
-                    print(f"[{repeat + 1}/{args.repeats}] testbed simulate {scheduler} {side}: "
-                          f"{record['seconds']} s", file=sys.stderr)
+            for jobs, swf in traces.items():
+                for scheduler in policies:
+                    for side, checkout in commands.items():
+                        record = simulate_command(checkout, scheduler, swf, args.pes, jobs,
+                                                  lacking_ok=side != "this")
+                        end_to_end[side].append(record)
+                        print(f"[{repeat + 1}/{args.repeats}] testbed simulate {jobs} "
+                              f"{scheduler} {side}: "
+                              f"{record.get('seconds', record.get('missing'))}",
+                              file=sys.stderr)
+    checkouts = {"this": HERE, **({"no_log": HERE} if args.without_log else {}),
+                 **({"against": commands["against"]} if "against" in commands else {})}
     return {"benchmark": "simulator", "host": host(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             "seconds": round(time.time() - started, 1), "jobs": args.jobs, "pes": args.pes,
             "repeats": args.repeats, "once_from": args.once_from,
             "checkouts": {side: {"path": str(checkout), "commit": commit_of(checkout)}
-                          for side, (checkout, _) in sides.items()},
+                          for side, checkout in checkouts.items()},
             "runs": runs, "summary": summarize(runs),
             "end_to_end": end_to_end, "end_to_end_summary": summarize_end_to_end(end_to_end)}
 
@@ -268,9 +294,6 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
         entry.update({side: _interval(median_interval(values)) for side, values in rates.items()})
         for key in ("report_s", "span_per_wall_s", "peak_rss_mib"):
             entry[key] = _interval(median_interval([r[key] for r in here]))
-        if "against" in by:
-            entry["against_report_s"] = _interval(median_interval(
-                [r["report_s"] for r in by["against"]]))
         entry["span_s"] = here[0]["span_s"]
         for side in rates:
             if side != "this":
@@ -281,15 +304,23 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
 
 
 def summarize_end_to_end(runs: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Per policy: the median seconds of ``testbed simulate`` on each side with its interval,
-    and this side's over the other's."""
+    """Per size and policy: the median seconds of ``testbed simulate`` on each side with its
+    interval, and this side's over the other's; a side whose command lacked something has
+    ``{side}_missing`` (its last error line) instead."""
     summary = []
-    for scheduler in dict.fromkeys(r["policy"] for r in runs.get("this", [])):
-        seconds = {side: [r["seconds"] for r in found if r["policy"] == scheduler]
-                   for side, found in runs.items()}
-        entry: dict[str, Any] = {"policy": scheduler, "runs": len(seconds["this"])}
-        entry.update({side: _interval(median_interval(values))
-                      for side, values in seconds.items()})
+    for jobs, scheduler in dict.fromkeys((r["jobs"], r["policy"])
+                                         for r in runs.get("this", [])):
+        mine = {side: [r for r in found if (r["jobs"], r["policy"]) == (jobs, scheduler)]
+                for side, found in runs.items()}
+        entry: dict[str, Any] = {"jobs": jobs, "policy": scheduler, "runs": len(mine["this"])}
+        seconds = {}
+        for side, found in mine.items():
+            missing = [r["missing"] for r in found if "missing" in r]
+            if missing:
+                entry[f"{side}_missing"] = missing[0]
+            else:
+                seconds[side] = [r["seconds"] for r in found]
+                entry[side] = _interval(median_interval(seconds[side]))
         if "against" in seconds:
             entry["this_over_against"] = _interval(ratio_interval(seconds["this"],
                                                                   seconds["against"]))
@@ -317,8 +348,6 @@ def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     sides = list(document["checkouts"])
     header = ["jobs", "policy", "runs", "jobs/s", "us a job", "results s", "simulated span",
               "simulated / wall", "peak RSS MiB"]
-    if "against" in sides:
-        header += ["against jobs/s", "this / against", "against results s"]
     if "no_log" in sides:
         header += ["without log jobs/s", "log's share"]
     out = []
@@ -327,9 +356,6 @@ def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
         row = [f"{entry['jobs']:,}", entry["policy"], str(entry["runs"]), _rate(this),
                f"{1e6 / this['value']:.1f}", _rate(entry["report_s"], 1), _span(entry["span_s"]),
                _rate(entry["span_per_wall_s"]), _rate(entry["peak_rss_mib"])]
-        if "against" in sides:
-            row += [_rate(entry.get("against")), _rate(entry.get("this_over_against"), 2),
-                    _rate(entry.get("against_report_s"), 1)]
         if "no_log" in sides:
             no_log = entry.get("no_log")
             share = "-" if no_log is None else f"{1 - this['value'] / no_log['value']:.0%}"
@@ -340,15 +366,18 @@ def rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
 
 def end_to_end_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """The header and rows of the end-to-end table of a ``measure_repeated`` document."""
-    header = ["policy", "runs", "testbed simulate s"]
+    header = ["jobs", "policy", "runs", "testbed simulate s"]
     against = "against" in document["end_to_end"]
     if against:
         header += ["against s", "this / against"]
     out = []
     for entry in document["end_to_end_summary"]:
-        row = [entry["policy"], str(entry["runs"]), _rate(entry["this"], 2)]
+        row = [f"{entry['jobs']:,}", entry["policy"], str(entry["runs"]),
+               _rate(entry["this"], 2)]
         if against:
-            row += [_rate(entry["against"], 2), _rate(entry["this_over_against"], 2)]
+            lacking = entry.get("against_missing")
+            row += ([f"lacking: {lacking}", "-"] if lacking is not None else
+                    [_rate(entry["against"], 2), _rate(entry["this_over_against"], 2)])
         out.append(row)
     return header, out
 
@@ -394,12 +423,16 @@ def markdown(document: dict[str, Any], command: str) -> str:
     if document["end_to_end_summary"]:
         header, body = end_to_end_rows(document)
         lines += [f"What a user waits for: `python -m testbed simulate lublin.swf --scheduler "
-                  f"POLICY --pes {document['pes']} --estimates perfect` on the "
-                  f"{end_to_end_jobs(document['jobs'], document['once_from']):,}-job workload "
+                  f"POLICY --pes {document['pes']} --estimates perfect` (gang with "
+                  f"`--timeslice {GANG_QUANTUM_S:g} --mpl {GANG_MPL}`, the batch policies "
+                  "`--allocator first-fit`, as above) on the workload "
                   "written as SWF (times rounded to "
                   "seconds), from the command's start to its exit with `jobs.csv` and "
                   "`summary.json` written: starting Python, reading the trace, simulating and "
-                  "deriving the results.  Wall seconds, medians with intervals as above.", "",
+                  "deriving the results.  Wall seconds, medians with intervals as above"
+                  + ("; the other checkout runs its own command on the same files, the two "
+                     "taking turns" if "against" in document["end_to_end"] else "")
+                  + ".", "",
                   "| " + " | ".join(header) + " |", "|" + "---|" * len(header),
                   *("| " + " | ".join(row) + " |" for row in body), ""]
     return "\n".join(lines)
@@ -429,9 +462,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --repeats: sizes of JOBS jobs or more run once, on this side only")
     p.add_argument("--end-to-end", default="", metavar="POLICIES",
                    help="with --repeats: also time testbed simulate under these policies")
-    p.add_argument("--against", type=checkout_type("benchmarks/simulator.py"), default=None,
+    p.add_argument("--against", type=checkout_type("testbed/__main__.py"), default=None,
                    metavar="CHECKOUT",
-                   help="with --repeats: also run that checkout's simulator, taking turns")
+                   help="with --repeats: also time that checkout's testbed simulate, taking "
+                        "turns")
     p.add_argument("--without-log", action="store_true",
                    help="with --repeats: also run every policy with --no-log")
     p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",

@@ -385,8 +385,12 @@ def _simulator_document(rates: dict[str, list[float]]) -> dict[str, Any]:
     runs["this"].append({"policy": "easy", "jobs": 10_000, "jobs_per_s": 40_000,
                          "report_s": 2.0, "span_s": 86400.0 * 300, "span_per_wall_s": 2e6,
                          "peak_rss_mib": 500.0})
-    end_to_end = {"this": [{"policy": "easy", "seconds": s} for s in (4.0, 5.0, 6.0)],
-                  "against": [{"policy": "easy", "seconds": s} for s in (10.0, 10.0, 10.0)]}
+    end_to_end = {"this": [{"policy": p, "jobs": 1000, "seconds": s} for s in (4.0, 5.0, 6.0)
+                           for p in ("easy", "gang")],
+                  "against": [*({"policy": "easy", "jobs": 1000, "seconds": s}
+                                for s in (10.0, 10.0, 10.0)),
+                              *({"policy": "gang", "jobs": 1000,
+                                 "missing": "testbed: error: unknown scheduler"},) * 3]}
     return {"checkouts": {side: {"path": side, "commit": "abc"} for side in rates},
             "repeats": len(rates["this"]), "runs": runs, "summary": simulator.summarize(runs),
             "host": {"uname": "Linux", "cpus": 2, "python": "3.11"}, "date": "today",
@@ -397,31 +401,31 @@ def _simulator_document(rates: dict[str, list[float]]) -> dict[str, Any]:
 
 def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
     document = _simulator_document({"this": [20_000, 25_000, 30_000],
-                                    "against": [10_000, 10_000, 10_000],
                                     "no_log": [50_000, 50_000, 50_000]})
+    document["checkouts"]["against"] = {"path": "old", "commit": "def"}
     entry, once = document["summary"]
     assert entry["this"]["value"] == 25_000 and entry["runs"] == 3
-    assert entry["this_over_against"]["value"] == pytest.approx(2.5)
     assert entry["this"]["low"] <= 25_000 <= entry["this"]["high"]
-    assert once["runs"] == 1 and "against" not in once
+    assert once["runs"] == 1 and "no_log" not in once
     header, rows = simulator.rows(document)
+    assert "this / against" not in header     # the other checkout is timed by its command only
     row = dict(zip(header, rows[0], strict=True))
     assert row["jobs/s"].startswith("25,000 [") and row["us a job"] == "40.0"
-    assert row["jobs/s"].endswith("] (75 %)")
-    assert row["this / against"].startswith("2.50") and row["log's share"] == "50%"
-    assert row["against results s"].startswith("1.0")
+    assert row["jobs/s"].endswith("] (75 %)") and row["log's share"] == "50%"
     assert row["simulated span"] == "30 d" and row["simulated / wall"].startswith("1,000,000")
     single = dict(zip(header, rows[1], strict=True))
     assert single["jobs"] == "10,000" and single["runs"] == "1"
-    assert single["jobs/s"] == "40,000" and single["this / against"] == "-"
+    assert single["jobs/s"] == "40,000" and single["without log jobs/s"] == "-"
     assert single["peak RSS MiB"] == "500"
     header, rows = simulator.end_to_end_rows(document)
-    assert rows[0][:3] == ["easy", "3", "5.00 [4.00, 6.00] (75 %)"]
-    assert rows[0][4].startswith("0.50")
+    assert rows[0][:4] == ["1,000", "easy", "3", "5.00 [4.00, 6.00] (75 %)"]
+    assert rows[0][5].startswith("0.50")
+    assert rows[1][4:] == ["lacking: testbed: error: unknown scheduler", "-"]
     page = simulator.markdown(document, "python -m benchmarks.simulator --repeats 3")
     assert page.startswith("# Simulator speed") and "| 1,000 | easy | 3 | 25,000 [" in page
     assert "except the 10,000-job rows: one run each" in page
-    assert "`python -m testbed simulate lublin.swf" in page and "the 1,000-job workload" in page
+    assert "`python -m testbed simulate lublin.swf" in page
+    assert "the same files, the two taking turns" in page
     assert simulator.end_to_end_jobs([10_000, 100_000, 1_000_000], 1_000_000) == 100_000
 
 
