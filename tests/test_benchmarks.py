@@ -1020,3 +1020,31 @@ def test_the_futex_floor_takes_every_ring_when_rings_come_faster_than_it_wakes()
                           timeout=60)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["wakeup_us"]["p50"] >= 0
+
+
+def test_the_index_lists_every_benchmark_once_by_group():
+    """``python -m benchmarks`` lists every module of benchmarks/ that has a command line, once,
+    and names only pages the docs have."""
+    from benchmarks.__main__ import GROUPS, lines
+    root = Path(__file__).parents[1]
+    listed = [e.module for entries in GROUPS.values() for e in entries]
+    commands = sorted(p.stem for p in (root / "benchmarks").glob("*.py")
+                      if p.stem != "__main__" and 'if __name__ == "__main__"' in p.read_text())
+    commands.append("reproduce")
+    assert sorted(listed) == sorted(commands)
+    for e in (e for entries in GROUPS.values() for e in entries):
+        assert e.page in ("-", "OUT/report.md") or (root / "docs" / "results" / e.page).is_file()
+    assert any(line.startswith("  python -m benchmarks.cow ") for line in lines())
+
+
+@pytest.mark.realtime
+def test_every_listed_benchmark_answers_help():
+    """Each command of the index runs as written: ``python -m benchmarks.NAME --help`` exits 0."""
+    from benchmarks.__main__ import GROUPS
+    failed = []
+    for module in (e.module for entries in GROUPS.values() for e in entries):
+        done = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", "--help"],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            failed.append((module, done.stderr.strip()[-300:]))
+    assert failed == []
