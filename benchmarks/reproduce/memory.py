@@ -42,7 +42,7 @@ from testbed.experiments import stats
 
 PAPER = "MEMORY"
 LINEAR = within(0.8, 1.25)
-SUPERLINEAR = above(1.25)
+SUPERLINEAR = above(1.0)      # the paper states a direction, no size
 THETAS = (1.0, 2.0)      # Fig 5's lowest and highest locality
 FIG6_LIMITS = (("C=0.8", 0.8), ("C=2", 2.0))     # Fig 6's limits besides Fig 5's
 # §4.3: "starts to grow when the load becomes more than 0.5": from 0.3 to 0.5 the queued share
@@ -81,7 +81,7 @@ SPECS = specs(
      "mechanism the graph is linear\""),
     ("memory-f5-superlinear", "§4.2, Fig 5", "Without admission, execution time "
      f"grows super-linearly once the jobs exceed memory (that ratio {SUPERLINEAR.describe()}, "
-     "θ = 1 and 2); a band", "\"When there is no memory limit, the graph's gradient grows "
+     "θ = 1 and 2); direction", "\"When there is no memory limit, the graph's gradient grows "
      "super-linearly with the number of jobs\""),
     ("memory-f6-overallocation", "§4.2, Fig 6", "At low locality (θ = 1) overallocating "
      "memory (C = 2) makes the jobs slower than a limit at physical memory (C = 1); direction",
@@ -110,7 +110,6 @@ SPECS = specs(
      "a high degree of locality, this happens at a higher load.\""),
     checks={
         "memory-f5-linear": "band",
-        "memory-f5-superlinear": "band",
         "memory-f6-stays-low": "band",
         "memory-43-queued-grows": "band",
         "memory-43-queued-80": "figure",
