@@ -11,7 +11,7 @@ does not grow with the work, and the *displaced* part, the most a rank's time in
 exceeded the CPU time it ran (the benchmark computes its work in CPU time, so any other
 process on its CPU, or a hypervisor's steal, lengthens it in proportion to the work).  Beside
 them ``steal_share``, the share of all CPU time the hypervisor took during the jobs
-(``/proc/stat``; None where it cannot be read).  Usage:
+(``psutil.cpu_times``; None where there is no steal).  Usage:
 ``python -m benchmarks.launch_overhead [--repeats 7] [--gap 0.5]``
 """
 
@@ -21,6 +21,9 @@ import argparse
 import json
 import os
 import shutil
+from typing import Any
+
+import psutil
 
 from benchmarks.harness import events, host, jobs, median, run_workload
 
@@ -34,9 +37,9 @@ def measure(size: int, repeats: int, gap: float, work: float = 0.0) -> dict[str,
     its end."""
     text = "".join(f"{i * (gap + work):.3f} {size} bsp --work {work:g} --pattern none\n"
                    for i in range(repeats))
-    before = cpu_ticks()
+    before = cpu_times()
     run = run_workload(text, "--scheduler", "fcfs")
-    after = cpu_ticks()
+    after = cpu_times()
     try:
         rows = jobs(run)
         logged = events(run)
@@ -59,27 +62,26 @@ def measure(size: int, repeats: int, gap: float, work: float = 0.0) -> dict[str,
             "ranks_found_median_s": median(found) if found else None}
 
 
-def cpu_ticks() -> list[int] | None:
-    """The machine's CPU time by state (``/proc/stat``'s first line, clock ticks: user, nice,
-    system, idle, iowait, irq, softirq, steal), or None where it cannot be read."""
-    try:
-        with open("/proc/stat") as f:
-            fields = f.readline().split()
-    except OSError:
-        return None
-    if len(fields) < 9 or fields[0] != "cpu":
-        return None
-    return [int(x) for x in fields[1:9]]
+STATES = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+"""The CPU states that together make all of a Linux machine's CPU time (guest time is counted
+in user and nice)."""
 
 
-def steal_share(before: list[int] | None, after: list[int] | None) -> float | None:
-    """The share of all CPU time between two ``cpu_ticks`` readings that the hypervisor took
+def cpu_times() -> Any | None:
+    """The machine's CPU time by state (``psutil.cpu_times``, s), or None where it has no
+    steal (not Linux)."""
+    times = psutil.cpu_times()
+    return times if hasattr(times, "steal") else None
+
+
+def steal_share(before: Any | None, after: Any | None) -> float | None:
+    """The share of all CPU time between two ``cpu_times`` readings that the hypervisor took
     (steal); None without both readings or without time between them."""
     if before is None or after is None:
         return None
-    spent = [b - a for a, b in zip(before, after, strict=True)]
-    total = sum(spent)
-    return round(spent[7] / total, 5) if total > 0 else None
+    spent = {state: getattr(after, state) - getattr(before, state) for state in STATES}
+    total = sum(spent.values())
+    return round(spent["steal"] / total, 5) if total > 0 else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -222,9 +222,11 @@ def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
     commands = {"this": HERE}
     if args.against is not None:
         commands["against"] = args.against.resolve()
-    policies = args.end_to_end or (args.policies if args.against is not None else [])
-    sizes = ([jobs for jobs in args.jobs if jobs < args.once_from] or [min(args.jobs)]
-             if args.against is not None else [end_to_end_jobs(args.jobs, args.once_from)])
+    if args.against is None:
+        policies, sizes = args.end_to_end, [end_to_end_jobs(args.jobs, args.once_from)]
+    else:
+        policies = args.end_to_end or args.policies
+        sizes = [jobs for jobs in args.jobs if jobs < args.once_from] or [min(args.jobs)]
     started = time.time()
     runs: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
     end_to_end: dict[str, list[dict[str, Any]]] = {side: [] for side in commands}
@@ -258,8 +260,7 @@ def measure_repeated(args: argparse.Namespace) -> dict[str, Any]:
                               f"{scheduler} {side}: "
                               f"{record.get('seconds', record.get('missing'))}",
                               file=sys.stderr)
-    checkouts = {"this": HERE, **({"no_log": HERE} if args.without_log else {}),
-                 **({"against": commands["against"]} if "against" in commands else {})}
+    checkouts = {**{side: checkout for side, (checkout, _) in sides.items()}, **commands}
     return {"benchmark": "simulator", "host": host(),
             "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
             "seconds": round(time.time() - started, 1), "jobs": args.jobs, "pes": args.pes,
