@@ -59,9 +59,11 @@ Writes ``cow-setN.json`` and ``cow-setN.png`` under ``--out`` and prints a table
 ``--json`` one record per cell: ``{"policy", "inv_lambda", "inv_lambda_owner",
 "inv_mu_owner", "rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth",
 "delivered",
-"rts", "us", "us_owners", "tasks", "redo", "restart", "hold", "owner_pick", "utilization"}``
-(``u_repeated`` and ``u_owners``: the aborted runs' and the owners' share of 16 x the span;
-``rts``, ``us`` and ``us_owners``: each replication's RT, U and owners' share, by seed); a
+"rts", "us", "us_owners", "rts_early", "rts_late", "tasks", "redo", "restart", "hold",
+"owner_pick", "utilization"}`` (``u_repeated`` and ``u_owners``: the aborted runs' and the
+owners' share of 16 x the span; ``rts``, ``us`` and ``us_owners``: each replication's RT, U
+and owners' share, by seed; ``rts_early`` and ``rts_late``: each replication's RT of the gangs
+arriving in the first and the second half of its arrivals, how RT grows with run length); a
 set's JSON also has ``seconds``, the time the run's sets took to simulate, and ``workers``.
 ``--markdown PAGE`` also writes the tables, the paper's claims checked against them, and with
 ``--readings`` each other reading of one choice (2 replications of ``--readings-jobs`` gangs,
@@ -154,8 +156,10 @@ class Reading:
 @dataclass(frozen=True)
 class Replication:
     """What one replication measured: mean RT (s), U, the aborted runs' and the owners' shares
-    of the PE time, restarts per gang, the growth of the number in the system and the work
-    delivered over the work offered."""
+    of the PE time, restarts per gang, the growth of the number in the system, the work
+    delivered over the work offered, and the mean RT (s) of the gangs arriving in the first
+    and in the second half of the arrival span (equal but for chance in a queue that
+    settles; the second larger in one that grows)."""
 
     rt: float
     u: float
@@ -164,6 +168,8 @@ class Replication:
     restarts: float
     growth: float
     delivered: float
+    rt_early: float
+    rt_late: float
 
 
 @dataclass(frozen=True)
@@ -277,9 +283,13 @@ def summarize(log: Path, utilization: str) -> Replication | Stopped:
     end = max(r.arrival for r in rows)
     early, late = (in_system(rows, a, b) for a, b in ((0.0, end / 2), (end / 2, end)))
     start = min(r.arrival for r in rows)
+    middle = (start + end) / 2
+    halves = ([r.response or 0.0 for r in kept if r.arrival <= middle],
+              [r.response or 0.0 for r in kept if r.arrival > middle])
     return Replication(statistics.fmean(r.response or 0.0 for r in kept), u, repeated, owners,
                        statistics.fmean(r.restarts for r in kept), late / early,
-                       delivered(start, end, max(r.end or 0.0 for r in rows)))
+                       delivered(start, end, max(r.end or 0.0 for r in rows)),
+                       *(statistics.fmean(h) if h else math.nan for h in halves))
 
 
 def delivered(first_arrival: float, last_arrival: float, last_end: float) -> float:
@@ -435,7 +445,7 @@ def assemble(cell_list: list[tuple[float, float, float]], replications: int, job
 
 
 FIGURES = ("rt", "rt_ci", "u", "u_ci", "restarts", "u_repeated", "u_owners", "growth",
-           "delivered", "rts", "us", "us_owners")
+           "delivered", "rts", "us", "us_owners", "rts_early", "rts_late")
 
 
 def figures(found: Sequence[Figures]) -> dict[str, Any]:
@@ -458,7 +468,9 @@ def figures(found: Sequence[Figures]) -> dict[str, Any]:
             "growth": round(statistics.median(r.growth for r in ran), 3),
             "delivered": round(statistics.median(r.delivered for r in ran), 4),
             "rts": [round(x, 3) for x in rts], "us": [round(x, 4) for x in us],
-            "us_owners": [round(r.u_owners, 4) for r in ran]}
+            "us_owners": [round(r.u_owners, 4) for r in ran],
+            "rts_early": [round(r.rt_early, 3) for r in ran],
+            "rts_late": [round(r.rt_late, 3) for r in ran]}
 
 
 def run_cells(cell_list: list[tuple[float, float, float]], replications: int, jobs: int,

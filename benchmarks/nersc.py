@@ -3,16 +3,26 @@
 ``python -m benchmarks.nersc [--quick] [--seed N] [--span S] [--simulate] [--pes N]
 [--seeds K] [--workers N] [--json] [--out DIR] [--markdown PAGE]``
 
-A seeded mix of small jobs (1 PE up to a quarter of the machine, work 1-6 s) and large jobs
-(half the machine, or 512/644 of it: NERSC's largest queue, pe512, on its 644-PE region; work
-4-10 s), Poisson arrivals over ``--span`` seconds offering about 0.55 and 0.45 of the machine.
+Two mixes.  Simulated (``--simulate``), NERSC's own workload as the paper's Table 2 gives it
+(``table2_mix``): four application-size bins, 2-16, 17-64, 65-128 and 129-512 PEs of 644,
+scaled to the machine, holding 55.8, 38.1, 4.8 and 1.3 % of the applications and 6.5, 55.7,
+28.7 and 9.1 % of the PE-hours, offered at 1.3 times the machine (NQS's "global MPP PE limit
+of 832" on 644 PEs: "sufficient work in the NQS queues"); the large jobs are the top bin.  On
+real processes (2 PEs, where those bins cannot be told apart) a miniature (``mix``): small jobs
+(1 PE up to a quarter of the machine, work 1-6 s) and large jobs (half the machine, or 512/644
+of it: NERSC's largest queue, pe512; work 4-10 s), Poisson arrivals over ``--span`` seconds
+offering about 0.55 and 0.45 of the machine.
 Five configurations run the same jobs, all placing an application on any free PEs (first fit:
 the T3E's torus had no buddy blocks):
 
 * ``before``: psched as NERSC ran it before UNICOS/mk 2.0.4: the load balancer only, no gang
-  scheduling, the PEs split into a Batch and a Mixed domain (``psched-split``);
-* ``split-gang``: the weeks after the upgrade (the paper's Table 6, "Since 2.0.4"): the same
-  domains and balancer with 2.0.4's gang scheduling, two applications a PE, no prime jobs
+  scheduling, the PEs split into a Batch and a Mixed domain (``psched-split``), and NERSC's
+  de-fragment script (``--defrag``: a job at the head of the queue for 120 s holds back the
+  jobs behind it);
+* ``split-gang``: our guess at the weeks after the upgrade (the paper's Table 6, "Since
+  2.0.4", which does not say what ran then: 2.0.4 had been tested "in non-production,
+  dedicated timeslots"): the same domains, balancer and de-fragmenting with 2.0.4's gang
+  scheduling, two applications a PE, no prime jobs
   (``psched-split-gang``);
 * ``gang``: plain gang scheduling, MPL 2, 0.2 s slices, no load balancer;
 * ``nersc``: psched as NERSC ran it: app_max=1, abs_app_max=2, the large jobs ``prime``, the
@@ -43,7 +53,7 @@ import random
 import shutil
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,19 +73,28 @@ from testbed.policies.psched import batch_pes
 from testbed.results.metrics import job_rows
 
 SMALL_LOAD, LARGE_LOAD = 0.55, 0.45
+NERSC_PES = 644
+ACCEPTANCE_DAYS = 14         # the acceptance ran two weeks: a run's span as 14 "days"
+# Table 2: (smallest, largest PEs of 644, % of all applications, % of PE-hours)
+TABLE_2 = ((2, 16, 55.8, 6.5), (17, 64, 38.1, 55.7), (65, 128, 4.8, 28.7), (129, 512, 1.3, 9.1))
+TABLE_2_LOAD = 832 / 644     # NQS's global MPP PE limit over the APP region's PEs
+TABLE_2_MEAN_WORK = 10.0     # s: the mean job's work (the paper gives shares, not seconds)
 SMALL_WORK, LARGE_WORK = (1.0, 6.0), (4.0, 10.0)
 FIRST_FIT = ("--allocator", "first-fit")
 PSCHED = ("--scheduler", "psched", "--app-max", "1", "--abs-app-max", "2", "--balance", "2",
           *FIRST_FIT)
+# NERSC's de-fragment script ran "once or twice a day"; with the mean job's work at 10 s
+# standing for about an hour, half a day is about 120 s
+DEFRAG = ("--defrag", "120")
 CONFIGS: dict[str, tuple[bool, tuple[str, ...]]] = {       # name: (large jobs prime, options)
-    "before": (False, ("--scheduler", "psched-split", "--balance", "2", *FIRST_FIT)),
+    "before": (False, ("--scheduler", "psched-split", "--balance", "2", *DEFRAG, *FIRST_FIT)),
     "split-gang": (False, ("--scheduler", "psched-split-gang", "--app-max", "2",
-                           "--abs-app-max", "2", "--balance", "2", *FIRST_FIT)),
+                           "--abs-app-max", "2", "--balance", "2", *DEFRAG, *FIRST_FIT)),
     "gang": (False, ("--scheduler", "gang", "--mpl", "2", *FIRST_FIT)),
     "nersc": (True, PSCHED),
     "no-prime": (False, PSCHED),
 }
-METRICS = ("utilization", "large_mean", "large_median", "small_mean", "small_median",
+METRICS = ("utilization", "busy", "large_mean", "large_median", "small_mean", "small_median",
            "migrations", "makespan")
 
 
@@ -104,10 +123,74 @@ def mix(pes: int, span: float, seed: int, prime: bool) -> str:
     return header + "".join(f"{t:.2f} {rest}\n" for t, rest in sorted(lines))
 
 
-def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int) -> dict[str, Any]:
-    """The figures of one run from its events and ``summary.json``."""
+def table2_bins(pes: int) -> list[tuple[int, int]]:
+    """Table 2's size bins (2-16, 17-64, 65-128, 129-512 PEs of NERSC's 644) scaled to
+    ``pes`` PEs: each bin's top scaled and rounded, each bottom one above the bin before."""
+    bins, low = [], 1
+    for _, top, _, _ in TABLE_2:
+        high = max(low, round(top * pes / NERSC_PES))
+        bins.append((low, high))
+        low = high + 1
+    return bins
+
+
+def table2_mix(pes: int, span: float, seed: int, prime: bool,
+               load: float = TABLE_2_LOAD) -> str:
+    """The workload text of NERSC's Table 2 over ``span`` s on ``pes`` PEs: Poisson arrivals
+    offering ``load`` of the machine; a job's bin drawn by Table 2's share of applications, its
+    size uniform over the bin, its work exponential with the bin's mean, the means set so that
+    each bin carries Table 2's share of the PE-hours and the mean job works
+    ``TABLE_2_MEAN_WORK`` s; the top bin's jobs carry ``prime`` if asked."""
+    rng = random.Random(seed)
+    bins = table2_bins(pes)
+    apps = [row[2] / 100 for row in TABLE_2]
+    sizes_mean = [(low + high) / 2 for low, high in bins]
+    unit = [row[3] / (share * size) for row, share, size in zip(TABLE_2, apps, sizes_mean,
+                                                                strict=True)]
+    scale = TABLE_2_MEAN_WORK / sum(a * u for a, u in zip(apps, unit, strict=True))
+    works = [u * scale for u in unit]
+    offered = sum(a * s * w for a, s, w in zip(apps, sizes_mean, works, strict=True))
+    gap = offered / (load * pes)
+    lines = []
+    t = rng.expovariate(1 / gap)
+    while t < span:
+        b = rng.choices(range(len(bins)), weights=apps)[0]
+        word = "prime " if prime and b == len(bins) - 1 else ""
+        work = max(0.01, rng.expovariate(1 / works[b]))
+        lines.append(f"{t:.2f} {rng.randint(*bins[b])} {word}bsp --work {work:.2f}\n")
+        t += rng.expovariate(1 / gap)
+    header = (f"# testbed: seed={seed} benchmark=nersc-table2 span={span} pes={pes} "
+              f"load={load}\n")
+    return header + "".join(lines)
+
+
+def large_sizes(pes: int, simulate: bool) -> set[int]:
+    """The sizes of the large jobs: Table 2's top bin when simulated, else the miniature's."""
+    if simulate:
+        low, high = table2_bins(pes)[-1]
+        return set(range(low, high + 1))
+    return set(sizes(pes)[1])
+
+
+def bin_shares(evs: list[dict[str, Any]], pes: int) -> list[float]:
+    """The PE-time of the jobs that finished, by Table 2's size bins (scaled to ``pes``), as
+    shares of the whole (0-1): what the machine delivered to each bin."""
+    bins = table2_bins(pes)
+    done = [0.0] * len(bins)
+    for r in job_rows(evs):
+        if r.runtime is None:
+            continue
+        b = next(i for i, (low, high) in enumerate(bins) if low <= r.size <= high)
+        done[b] += r.size * r.work
+    total = sum(done)
+    return [round(d / total, 4) if total else 0.0 for d in done]
+
+
+def measure(evs: list[dict[str, Any]], summary: dict[str, Any], pes: int,
+            large: set[int]) -> dict[str, Any]:
+    """The figures of one run from its events and ``summary.json``; ``large``: the sizes
+    of the large jobs."""
     rows = job_rows(evs)
-    _, large = sizes(pes)
     large_r = [r.response for r in rows if r.size in large and r.response is not None]
     small_r = [r.response for r in rows if r.size not in large and r.response is not None]
     large_w = [r.wait for r in rows if r.size in large and r.wait is not None]
@@ -131,11 +214,41 @@ def pe_time(evs: list[dict[str, Any]], pes: int) -> dict[str, float]:
     the job of a matrix row that is not running, and none that is) and ``free_idle`` (no job
     holds it).  Where the balancer or gang scheduling loses time shows here: a PE waiting
     for its row is idle although it holds work."""
-    until = max((e["t"] for e in evs if e["event"] == "arrival"), default=0.0)
+    until = _last_arrival(evs)
+    share = {"busy": 0.0, "held_idle": 0.0, "free_idle": 0.0}
+    for begin, end, count in _pe_states(evs, pes, until):
+        for key in share:
+            share[key] += count[key] * (end - begin)
+    total = pes * until
+    return {key: round(value / total, 3) if total else 0.0 for key, value in share.items()}
+
+
+def busy_windows(evs: list[dict[str, Any]], pes: int, windows: int) -> list[float]:
+    """The busy share of the PE-time (0-1) in each of ``windows`` equal windows from the start
+    to the last arrival, in order: how utilization varied over the run."""
+    until = _last_arrival(evs)
+    width = until / windows if until > 0 else 0.0
+    busy = [0.0] * windows
+    for begin, end, count in _pe_states(evs, pes, until):
+        while width > 0 and begin < end:
+            w = min(int(begin / width), windows - 1)
+            edge = min(end, (w + 1) * width) if w < windows - 1 else end
+            busy[w] += count["busy"] * (edge - begin)
+            begin = edge
+    return [round(b / (pes * width), 4) if width else 0.0 for b in busy]
+
+
+def _last_arrival(evs: list[dict[str, Any]]) -> float:
+    return max((e["t"] for e in evs if e["event"] == "arrival"), default=0.0)
+
+
+def _pe_states(evs: list[dict[str, Any]], pes: int,
+               until: float) -> Iterator[tuple[float, float, dict[str, int]]]:
+    """The intervals up to ``until`` between the events that change a PE's state, each with
+    the number of PEs in each state (``busy``, ``held_idle``, ``free_idle``)."""
     held, running = [0] * pes, [0] * pes
     where: dict[str, list[int]] = {}
     active: set[str] = set()
-    share = {"busy": 0.0, "held_idle": 0.0, "free_idle": 0.0}
     count = {"busy": 0, "held_idle": 0, "free_idle": pes}
     last = 0.0
 
@@ -154,8 +267,8 @@ def pe_time(evs: list[dict[str, Any]], pes: int) -> dict[str, float]:
         if kind not in ("start", "resume", "suspend", "finish", "migrate"):
             continue
         now = min(e["t"], until)
-        for key in share:
-            share[key] += count[key] * (now - last)
+        if now > last:
+            yield last, now, dict(count)
         last = now
         if kind == "start":
             where[job] = list(e["pes"])
@@ -175,10 +288,8 @@ def pe_time(evs: list[dict[str, Any]], pes: int) -> dict[str, float]:
             change(job, -1, -run)
             where[job] = list(e["pes"])
             change(job, 1, run)
-    for key in share:
-        share[key] += count[key] * (until - last)
-    total = pes * until
-    return {key: round(value / total, 3) if total else 0.0 for key, value in share.items()}
+    if until > last:
+        yield last, until, dict(count)
 
 
 def _stat(stat: Callable[[list[float]], float], values: list[float]) -> float | None:
@@ -186,20 +297,41 @@ def _stat(stat: Callable[[list[float]], float], values: list[float]) -> float | 
 
 
 def run(out: Path, pes: int, span: float, seed: int, simulate: bool) -> list[dict[str, Any]]:
-    """Run every configuration on one seeded mix; one record each."""
+    """Run every configuration on one seeded mix (Table 2's when ``simulate``, else the
+    miniature); one record each."""
     records = []
+    make = table2_mix if simulate else mix
     for config, (prime, options) in CONFIGS.items():
         path = out / f"workload-{seed}-{'prime' if prime else 'plain'}.txt"
-        path.write_text(mix(pes, span, seed, prime))
+        path.write_text(make(pes, span, seed, prime))
         run_dir = out / f"{config}-{seed}"
         if (run_dir / "config.json").is_file():
             shutil.rmtree(run_dir)  # this benchmark's own run of an earlier invocation
         testbed("simulate" if simulate else "run", str(path), "--pes", str(pes), *options,
                 "--out", str(run_dir))
         summary = json.loads((run_dir / "summary.json").read_text())
-        records.append({"config": config, "seed": seed,
-                        **measure(events(run_dir), summary, pes)})
+        evs = events(run_dir)
+        record = {"config": config, "seed": seed,
+                  **measure(evs, summary, pes, large_sizes(pes, simulate))}
+        if simulate:
+            record["bins"] = bin_shares(evs, pes)
+            record["busy_days"] = busy_windows(evs, pes, ACCEPTANCE_DAYS)
+        records.append(record)
     return records
+
+
+def describe_mix(pes: int, simulate: bool) -> str:
+    """The mix in a sentence."""
+    if not simulate:
+        return (f"small jobs (1 PE to a quarter of the machine) offering {SMALL_LOAD:g} of the "
+                f"machine, large ones (half of it or 512/644 of it) {LARGE_LOAD:g}")
+    bins = ", ".join(f"{low}-{high} PEs ({row[2]:g} % of the jobs, {row[3]:g} % of the "
+                     "PE-time)" for (low, high), row in zip(table2_bins(pes), TABLE_2,
+                                                          strict=True))
+    return (f"NERSC's Table 2 scaled to {pes} of 644 PEs, bins {bins}, offering "
+            f"{TABLE_2_LOAD:.3g} of the machine (NQS's limit of 832 PEs on 644), a job's work "
+            f"exponential with its bin's mean, {TABLE_2_MEAN_WORK:g} s on average; large jobs: "
+            "the top bin")
 
 
 def summarize(records: list[dict[str, Any]]) -> list[list[Any]]:
@@ -234,20 +366,23 @@ def markdown(records: list[dict[str, Any]], pes: int, span: float, simulate: boo
         *page_head("NERSC's psched configuration against gang", "benchmarks.nersc", command,
                    host(), measured),
         f"- {pes} PEs, {where}; seeds {', '.join(map(str, seeds))}, {span:g} s of Poisson "
-        f"arrivals each: small jobs (1 PE to a quarter of the machine) offering "
-        f"{SMALL_LOAD:g} of the machine, large ones (half of it or 512/644 of it) "
-        f"{LARGE_LOAD:g}; every configuration places on any free PEs (first fit)",
+        f"arrivals each: {describe_mix(pes, simulate)}; every configuration places on any "
+        "free PEs (first fit)",
         "- before: psched-split, the balancer only on a Batch and a Mixed domain, one "
-        "application a PE; split-gang: the same domains and balancer gang-scheduling two "
-        "applications a PE (2.0.4 before the single region); gang: MPL 2, 0.2 s slices; "
+        "application a PE, de-fragmenting after 120 s at the head of the queue; split-gang: "
+        "the same domains, balancer and de-fragmenting gang-scheduling two applications a PE "
+        "(our guess at 2.0.4 before the single region); gang: MPL 2, 0.2 s slices; "
         "nersc: psched with app_max 1, abs_app_max 2, the balancer every 2 s, the large jobs "
         "prime; no-prime: the same without prime jobs", "",
         "Utilization: " + ("work done over PEs x makespan" if simulate else
-                           "CPU seconds over PEs x makespan") + "; turnaround: response time "
+                           "CPU seconds over PEs x makespan") + "; busy: the share of the "
+        "PE-time up to the last arrival in which a job ran (a production machine's utilization "
+        "over a window in which work kept arriving); turnaround: response time "
         "(s); " + ("the median over the seeds and their range." if len(seeds) > 1 else
                    "one run of each configuration."), "",
-        *markdown_table(["config", "utilization", "large mean", "large median", "small mean",
-                         "small median", "migrations", "makespan (s)"], summarize(records)),
+        *markdown_table(["config", "utilization", "busy to the last arrival", "large mean",
+                         "large median", "small mean", "small median", "migrations",
+                         "makespan (s)"], summarize(records)),
         ""])
 
 

@@ -128,7 +128,7 @@ def check_policy_options(options: Options, schedulers: list[str]) -> None:
         value = getattr(options, option)
         if value is not None and value <= 0:
             raise UsageError(f"--{option.replace('_', '-')} must be > 0, got {value}")
-    for option in ("variation", "balance", "migration_delay"):
+    for option in ("variation", "balance", "migration_delay", "defrag"):
         value = getattr(options, option)
         if value < 0 or not math.isfinite(value):
             raise UsageError(f"--{option.replace('_', '-')} must be >= 0, got {value}")
@@ -359,7 +359,7 @@ def _policy_config(options: Options, scheduler: str, pes: int,
     return PolicyConfig(pes, options.mpl, options.timeslice, options.allocator, options.spin,
                         memory, prime, options.overrun, classes, options.variation,
                         options.balance, options.migration_delay, options.app_max,
-                        options.abs_app_max)
+                        options.abs_app_max, options.defrag)
 
 
 def _make_policy(scheduler: str, config: PolicyConfig) -> Policy:

@@ -55,6 +55,7 @@ class Options:
     migration_delay: float = PolicyConfig.migration_delay_s
     app_max: int = PolicyConfig.app_max
     abs_app_max: int = PolicyConfig.abs_app_max
+    defrag: float = PolicyConfig.defrag_s
     owners: tuple[float, float] | None = None
     owner_seed: int = 1
     # emulation

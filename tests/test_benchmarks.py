@@ -672,19 +672,39 @@ def test_t3d_classes_page_has_a_row_per_scheduler():
 def test_nersc_page_gives_medians_and_ranges_over_seeds():
     from benchmarks import nersc
 
-    records = [{"config": config, "seed": seed, "utilization": u, "large_mean": 10.0 * seed,
-                "large_median": 9.0, "small_mean": 5.0, "small_median": 4.0,
-                "migrations": seed - 1, "makespan": 2000.0 + seed}
+    records = [{"config": config, "seed": seed, "utilization": u, "busy": u,
+                "large_mean": 10.0 * seed, "large_median": 9.0, "small_mean": 5.0,
+                "small_median": 4.0, "migrations": seed - 1, "makespan": 2000.0 + seed}
                for seed in (1, 2, 3) for config, u in (("gang", 0.8), ("nersc", 0.97),
                                                        ("no-prime", 0.84))]
     page = nersc.markdown(records, 128, 2000.0, True, "python -m benchmarks.nersc --simulate",
                           "2026-11-25 12:00 UTC, 40 s")
     assert "`python -m benchmarks.nersc --simulate`" in page and "40 s" in page
     assert "- 128 PEs, in the simulator; seeds 1, 2, 3, 2000 s of Poisson arrivals" in page
-    assert "| nersc | 0.97 (0.97-0.97) | 20 (10-30) | 9 (9-9) |" in page
+    assert "NERSC's Table 2 scaled to 128 of 644 PEs, bins 1-3 PEs (55.8 % of the jobs" in page
+    assert "| nersc | 0.97 (0.97-0.97) | 0.97 (0.97-0.97) | 20 (10-30) | 9 (9-9) |" in page
     assert page.rstrip().endswith("| 1 (0-2) | 2002 (2001-2003) |")
     one = nersc.markdown(records[:3], 2, 60.0, False, "cmd", "now")
-    assert "no matrix row holds more processes" in one and "| gang | 0.800 | 10.000 |" in one
+    assert "no matrix row holds more processes" in one and "| gang | 0.800 | 0.800 | 10.000 |" in one
+    assert "small jobs (1 PE to a quarter of the machine)" in one
+
+
+def test_nersc_table2_mix_offers_the_papers_shares_and_load():
+    from benchmarks.nersc import TABLE_2, TABLE_2_LOAD, table2_bins, table2_mix
+    assert table2_bins(644) == [(1, 16), (17, 64), (65, 128), (129, 512)]
+    assert table2_bins(128) == [(1, 3), (4, 13), (14, 25), (26, 102)]
+    lines = [line.split() for line in table2_mix(128, 20000, 5, prime=True).splitlines()[1:]]
+    jobs = [(int(w[1]), float(w[-1]), w[2] == "prime") for w in lines]
+    bins = table2_bins(128)
+    which = [next(i for i, (lo, hi) in enumerate(bins) if lo <= size <= hi) for size, _, _ in jobs]
+    work = sum(size * w for size, w, _ in jobs)
+    for b, (_, _, apps, hours) in enumerate(TABLE_2):
+        mine = [j for j, k in zip(jobs, which, strict=True) if k == b]
+        assert abs(len(mine) / len(jobs) - apps / 100) < 0.03
+        assert abs(sum(size * w for size, w, _ in mine) / work - hours / 100) < 0.35 * hours / 100
+        assert all(prime == (b == 3) for _, _, prime in mine)
+    assert abs(work / (128 * 20000) - TABLE_2_LOAD) < 0.15
+    assert "prime" not in table2_mix(128, 200, 5, prime=False)
 
 
 def test_nersc_mix_primes_only_the_large_jobs():
@@ -708,7 +728,8 @@ def test_nersc_benchmark_simulated_primes_shorten_large_turnaround(tmp_path):
     assert records["nersc"]["large_mean"] < records["no-prime"]["large_mean"]
     assert records["nersc"]["large_mean"] < records["gang"]["large_mean"]
     assert records["gang"]["migrations"] == 0
-    assert records["nersc"]["utilization"] > records["before"]["utilization"]
+    assert all(abs(sum(r["bins"]) - 1) < 1e-3 and len(r["busy_days"]) == 14
+               for r in records.values())
     assert (tmp_path / "nersc.png").exists()
 
 
@@ -999,7 +1020,7 @@ def test_t3d_schemes_are_compared_job_by_job_where_the_records_pair_them():
 
 
 def test_nersc_pe_time_divides_the_span_up_to_the_last_arrival():
-    from benchmarks.nersc import pe_time
+    from benchmarks.nersc import busy_windows, pe_time
     evs = [{"t": 0.0, "event": "arrival", "job": "a"},
            {"t": 0.0, "event": "start", "job": "a", "pes": [0, 1]},
            {"t": 0.0, "event": "arrival", "job": "b"},
@@ -1016,6 +1037,9 @@ def test_nersc_pe_time_divides_the_span_up_to_the_last_arrival():
     # held idle: PE 1 holds the suspended a while b runs, 1; free: the rest, 8
     assert pe_time(evs, 4) == {"busy": round(7 / 16, 3), "held_idle": round(1 / 16, 3),
                                "free_idle": round(8 / 16, 3)}
+    # the first 2 s: a on 2 of 4 PEs; the next 2 s: b on 1 PE for 1 s, a on 2 PEs for 1 s
+    assert busy_windows(evs, 4, 2) == [0.5, 0.375]
+    assert busy_windows(evs, 4, 1) == [round(7 / 16, 4)]
 
 
 @pytest.mark.realtime

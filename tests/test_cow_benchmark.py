@@ -85,7 +85,7 @@ def test_a_run_still_busy_at_its_horizon_is_stopped_there(tmp_path):
 
 
 def test_a_cell_with_a_stopped_replication_has_no_figures():
-    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0, 1.0)
+    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0, 1.0, 9.0, 11.0)
     assert cow.figures([ran, ran])["rt"] == 10.0
     record = cow.figures([ran, cow.Stopped(60000.0004, 12)])
     assert record["settled"] is False
@@ -158,7 +158,7 @@ def test_a_cell_that_did_not_settle_is_shown_so_and_left_out_of_the_claims():
 
 def test_the_readings_table_says_which_readings_did_not_settle():
     default, sizes = cow.Reading(), (2, 50)
-    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0, 1.0)
+    ran = cow.Replication(10.0, 0.5, 0.1, 0.05, 0.4, 1.0, 1.0, 9.0, 11.0)
     done = {run: cow.Stopped(1000.0, 7) if run.reading.redo == "same" else ran
             for _, reading in [("default", default), *cow.readings(default)]
             for run in cow.plan(cow.PROBE, *sizes, reading)}

@@ -216,3 +216,18 @@ def test_split_domains_after_2_0_4_gang_schedule_inside_each_domain():
     before = make_policy("psched-split", PolicyConfig(16, allocator="first-fit", app_max=2,
                                                        abs_app_max=2))
     assert before.matrix.mpl == 1          # before 2.0.4 the limits stay one application a PE
+
+
+def test_split_psched_defragments_once_the_head_job_has_waited():
+    def run(defrag: float) -> list[str]:
+        policy = make_policy("psched-split", PolicyConfig(4, defrag_s=defrag))
+        launched = []
+        for t, job, size in ((0, "a", 2), (1, "b", 3), (2, "c", 1), (7, "d", 1)):
+            actions = policy.arrive(JobRequest(job, size, t), t)
+            launched += [a.job for a in actions if isinstance(a, Launch)]
+        return launched
+
+    # b (3 PEs) waits behind a in the Batch domain (PEs 0-2); c takes the Mixed PE (3)
+    assert run(0) == ["a", "c", "d"]          # d fits on the free Batch PE 2
+    assert run(5) == ["a", "c"]               # b has waited 6 s: nothing launches behind it
+    assert run(10) == ["a", "c", "d"]         # not yet

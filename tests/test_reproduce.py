@@ -224,7 +224,8 @@ def _cow_records(cells: list[tuple[float, float, float]], rt: dict[str, list[flo
                         "inv_mu_owner": mu, "rt": sum(rts) / 5, "rt_ci": cow_bench.interval(rts),
                         "u": sum(us) / 5, "u_ci": cow_bench.interval(us), "rts": rts, "us": us,
                         "us_owners": [0.1 / own] * len(SEEDS), "growth": 1.05,
-                        "delivered": 0.99})
+                        "delivered": 0.99, "rts_early": [0.98 * x for x in rts],
+                        "rts_late": [1.02 * x for x in rts]})
     return out
 
 
@@ -255,17 +256,30 @@ def test_cow_claims_are_judged_on_paired_replications():
     assert one["cow-rt-set1"].decision.verdict == CANNOT_TELL
 
 
-def test_cow_cells_that_did_not_settle_say_so_and_cannot_tell():
+def test_cow_cells_that_did_not_settle_are_judged_at_the_runs_length():
     cells = [(1.0, x, 1.0) for x in (1.0, 0.8, 0.6, 0.4)]
     set1 = _cow_records(cells, {"afcfs": [20, 80, 170, 500], "lgfs": [15, 70, 160, 470]},
                         {"afcfs": [0.5, 0.45, 0.37, 0.23], "lgfs": [0.52, 0.47, 0.36, 0.24]})
     for r in set1:
-        if r["inv_lambda_owner"] == 0.4:
+        if r["inv_lambda_owner"] <= 0.6:          # backlogs: the late arrivals wait longer
             r["delivered"] = cow_bench.DELIVERED_SETTLED - 0.2
+            r["rts_late"] = [2 * x for x in r["rts_early"]]
     found = cow.judge_records(set1, [], "given")
-    assert found["cow-rt-set1"].decision.verdict == CANNOT_TELL
-    assert "(1, 0.4): did not settle" in found["cow-rt-set1"].ours
-    assert "0.4: did not settle" in found["cow-shape-owners"].ours
+    assert found["cow-rt-set1"].decision.verdict == AGREES
+    assert "(1, 0.4)†: 0.94" in found["cow-rt-set1"].ours
+    assert "0.4†: 512 ± 2.2e+02" in found["cow-shape-owners"].ours
+    assert found["cow-threshold"].decision.verdict == AGREES
+    assert "lgfs 1/λ'=0.6 (14.33 PEs left): 2 [2, 2]" in found["cow-threshold"].ours
+    for r in set1:
+        if r["inv_lambda_owner"] == 0.8:          # 14.75 PEs left, yet growing
+            r["rts_late"] = [2 * x for x in r["rts_early"]]
+    assert cow.judge_records(set1, [], "given")["cow-threshold"].decision.verdict == DISAGREES
+    for r in set1:
+        if r["inv_lambda_owner"] == 0.4:          # a replication stopped at the horizon
+            r.update(dict.fromkeys(cow_bench.FIGURES), settled=False)
+    stopped = cow.judge_records(set1, [], "given")
+    assert stopped["cow-rt-set1"].decision.verdict == CANNOT_TELL
+    assert "(1, 0.4): stopped at its horizon" in stopped["cow-rt-set1"].ours
 
 
 def test_cow_u_counts_every_busy_processor_with_the_gangs_beside():
@@ -305,31 +319,36 @@ def test_cow_tie_at_06_2_and_the_u_gap_at_06():
 def test_t3e_claims_are_paired_by_seed():
     records = []
     for seed in range(1, 9):
-        records += [{"config": "before", "seed": seed, "utilization": 0.80 + seed / 1000,
+        records += [{"config": "before", "seed": seed, "busy": 0.80 + seed / 1000,
                      "large_mean": 260.0 + seed},
-                    {"config": "nersc", "seed": seed, "utilization": 0.95 + seed / 1000,
+                    {"config": "nersc", "seed": seed, "busy": 0.95 + seed / 1000,
+                     "busy_days": [0.9] * 13 + [0.97], "bins": [0.065, 0.557, 0.287, 0.091],
                      "large_mean": 11.0 + seed, "large_wait": 5.0 + seed,
                      "small_wait": 4.0 + seed},
-                    {"config": "no-prime", "seed": seed, "utilization": 0.83,
+                    {"config": "no-prime", "seed": seed, "busy": 0.83,
                      "large_mean": 430.0 + seed},
-                    {"config": "split-gang", "seed": seed, "utilization": 0.85 + seed / 900}]
+                    {"config": "split-gang", "seed": seed, "busy": 0.85 + seed / 900}]
     found = t3e.judge_records(records, "given")
     assert {k: f.decision.verdict for k, f in found.items()} == {
-        "t3e-utilization-steps": AGREES, "t3e-utilization": AGREES,
-        "t3e-utilization-gain": AGREES,
-        "t3e-large-turnaround": AGREES, "t3e-even-waits": AGREES, "t3e-slice-formula": AGREES}
+        "t3e-utilization": AGREES, "t3e-acceptance": AGREES, "t3e-utilization-gain": AGREES,
+        "t3e-utilization-steps": CANNOT_TELL, "t3e-table2-shares": AGREES,
+        "t3e-large-turnaround": AGREES, "t3e-even-waits": AGREES,
+        "t3e-balancer-example": AGREES, "t3e-slice-formula": AGREES}
     assert found["t3e-slice-formula"].ours.startswith("switch 0 s -> slice 60 s (paper 60 s), "
                                                       "switch 60 s -> slice 1260 s")
+    assert "utilization split-gang / before: 1.06" in found["t3e-utilization-steps"].ours
+    assert "dedicated" in found["t3e-utilization-steps"].decision.why
+    assert "129-512 PEs: 9.1 [9.1, 9.1] % (paper 9.1 %)" in found["t3e-table2-shares"].ours
     for r in records:
         if r["config"] == "nersc":
             r["large_wait"] = 20 * r["small_wait"]
-    assert t3e.judge_records(records, "given")["t3e-even-waits"].decision.verdict == DISAGREES
-    assert "utilization split-gang / before: 1.06" in found["t3e-utilization-steps"].ours
-    for r in records:
-        if r["config"] == "split-gang":
-            r["utilization"] = 0.99 - r["seed"] / 900          # above nersc's in every seed
-    steps = t3e.judge_records(records, "given")["t3e-utilization-steps"]
-    assert steps.decision.verdict == DISAGREES
+            r["busy_days"] = [0.9] * 14
+            r["bins"] = [0.02, 0.557, 0.287, 0.136]
+    worse = t3e.judge_records(records, "given")
+    assert worse["t3e-even-waits"].decision.verdict == CANNOT_TELL      # NQS's, not ours
+    assert "not expected to match" in worse["t3e-even-waits"].decision.why
+    assert worse["t3e-acceptance"].decision.verdict == DISAGREES        # no day at 95 %
+    assert worse["t3e-table2-shares"].decision.verdict == DISAGREES
     few = t3e.judge_records([r for r in records if r["seed"] <= 5], "given")
     assert few["t3e-large-turnaround"].decision.verdict == CANNOT_TELL  # 5 pairs: p >= 0.0625
 
@@ -537,10 +556,13 @@ def test_memory_fig6_overallocation_slows_low_locality_only():
         return [x * (1 + 0.01 * k) for k in range(6)]      # full size: 6 rounds
 
     total = {(1.0, 8, "C=1"): runs(10), (1.0, 8, "C=2"): runs(25), (1.0, 8, "C=0.8"): runs(10.5),
-             (2.0, 8, "C=1"): runs(8), (2.0, 8, "C=2"): runs(8.4)}
+             (1.0, 8, "C=1.5"): runs(14), (2.0, 8, "C=1"): runs(8), (2.0, 8, "C=2"): runs(8.4)}
     found = memory._fig6(total, 8, "given")
     assert found["memory-f6-overallocation"].decision.verdict == AGREES
     assert found["memory-f6-stays-low"].decision.verdict == AGREES
+    assert found["memory-c1-best"].decision.verdict == AGREES    # 0.8 and 1.5 both slower
+    faster = {**total, (1.0, 8, "C=0.8"): runs(9)}
+    assert memory._fig6(faster, 8, "given")["memory-c1-best"].decision.verdict == DISAGREES
     paged = {**total, (2.0, 8, "C=2"): runs(20)}
     assert memory._fig6(paged, 8, "given")["memory-f6-stays-low"].decision.verdict == DISAGREES
 
@@ -663,3 +685,14 @@ def test_the_header_does_not_count_the_reports_own_directory_as_a_change(tmp_pat
     assert "uncommitted" in report.head("c", "tiny", 0.0)["commit"]
     (tmp_path / "code.py").write_text("a = 2\n")
     assert "uncommitted" in report.head("c", "tiny", 0.0, tmp_path / "out")["commit"]
+
+
+def test_memory_fig5_counts_are_past_what_the_loosest_limit_admits():
+    assert memory.fig5_jobs(4) == (6, 12)            # C = 1.5 admits 6 on memory for 4
+    assert memory.fig5_jobs(2) == (3, 6)
+
+
+def test_memory_jumps_row_checks_the_walks_own_generator():
+    found = memory.jump_shares()
+    assert found.decision.verdict == AGREES
+    assert "θ=2: 0.93" in found.ours and "(paper 0.94)" in found.ours

@@ -73,6 +73,10 @@ def policy_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--abs-app-max", type=int, default=DEFAULTS.abs_app_max, metavar="N",
                    help="psched: applications per PE in all: the matrix's rows, in place of "
                         "--mpl (default 2)")
+    p.add_argument("--defrag", type=float, default=DEFAULTS.defrag, metavar="S",
+                   help="psched-split, psched-split-gang: once the job at the head of the "
+                        "queue has waited S seconds, launch nothing behind it until it "
+                        "launches (NERSC's de-fragment script; default 0: never)")
     p.add_argument("--out", type=Path, default=None, help="run directory (must not exist)")
 
 def scheduler_options(p: argparse.ArgumentParser) -> None:

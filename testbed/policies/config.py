@@ -57,7 +57,9 @@ class PolicyConfig:
     slice, ``timeslice + switch time x variation`` (0: a fixed slice); ``balance_s``: seconds
     between the load balancer's passes (0: none) and ``migration_delay_s`` how long a job whose
     migration failed or was made by hand is left alone (T3E psched); ``app_max`` and
-    ``abs_app_max``: the ``psched`` scheduler's GRM limits, normal and all applications per PE.
+    ``abs_app_max``: the ``psched`` scheduler's GRM limits, normal and all applications per PE;
+    ``defrag_s``: the split psched schedulers' de-fragmenting, seconds a job at the head of the
+    queue may wait before nothing behind it launches until it does (0: never).
     """
 
     pes: int
@@ -74,6 +76,7 @@ class PolicyConfig:
     migration_delay_s: float = 10.0
     app_max: int = 1
     abs_app_max: int = 2
+    defrag_s: float = 0.0
 
     def describe(self) -> dict[str, Any]:
         """The settings as plain data (for ``config.json``)."""

@@ -53,6 +53,11 @@ class Psched(Gang):
         self.ticks = 0
         self.last_ran: dict[str, int] = {}
 
+    def _drains(self, head: JobRequest, now: float) -> bool:
+        """Whether the blocked job at the head of the queue holds back every job behind it
+        (never in the single region: the paper's psched launches later jobs that fit)."""
+        return False
+
     def arrive(self, job: JobRequest, now: float) -> list[Action]:
         """Queue ``job`` (noting whether it is prime) and launch what the GRM allows."""
         if job.prime:
@@ -104,10 +109,12 @@ class Psched(Gang):
     def _admit(self, now: float) -> list[Action]:
         launches: list[Launch] = []
         occupied = functools.reduce(operator.or_, self.matrix.busy, 0)
-        blocked = False
+        blocked = drain = False
         too_big = self.matrix.pes + 1           # the smallest size that found no free PEs
         # a stable sort: prime jobs first, each kind in arrival order
         for job in sorted(self.queue, key=lambda request: not request.prime):
+            if drain:
+                break
             if blocked:
                 if job.size >= too_big:
                     continue
@@ -119,6 +126,7 @@ class Psched(Gang):
                 where = self._place(job, occupied)
                 if where is None:
                     blocked = True
+                    drain = self._drains(job, now)
                     continue
             self.queue.remove(job)
             self.matrix.assign(job.id, *where)
@@ -190,8 +198,13 @@ class PschedSplit(Psched):
     machine in Mixed when it fits there (NERSC set close_max so that small jobs would rather
     launch there), else in Batch; the balancer moves an application only within its domain
     (psched "could not migrate applications between domains").  Launch order is psched's
-    (FIFO, a later job launched when it fits on unoccupied PEs).  A job larger than the Batch
-    region is refused (it fails at arrival)."""
+    (FIFO, a later job launched when it fits on unoccupied PEs), with NERSC's de-fragmenting
+    when ``defrag_s`` is set: small jobs launched past a large one starved it ("job size
+    entropy"), and a script NERSC ran by hand "once or twice a day" stopped the small queues
+    so that the large job could start.  Here, once the job at the head of the queue has
+    waited ``defrag_s`` seconds, nothing behind it launches until it does; the script also
+    checkpointed small jobs to make room at once, where this waits for them to end.  A job
+    larger than the Batch region is refused (it fails at arrival)."""
 
     name = "psched-split"
     gang = False        # whether the GRM limits are the config's (gang on) or one a PE
@@ -204,6 +217,11 @@ class PschedSplit(Psched):
                         "mixed": ((1 << config.pes) - 1) & ~((1 << batch) - 1)}
         self.batch_size = batch
         self.mixed_max = max(1, round(config.pes * MIXED_MAX_SHARE))
+
+    def _drains(self, head: JobRequest, now: float) -> bool:
+        """Whether ``head``, blocked at the head of the queue, has waited long enough for
+        the de-fragmenting to hold back every job behind it."""
+        return self.config.defrag_s > 0 and now - head.arrival >= self.config.defrag_s
 
     def refuse(self, request: JobRequest) -> str | None:
         """A job larger than the Batch region can never run."""
