@@ -95,6 +95,7 @@ from testbed.events import EventLog, iter_events
 from testbed.experiments import engine
 from testbed.experiments.engine import Spread
 from testbed.policies import PolicyConfig, make_policy
+from testbed.policies.config import PrimeTime
 from testbed.policies.matrix import UNBOUNDED, Matrix
 from testbed.results.metrics import JobRow, job_rows
 from testbed.simulation.executor import SimulationExecutor
@@ -125,6 +126,7 @@ class Scheme:
     timeslice: float
     allocator: str
     unbounded: bool = False
+    prime: PrimeTime = PrimeTime()
 
     def mpl(self, bounded: int) -> int:
         """The rows of the matrix: ``bounded``, or ``UNBOUNDED``."""
@@ -140,6 +142,15 @@ SCHEMES = (
     Scheme("gang 10 s ∞", "gang", 10.0, "buddy", unbounded=True),
     Scheme("gang 600 s ∞", "gang", 600.0, "buddy", unbounded=True),
 )
+# prime/non-prime with its two parameters moved ("the threshold between small and large jobs,
+# and the length of the prime shift"): not in Fig 6, run by the report's insensitivity row
+PRIME_VARIANTS = (
+    Scheme("prime large > 16", "prime", 600.0, "first-fit", prime=PrimeTime(large_pes=16)),
+    Scheme("prime large > 64", "prime", 600.0, "first-fit", prime=PrimeTime(large_pes=64)),
+    Scheme("prime shift 6 h", "prime", 600.0, "first-fit", prime=PrimeTime(shift_s=6 * 3600.0)),
+    Scheme("prime shift 18 h", "prime", 600.0, "first-fit",
+           prime=PrimeTime(shift_s=18 * 3600.0)),
+)
 LABELS = tuple(scheme.label for scheme in SCHEMES)
 BATCH_SCHEMES = ("fcfs", "backfill", "prime")
 GANG_SCHEMES = tuple(label for label in LABELS if label.startswith("gang"))
@@ -147,10 +158,11 @@ GANG_SCHEMES = tuple(label for label in LABELS if label.startswith("gang"))
 
 def scheme(label: str) -> Scheme:
     """The scheme called ``label``; ``ValueError`` naming the known ones."""
-    for known in SCHEMES:
+    for known in (*SCHEMES, *PRIME_VARIANTS):
         if known.label == label:
             return known
-    raise ValueError(f"unknown scheme {label!r} (known: {', '.join(LABELS)})")
+    known_labels = (*LABELS, *(v.label for v in PRIME_VARIANTS))
+    raise ValueError(f"unknown scheme {label!r} (known: {', '.join(known_labels)})")
 
 
 def base_workload(jobs: int) -> tuple[list[JobSpec], float]:
@@ -224,7 +236,8 @@ def point(workload: Workload, scheme: Scheme, mpl: int, batch: int,
           tmp: Path) -> tuple[dict[str, Any], dict[str, float]]:
     """Simulate one scheme at one load with ``mpl`` rows (bounded gang) and batches of
     ``batch`` terminations; its figure record and each done job's slowdown by job id."""
-    config = PolicyConfig(PES, scheme.mpl(mpl), scheme.timeslice, scheme.allocator)
+    config = PolicyConfig(PES, scheme.mpl(mpl), scheme.timeslice, scheme.allocator,
+                          prime=scheme.prime)
     policy = make_policy(scheme.policy, config)
     executor = SimulationExecutor({j.id: j.work or 0.0 for j in workload.jobs})
     out = Path(tempfile.mkdtemp(dir=tmp))

@@ -160,7 +160,8 @@ def _t3d_verdicts(records: list[dict]) -> dict[str, str]:
 
 def test_t3d_claims_are_judged_on_the_unbounded_gang_with_the_bounded_beside():
     found = t3d.judge_records(_fig6(FIG6), "given")
-    assert set(found) == {s.key for s in t3d.SPECS if not s.key.startswith("t3d-prod")}
+    assert set(found) == {s.key for s in t3d.SPECS if not s.key.startswith("t3d-prod")} - {
+        "t3d-prime-insensitive", "t3d-fig4-example"}           # run by run(), not from Fig 6
     assert {k: f.decision.verdict for k, f in found.items()} == dict.fromkeys(found, AGREES)
     gang = found["t3d-gang"]
     assert gang.ours.startswith("gang 10 s ∞: 0.3: 2 ± 1, 0.9: 12 ± 6; gang 600 s ∞:")
@@ -579,6 +580,11 @@ def test_t3d_production_figures_from_given_jobs():
     assert found["t3d-prod-slowdown"] == pytest.approx(6.0 / 4.0)
     assert found["t3d-prod-bounded"] == pytest.approx((2.0 + 4.0) / 2)   # threshold 1 s
     assert found["t3d-prod-preempted"] == pytest.approx(0.25)
+    assert found["t3d-prod-mean-slowdown"] == pytest.approx((2.0 / 1.5 + 4.0 / 2.5) / 2)
+    assert math.isnan(found["t3d-prod-preempt-sizes"])       # no 1-PE job was preempted
+    rows[0] = JobRow("i1", 1, 0.0, start=0.0, end=2.0, work=1.0, runtime=1.5, response=2.0,
+                     job_class="interactive", stops=1)
+    assert t3d.production_figures(rows)["t3d-prod-preempt-sizes"] == pytest.approx(1.0)
     bounded = claims.figure(None, Interval(2.2, 2.0, 2.4), 2.27, claims.magnitude(2.27))
     assert bounded.verdict == AGREES
     far = claims.figure(None, Interval(1.05, 1.0, 1.1), 2.27, claims.magnitude(2.27), "2 PEs")
@@ -696,3 +702,51 @@ def test_memory_jumps_row_checks_the_walks_own_generator():
     found = memory.jump_shares()
     assert found.decision.verdict == AGREES
     assert "θ=2: 0.93" in found.ours and "(paper 0.94)" in found.ours
+
+
+def test_t3d_quanta_are_the_runs_between_switches_by_size():
+    evs = [{"t": 0.0, "event": "start", "job": "a", "pes": [0]},
+           {"t": 1.0, "event": "suspend", "job": "a"},
+           {"t": 1.0, "event": "start", "job": "b", "pes": [0, 1]},
+           {"t": 5.0, "event": "suspend", "job": "b"},
+           {"t": 5.0, "event": "resume", "job": "a"},
+           {"t": 8.0, "event": "finish", "job": "a"},
+           {"t": 8.0, "event": "resume", "job": "b"},
+           {"t": 10.0, "event": "finish", "job": "b"}]
+    assert t3d.quantum_ratio(evs) == pytest.approx(3.0 / 2.0)    # (4 + 2) / 2 over (1 + 3) / 2
+    assert math.isnan(t3d.quantum_ratio(evs[:2]))
+
+
+def test_t3d_prime_insensitivity_reads_the_paired_differences():
+    def record(label, slowdown, diff, half):
+        return {"policy": label, "slowdown": slowdown,
+                "versus": {"prime": {"diff": diff, "ci": half}}}
+    variants = [v.label for v in t3d_fig6.PRIME_VARIANTS]
+    near = [{"policy": "prime", "slowdown": 100.0, "versus": {}},
+            *(record(label, 105.0, 5.0, 8.0) for label in variants)]
+    found = t3d.insensitive(near, "given")
+    assert found.decision.verdict == AGREES and "prime large > 16: 1.05 [0.97, 1.13]" in found.ours
+    far = [*near[:-1], record(variants[-1], 200.0, 100.0, 20.0)]
+    assert t3d.insensitive(far, "given").decision.verdict == DISAGREES
+
+
+def test_t3d_fig4_example_gives_the_papers_utilizations():
+    found = t3d.fig4_example()
+    assert found.decision.verdict == AGREES
+    assert found.ours.startswith("gang: 87.5 % with all three, 62.5 % once")
+
+
+def _queue(arrivals: list[float], waits: list[float], run: float = 1.0) -> list[JobRow]:
+    return [JobRow(f"j{i}", 1, a, start=a + w, end=a + w + run, wait=w)
+            for i, (a, w) in enumerate(zip(arrivals, waits, strict=True))]
+
+
+def test_thesis_saturation_and_fcfs_waits_read_the_runs_jobs():
+    steady = _queue([0, 2, 4, 6, 8, 10, 12, 14], [0.5] * 8)
+    piling = _queue([0, 1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5, 6, 7])
+    text, decision = thesis.no_saturation({"gang": [steady] * 6, "fcfs": [steady] * 6})
+    assert decision.verdict == AGREES and text.startswith("queue growth (second half / first")
+    assert thesis.no_saturation({"fcfs": [piling] * 6})[1].verdict == DISAGREES
+    text, decision = thesis.fcfs_wait_grows([piling] * 6)
+    assert decision.verdict == AGREES and "longest wait 7 s" in text
+    assert thesis.fcfs_wait_grows([steady] * 6)[1].verdict != AGREES

@@ -19,6 +19,7 @@ simulations, so alone on the machine); the utilization over months no run here c
 
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Any
 
@@ -30,17 +31,22 @@ from benchmarks.reproduce.claims import (
     DISAGREES,
     Decision,
     Finding,
+    above,
     around,
     every,
     figure,
+    judge,
     magnitude,
     num,
     show,
     specs,
+    within,
 )
 from benchmarks.reproduce.context import Context
 from testbed.class_tables import DEFAULT_TABLE
 from testbed.experiments import stats
+from testbed.experiments.stats import Interval
+from testbed.policies import JobRequest, PolicyConfig, make_policy
 from testbed.results.metrics import JobRow, job_rows
 
 PAPER = "T3D"
@@ -54,6 +60,10 @@ GROWTH = ("queue growth (jobs in the system, second half / first half; delivered
 CLAIMS = {"t3d-fcfs-first": "fcfs-first", "t3d-fcfs-highest": "fcfs-highest",
           "t3d-backfill-prime": "backfill-prime", "t3d-gang": "gang-lowest",
           "t3d-gang-near-one": "gang-near-one"}
+
+INSENSITIVE = within(0.8, 1.25)      # "relatively insensitive"
+EQUAL_SHARE = within(0.5, 2.0)       # "roughly equal proportions"
+PRIME_LOAD = 0.4
 
 SPECS = specs(
     PAPER,
@@ -86,7 +96,38 @@ SPECS = specs(
     ("t3d-prod-preempted", "§4.8, Fig 13", "About 7.5 % of the jobs are ever preempted; "
      "figure (model: a 2-PE class mix)", "\"only 7.5% of jobs that completed normally were "
      "ever preempted\""),
+    ("t3d-prime-insensitive", "§3.3", "Prime/non-prime is relatively insensitive to its "
+     "threshold between small and large jobs and to the length of the prime shift: mean "
+     f"slowdown with each moved (large above 16 or 64 PEs instead of 32; shifts of 6 or 18 h "
+     f"instead of 12) over the default's {INSENSITIVE.describe()} at load "
+     f"{PRIME_LOAD:g}; a band", "\"Attempts to improve the performance of the prime/non-prime "
+     "policy by fiddling with its parameters (the threshold between small and large jobs, and "
+     "the length of the prime shift) showed that it is relatively insensitive to the exact "
+     "values of these parameters.\""),
+    ("t3d-fig4-example", "§2, Figs 1 and 4", "With gang scheduling, the example's 32-node job "
+     "shares the 64-node job's time slot and the 128-node job gets its own: utilization "
+     "87.5 % while all three are active and 62.5 % once the 64-node job ends, where variable "
+     "partitioning that does not starve the 128-node job settles for 50 %; a figure (model: "
+     "our policies)", "\"As long as all three jobs are active, the utilization is 87.5%. "
+     "Even if the 64-node job terminates, leaving the 32-node job to run alone in its "
+     "time-slot, the utilization is 62.5%.\"; \"let the 64-node job run to completion, and "
+     "settle for 50% utilization\""),
+    ("t3d-prod-mean-slowdown", "§4.7, Fig 12", "Interactive jobs' mean slowdown (time in the "
+     "system over time running) is about 7.94, far above the ratio of totals; figure (model: "
+     "a 2-PE class mix)", "\"The average slowdown was determined to be 7.94.\""),
+    ("t3d-prod-preempt-sizes", "§4.8, Fig 13", "Jobs of different sizes are preempted in "
+     "roughly equal proportions (the preempted share of 2-PE jobs over that of 1-PE jobs "
+     f"{EQUAL_SHARE.describe()}); a band (model: a 2-PE class mix)", "\"different size jobs "
+     "were preempted in roughly equal proportions\""),
+    ("t3d-prod-quanta", "§4.8, Fig 15", "Larger jobs get longer time quanta (the do-not-disturb "
+     "multiplier): the mean uninterrupted run of a 2-PE job over that of a 1-PE job > 1; "
+     "direction (model: a 2-PE class mix)", "\"As expected, use of the do-not-disturb time "
+     "multiplier leads to larger average time quanta for larger jobs.\""),
     checks={
+        "t3d-prime-insensitive": "band",
+        "t3d-fig4-example": "figure",
+        "t3d-prod-mean-slowdown": "figure",
+        "t3d-prod-preempt-sizes": "band",
         "t3d-better-than-fcfs": "band",
         "t3d-prod-utilization": "measurement",
         "t3d-prod-slowdown": "figure",
@@ -127,6 +168,15 @@ def run(ctx: Context) -> dict[str, Finding]:
              "the mean number of jobs in the system over the second half of the arrivals "
              f"over that over the first half above {t3d_fig6.GROWTH:g}")
     found = judge_records(records, setup, plots)
+    labels = tuple(v.label for v in t3d_fig6.PRIME_VARIANTS)
+    ctx.log(f"T3D prime/non-prime's parameters: {len(labels)} variants at load {PRIME_LOAD:g}")
+    variants = t3d_fig6.run_points((PRIME_LOAD,), batches, batch, schemes=("prime", *labels),
+                                   spread=ctx.spread)
+    found["t3d-prime-insensitive"] = insensitive(
+        variants, f"{t3d_fig6.PES} PEs, the Fig 6 jobs at load {PRIME_LOAD:g}, {batches} "
+        f"batches of {batch}; the ratio's interval: the 90 % batch-means interval of the "
+        "per-job difference over the default's mean slowdown")
+    found["t3d-fig4-example"] = fig4_example()
     found["t3d-prod-utilization"] = Finding("-", Decision(CANNOT_TELL, PRODUCTION))
     if ctx.pick(True, False, True):
         found.update(ctx.attempt(_production, PRODUCTION_ROWS))
@@ -136,7 +186,8 @@ def run(ctx: Context) -> dict[str, Finding]:
 PRODUCTION = ("a measurement of LLNL's production machine over months against its earlier "
               "system software: no run here has that workload, its weekends and its users; "
               "Fig 6's simulation gives the same jobs the same delivered load below saturation")
-PRODUCTION_ROWS = ("t3d-prod-slowdown", "t3d-prod-bounded", "t3d-prod-preempted")
+PRODUCTION_ROWS = ("t3d-prod-slowdown", "t3d-prod-bounded", "t3d-prod-preempted",
+                   "t3d-prod-mean-slowdown", "t3d-prod-preempt-sizes", "t3d-prod-quanta")
 MINIATURE = ("a 2-PE mix of 1-PE interactive jobs of 0.5-3 s, production and standby jobs "
              "(benchmarks.t3d_classes), the class table's times scaled by 0.1, stands for "
              "LLNL's 256-PE production load; the figures' size depends on that load")
@@ -158,15 +209,27 @@ def _production(ctx: Context) -> dict[str, Finding]:
         run = classes.parent / f"t3d-{seed}"
         testbed("run", str(workload), "--scheduler", "t3d", "--pes", str(t3d_classes.PES),
                 "--classes", str(classes), "--out", str(run))
-        for key, value in production_figures(job_rows(events(run))).items():
+        evs = events(run)
+        for key, value in production_figures(job_rows(evs)).items():
             figures[key].append(value)
+        figures["t3d-prod-quanta"].append(quantum_ratio(evs))
     setup = (f"{seeds} seeds of benchmarks.t3d_classes's mix ({span:g} s of arrivals, "
              "2 PEs, real processes) under t3d with T3D's daytime table, times x 0.1; "
              "medians over the seeds with 95 % intervals")
     found = {}
+    for key, region, shown in (
+            ("t3d-prod-preempt-sizes", EQUAL_SHARE,
+             "preempted share of 2-PE jobs / of 1-PE jobs"),
+            ("t3d-prod-quanta", above(1.0),
+             "mean uninterrupted run of a 2-PE job / of a 1-PE job")):
+        values = [v for v in figures[key] if v is not None and math.isfinite(v)]
+        level = stats.median_interval(values) if values else None
+        found[key] = Finding(f"{shown}: {show(level)} ({len(values)} of {seeds} seeds had "
+                             "both sizes)", judge(level, region), setup)
     for key, published, shown in (("t3d-prod-slowdown", 1.18, "total response / total runtime"),
                                   ("t3d-prod-bounded", 2.27, "mean bounded slowdown (1 s)"),
-                                  ("t3d-prod-preempted", 0.075, "fraction of jobs preempted")):
+                                  ("t3d-prod-preempted", 0.075, "fraction of jobs preempted"),
+                                  ("t3d-prod-mean-slowdown", 7.94, "mean slowdown")):
         level = stats.median_interval(figures[key])
         found[key] = Finding(f"interactive {shown}: {show(level)}" if key != "t3d-prod-preempted"
                              else f"{shown}: {show(level)}",
@@ -187,7 +250,103 @@ def production_figures(rows: list[JobRow]) -> dict[str, float]:
             "t3d-prod-bounded": statistics.fmean(
                 max(1.0, (r.response or 0.0) / max(r.work or 0.0, t3d_classes.TAU))
                 for r in interactive),
-            "t3d-prod-preempted": sum(1 for r in rows if r.stops) / len(rows)}
+            "t3d-prod-preempted": sum(1 for r in rows if r.stops) / len(rows),
+            "t3d-prod-mean-slowdown": statistics.fmean(
+                (r.response or 0.0) / r.runtime for r in interactive if r.runtime),
+            "t3d-prod-preempt-sizes": _share_ratio(rows)}
+
+
+def _share_ratio(rows: list[JobRow]) -> float:
+    """The share of 2-PE jobs ever preempted over that of 1-PE jobs (nan when a size has no
+    job, or no 1-PE job was preempted)."""
+    share = {}
+    for size in (1, 2):
+        mine = [r for r in rows if r.size == size]
+        share[size] = sum(1 for r in mine if r.stops) / len(mine) if mine else math.nan
+    return share[2] / share[1] if share[1] else math.nan
+
+
+def quantum_ratio(evs: list[dict[str, Any]]) -> float:
+    """The mean uninterrupted run (start or resume to suspend or finish, s) of the 2-PE jobs
+    over that of the 1-PE jobs, over every run of every job (nan without both sizes)."""
+    size: dict[str, int] = {}
+    since: dict[str, float] = {}
+    runs: dict[int, list[float]] = {1: [], 2: []}
+    for e in evs:
+        kind, job = e["event"], e.get("job")
+        if kind == "start":
+            size[job] = len(e["pes"])
+            since[job] = e["t"]
+        elif kind == "resume" and job in size:
+            since[job] = e["t"]
+        elif kind in ("suspend", "finish") and job in since:
+            runs.setdefault(size[job], []).append(e["t"] - since.pop(job))
+    if not runs[1] or not runs[2]:
+        return math.nan
+    return statistics.fmean(runs[2]) / statistics.fmean(runs[1])
+
+
+def insensitive(records: list[dict[str, Any]], setup: str) -> Finding:
+    """Each prime variant's mean slowdown over the default prime's at the same load, with
+    the 90 % batch-means interval of their per-job difference over the default's mean."""
+    by = {r["policy"]: r for r in records}
+    base = by.get("prime")
+    if base is None or not base["slowdown"]:
+        return Finding("-", Decision(CANNOT_TELL, "no default prime run"), setup)
+    cells, shown = [], []
+    for variant in t3d_fig6.PRIME_VARIANTS:
+        record = by.get(variant.label)
+        versus = None if record is None else record["versus"].get("prime")
+        if versus is None or versus["diff"] is None:
+            cells.append(Decision(CANNOT_TELL, "no run"))
+            shown.append(f"{variant.label}: -")
+            continue
+        mean = base["slowdown"]
+        half = versus["ci"]
+        ratio = Interval(1 + versus["diff"] / mean,
+                         None if half is None else 1 + (versus["diff"] - half) / mean,
+                         None if half is None else 1 + (versus["diff"] + half) / mean,
+                         t3d_fig6.CONFIDENCE)
+        cells.append(judge(ratio, INSENSITIVE))
+        shown.append(f"{variant.label}: {show(ratio)}")
+    return Finding(f"mean slowdown over the default prime's ({num(base['slowdown'])}): "
+                   + "; ".join(shown), every(cells), setup)
+
+
+def fig4_example() -> Finding:
+    """Figs 1 and 4's example through our policies on 128 PEs: a 64-node job running, a
+    32-node and a 128-node job arriving; the share of the PE-time busy under gang (two rows
+    taking turns) while all three are placed and once the 64-node job ends, and under FCFS
+    with the 128-node job first in line (not starved)."""
+    gang = make_policy("gang", PolicyConfig(t3d_fig6.PES, mpl=2))
+    for job, pes in (("j64", 64), ("j32", 32), ("j128", 128)):
+        gang.arrive(JobRequest(job, pes, 0.0), 0.0)
+    together = _busy_over_rows(gang)
+    gang.finish("j64", 0.0)
+    alone = _busy_over_rows(gang)
+    fcfs = make_policy("fcfs", PolicyConfig(t3d_fig6.PES))
+    for job, pes in (("j64", 64), ("j128", 128), ("j32", 32)):
+        fcfs.arrive(JobRequest(job, pes, 0.0), 0.0)
+    batch = sum(len(fcfs.matrix.placed[j][1]) for j in fcfs.running()) / t3d_fig6.PES
+    got = (together, alone, batch)
+    same = all(abs(a - b) < 1e-9 for a, b in zip(got, (0.875, 0.625, 0.5), strict=True))
+    return Finding(f"gang: {100 * together:g} % with all three, {100 * alone:g} % once the "
+                   f"64-node job ends; FCFS with the 128-node job first: {100 * batch:g} %",
+                   Decision(AGREES if same else DISAGREES, "each share is the paper's" if same
+                            else "a share differs from the paper's"),
+                   "gang, 2 rows, 128 PEs, buddy; FCFS on 128 PEs; the share of PE-time busy "
+                   "over the rows' turns")
+
+
+def _busy_over_rows(policy: Any) -> float:
+    """The share of the PEs busy, averaged over one turn of the gang matrix's rows."""
+    rows = len(policy.matrix.occupied_slots())
+    busy, now = 0, 0.0
+    for _ in range(rows):
+        busy += sum(len(policy.matrix.placed[j][1]) for j in policy.running())
+        now += policy.config.timeslice
+        policy.tick(now)
+    return busy / (rows * policy.config.pes)
 
 
 def judge_records(records: list[dict[str, Any]], setup: str,
