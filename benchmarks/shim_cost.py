@@ -26,7 +26,7 @@
   (``MPI_Iallreduce`` tested to completion), the cost every spin-block wait of a collective
   pays whatever the scheduling, which the same allreduce made as ``MPI_Iallreduce`` and
   ``MPI_Wait`` shows without the shim; the barrier is the ranks' meeting on arrival counts in
-  their records (``testbed/native/arrival.c``).
+  their records (``native/arrival.c``).
 
 With the shim the ranks run on shim records made for them as a node manager makes them (spin
 set there, no node manager socket), so that they find and ring each other's doorbells as in

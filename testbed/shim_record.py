@@ -1,7 +1,7 @@
 """The shim's shared records, through cffi: one per rank, ``/dev/shm/testbed-RUN-JOB-RANK``
 (mode 0600), created before launch and removed after the job by its node manager.
 
-The layout is the C header ``testbed/native/shim_record.h``, which the shim (C) includes and
+The layout is the C header ``native/shim_record.h``, which the shim (C) includes and
 cffi reads here, so the two cannot drift apart.  A neutral module: the node manager writes the
 records, the shim fills them in, and the benchmark's ranks read their own with
 ``testbed.stopped_clock``, which reads the few fields it needs without cffi.
@@ -17,13 +17,13 @@ from pathlib import Path
 
 import cffi
 
-from testbed import stopped_clock
+from testbed import native, stopped_clock
 from testbed.hang import Activity
 from testbed.policies.spin import Counters, Spin
 from testbed.stopped_clock import RECORD_PREFIX
 from testbed.stopped_clock import record_path as record_path
 
-HEADER = Path(__file__).parent / "native" / "shim_record.h"
+HEADER = native.DIR / "shim_record.h"
 
 ffi = cffi.FFI()
 ffi.cdef(HEADER.read_text())

@@ -2,7 +2,7 @@
 minus the ``stopped_s`` its node manager adds to the rank's shared record.
 
 A rank reads only three fields of its record, so they are read here at their offsets in
-``testbed/native/shim_record.h`` instead of through cffi (``testbed.shim_record``): a rank
+``native/shim_record.h`` instead of through cffi (``testbed.shim_record``): a rank
 imports this before its work starts, and parsing the header with cffi cost every rank about
 35 ms of launch.  ``tests/test_stopped_clock.py`` checks these offsets and constants against
 the header as cffi lays it out.

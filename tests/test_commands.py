@@ -34,13 +34,13 @@ def place(tmp_path: Path) -> Path:
 def test_an_emulated_run_refuses_a_program_missing_relative_to_where_it_runs(
         tmp_path, monkeypatch):
     path = tmp_path / "bad.txt"
-    path.write_text("0 2 testbed/native/build/nonexistent -m 1024\n0 2 /no/such/prog\n")
+    path.write_text("0 2 native/build/nonexistent -m 1024\n0 2 /no/such/prog\n")
     monkeypatch.chdir(tmp_path)
     assert len(load_workload(path).jobs) == 2           # the shared reader does not look
     with pytest.raises(run.UsageError) as err:
         run.load(path, 0.2, build_machine(2))
     assert str(err.value) == (f"{path}:1: field 'command': no such program "
-                              f"'testbed/native/build/nonexistent' (relative to {tmp_path})")
+                              f"'native/build/nonexistent' (relative to {tmp_path})")
 
 
 @pytest.mark.parametrize(("argv0", "problem"), [

@@ -1,9 +1,9 @@
 """Compiling small C code once, on first need: the shim, the memory walk, benchmark clients.
 
-A library or program is built into ``testbed/native/build/`` (or ``~/.cache/testbed/`` when
-the package directory is read-only) under a name tagged with a hash of its sources and whatever
-else it depends on, so a changed source or a different MPI gets a fresh build.  Concurrent builders
-take turns on a lock file.
+A library or program is built into ``native/build/`` (``testbed/native/build/`` when installed
+from a wheel; ``~/.cache/testbed/`` when that directory is read-only) under a name tagged with
+a hash of its sources and whatever else it depends on, so a changed source or a different MPI
+gets a fresh build.  Concurrent builders take turns on a lock file.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-NATIVE = Path(__file__).parent.parent / "native"
+from testbed import native
+
+NATIVE = native.DIR
 
 
 class BuildError(RuntimeError):

@@ -7,7 +7,7 @@ Both are off unless their environment variable is set, and a run records them in
   switch that stops or continues a rank, between the stops and the continues (so the switch
   latency grows by about that much);
 * ``TESTBED_DELAY_SHIM_NS``: the shim busy-waits this many nanoseconds at the end of every MPI
-  call it wraps (read by ``testbed/native/shim.c`` in each rank).
+  call it wraps (read by ``native/shim.c`` in each rank).
 """
 
 from __future__ import annotations

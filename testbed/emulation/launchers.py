@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from testbed import native
+
 # Runs a launcher's "remote" command on this machine: emulated hosts for the launchers whose
 # fork bootstrap cannot start another host's daemon.
-SSH_STAND_IN = Path(__file__).parent.parent / "native" / "testbed-ssh"
+SSH_STAND_IN = native.DIR / "testbed-ssh"
 HOSTNAME_ENV = "TESTBED_SSH_HOSTNAME"
 OVERRIDE_ENV = "TESTBED_MPI_LAUNCHER"
 

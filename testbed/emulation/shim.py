@@ -1,7 +1,7 @@
 """The spin-block shim: building the preload library, and the node manager's socket for the
 ranks' block and unblock events.
 
-The library (``testbed/native/shim.c``; ``doorbell.c``: how blocked ranks sleep and are
+The library (``native/shim.c``; ``doorbell.c``: how blocked ranks sleep and are
 woken; ``arrival.c``: how the ranks of a communicator meet at a barrier) is compiled
 with the ``mpicc`` of the MPI that mpi4py loads, once per MPI library and version of the
 sources and headers (see ``testbed.emulation.build``).  One source serves every MPI: as

@@ -410,12 +410,17 @@ def _workloads(entries: Any, path: Path) -> list[tuple[WorkloadSpec, list[int | 
 def code_version() -> str:
     """The testbed's version and a hash of its source (Python, C, data), so results of
     different code are never taken for each other."""
-    from testbed import __version__
+    from testbed import __version__, native
 
+    # The package and its C sources, named as installed: a checkout keeps them in native/ beside
+    # the package (testbed.native maps there), a wheel in testbed/native/.
     root = Path(__file__).resolve().parent.parent
+    here = native.DIR.resolve()
+    files = {path.relative_to(root).as_posix(): path for path in root.rglob("*")}
+    files.update({f"native/{path.relative_to(here).as_posix()}": path for path in here.rglob("*")})
     digest = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
+    for name, path in sorted(files.items()):
         if path.suffix in (".py", ".c", ".h", ".toml") and "build" not in path.parts:
-            digest.update(path.relative_to(root).as_posix().encode())
+            digest.update(name.encode())
             digest.update(path.read_bytes())
     return f"{__version__}+{digest.hexdigest()[:12]}"

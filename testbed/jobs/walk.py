@@ -1,4 +1,4 @@
-"""The fractal memory walk (MEMORY §4.1, Fig 4) through cffi: ``testbed/native/walk.c``.
+"""The fractal memory walk (MEMORY §4.1, Fig 4) through cffi: ``native/walk.c``.
 
 A walk owns an anonymous array of ``mem_mb`` MiB, touched once at creation so that all of it
 is resident, and writes one byte per access at cell ``index * stride`` where the index moves by

@@ -1,7 +1,7 @@
 """What a policy says about the shim and reads back from it, as plain data (no cffi, no OS).
 
 ``Spin`` is how a rank's blocking waits spin before they block; ``Counters`` is a snapshot of a
-rank's shim record (``testbed/native/shim_record.h``).  Policies use both, so they live here,
+rank's shim record (``native/shim_record.h``).  Policies use both, so they live here,
 apart from the cffi binding in ``testbed.emulation.shim``.
 """
 

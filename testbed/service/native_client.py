@@ -18,7 +18,9 @@ import os
 import sys
 from pathlib import Path
 
-SOURCE = Path(__file__).parent.parent / "native" / "mpirun.c"
+from testbed import native
+
+SOURCE = native.DIR / "mpirun.c"
 DISPATCHER = "testbed"
 PYTHON_COMMAND = "testbed-py"
 LINK = ".testbed-mpirun"

@@ -7,7 +7,7 @@ enters a barrier before its peer has received it (the meeting must let MPI progr
 Each barrier is checked to be one: every rank leaves a marker file in argv[1] before it and
 finds all the others' after it.  Two or more ranks; rank 0 prints "ok" and then, per rank, how
 many of its barriers must have met on arrival counts (the slot agreement of
-``testbed/native/arrival.c`` followed by hand)."""
+``native/arrival.c`` followed by hand)."""
 
 import os
 import sys
