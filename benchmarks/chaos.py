@@ -34,7 +34,6 @@ Usage: ``python -m benchmarks.chaos [--trials 100] [--seed 1] [--hosts-share 0.3
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -50,7 +49,16 @@ from typing import Any
 
 import psutil
 
-from benchmarks.harness import host, invocation, markdown_table, now_iso, page_head, write_page
+from benchmarks.harness import (
+    Session,
+    emit,
+    host,
+    markdown_table,
+    now_iso,
+    page_head,
+    parser,
+    write_whole,
+)
 from testbed.emulation import procs
 from testbed.emulation.launch_tmp import hydra_files, run_dirs
 from testbed.events import read_events
@@ -261,17 +269,15 @@ def markdown(result: dict[str, Any], command: str) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the trials; print the summary (stderr) and the JSON; exit 1 if a trial failed."""
-    p = argparse.ArgumentParser(description="kill the service and node managers at random; "
-                                            "count what survives")
+    p = parser("benchmarks.chaos", "kill the service and node managers at random; count what "
+               "survives", quick="two trials: shows it works", json_help=None, out_help=None,
+               markdown_help="also write the summary as a Markdown page")
     p.add_argument("--trials", type=int, default=100)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--hosts-share", type=float, default=0.3,
                    help="share of trials on two emulated hosts, killing a node manager")
     p.add_argument("--clients", type=int, default=3, help="mpirun clients a trial")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the summary as a Markdown page")
-    p.add_argument("--quick", action="store_true", help="two trials: shows it works")
     args = p.parse_args(argv)
     if args.trials < 1 or args.clients < 1 or not 0 <= args.hosts_share <= 1:
         print("chaos: need trials >= 1, clients >= 1, 0 <= hosts-share <= 1", file=sys.stderr)
@@ -279,7 +285,7 @@ def main(argv: list[str] | None = None) -> int:
     trials = 2 if args.quick else args.trials
     rng = random.Random(args.seed)
     records = []
-    started = time.monotonic()
+    session = Session.start("benchmarks.chaos", argv, None, None)
     for i in range(trials):
         multihost = rng.random() < args.hosts_share if not args.quick else i == 1
         directory = Path(tempfile.mkdtemp(prefix="testbed-chaos-"))
@@ -294,15 +300,14 @@ def main(argv: list[str] | None = None) -> int:
     summary = summarise(records)
     result = {"benchmark": "chaos", "host": host(), "seed": args.seed,
               "date": now_iso(),
-              "minutes": round((time.monotonic() - started) / 60, 1), **summary,
+              "minutes": round((time.time() - session.started) / 60, 1), **summary,
               "records": records}
     print(f"chaos: {summary['passed']}/{summary['trials']} trials passed; survivors "
           + ", ".join(f"{k} {v}" for k, v in summary["survivors"].items()), file=sys.stderr)
-    text = json.dumps(result, indent=2)
-    print(text)
+    emit([result], True, indent=2)
     if args.out is not None:
-        args.out.write_text(text + "\n")
-    write_page(args.markdown, lambda: markdown(result, invocation("benchmarks.chaos", argv)))
+        write_whole(args.out, json.dumps(result, indent=2) + "\n")
+    session.page(args.markdown, lambda: markdown(result, session.command))
     return 0 if summary["passed"] == summary["trials"] else 1
 
 

@@ -44,19 +44,17 @@ level).  ``--markdown PAGE`` writes the tables and the targets' checks as a page
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy import optimize
 from scipy import stats as scipy_stats
 
-from benchmarks.harness import host, invocation, now_iso, page_head, write_page
+from benchmarks.harness import Session, emit, host, now_iso, page_head, parser
 from testbed.experiments import stats
 from testbed.experiments.stats import ALPHA, CONFIDENCE, Interval
 
@@ -407,34 +405,28 @@ def sizes_arg(text: str) -> tuple[int, ...]:
 def main(argv: list[str] | None = None) -> int:
     """Measure every cell; print the tables (or ``--json``) and the targets' checks; exit 1
     when a target is missed."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.coverage",
-                                description="coverage and false alarms of the statistics")
-    p.add_argument("--quick", action="store_true",
-                   help=f"{QUICK_DRAWS} draws at n = {', '.join(map(str, QUICK_SIZES))}")
+    p = parser("benchmarks.coverage", "coverage and false alarms of the statistics",
+               quick=f"{QUICK_DRAWS} draws at n = {', '.join(map(str, QUICK_SIZES))}",
+               out_help=None, markdown_help="also write a results page")
     p.add_argument("--draws", type=int, default=None, help=f"per cell (default {DRAWS})")
     p.add_argument("--families", type=int, default=None,
                    help=f"of {FAMILY} A/A comparisons per cell (default {FAMILIES})")
     p.add_argument("--sizes", type=sizes_arg, default=None,
                    help=f"runs a side, comma-separated (default {','.join(map(str, SIZES))})")
     p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--json", action="store_true", help="one JSON record per line")
-    p.add_argument("--markdown", type=Path, default=None, help="also write a results page")
     args = p.parse_args(argv)
     draws = args.draws or (QUICK_DRAWS if args.quick else DRAWS)
     families = args.families or (QUICK_FAMILIES if args.quick else FAMILIES)
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     if draws < 1 or families < 1:
         p.error("--draws and --families must be >= 1")
-    started = time.monotonic()
+    session = Session.start("benchmarks.coverage", argv, None, None)
     records = measure(CURRENT, sizes, draws, families, args.seed,
                       lambda message: print(f"coverage: {message}", file=sys.stderr,
                                             flush=True))
-    meta = {"host": host(), "date": now_iso(), "seconds": time.monotonic() - started,
+    meta = {"host": host(), "date": now_iso(), "seconds": time.time() - session.started,
             "draws": draws, "families": families, "sizes": list(sizes), "seed": args.seed}
-    if args.json:
-        for record in records:
-            print(json.dumps(public(record)))
-    else:
+    if not emit((public(record) for record in records), args.json):
         print("\n".join(_markdown_table(["interval", "distribution", "n", "covers %",
                                          "states %"], interval_rows(records))))
         print()
@@ -443,8 +435,7 @@ def main(argv: list[str] | None = None) -> int:
     results = checks(records, draws)
     for what, met, detail in results:
         print(f"{'met' if met else 'MISSED'}: {what} ({detail})", file=sys.stderr)
-    write_page(args.markdown, lambda: markdown(records, meta, invocation("benchmarks.coverage",
-                                                                         argv)))
+    session.page(args.markdown, lambda: markdown(records, meta, session.command))
     return 0 if all(met for _, met, _ in results) else 1
 
 

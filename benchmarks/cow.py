@@ -103,12 +103,13 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
-    default_out,
+    Session,
+    emit,
     exit_on_sigterm,
     host,
-    invocation,
     now_iso,
     page_head,
+    parser,
     table,
 )
 from testbed.events import EventLog, iter_events
@@ -778,10 +779,9 @@ def _say(line: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run every cell of the sets asked for under both policies; print, plot and save."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.cow", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser("benchmarks.cow", __doc__, raw=True, quick="3 replications of 1,000 gangs",
+               markdown_help="also write the tables as a Markdown page")
     p.add_argument("--set", type=int, nargs="+", choices=(1, 2), default=[1, 2])
-    p.add_argument("--quick", action="store_true", help="3 replications of 1,000 gangs")
     p.add_argument("--replications", type=int, default=5)
     p.add_argument("--jobs", type=int, default=3000, help="gangs per replication")
     default = Reading()
@@ -808,16 +808,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="take a set's records from --out's cow-setN.json instead of "
                         "simulating it, if it was run with the same replications, gangs and "
                         "reading")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the tables as a Markdown page")
     args = p.parse_args(argv)
     reps, jobs = (3, 1000) if args.quick else (args.replications, args.jobs)
     reading = Reading(args.tasks, args.redo, args.restart, args.hold, args.owner_pick,
                       args.utilization)
-    out = args.out or default_out("cow")
-    out.mkdir(parents=True, exist_ok=True)
+    session = Session.start("benchmarks.cow", argv, args.out, "cow")
+    out = session.out
+    assert out is not None
     wanted = sorted(set(args.set))
     sets: dict[int, dict[str, Any]] = {}
     for which in wanted if args.reuse else ():
@@ -840,10 +837,7 @@ def main(argv: list[str] | None = None) -> int:
             (out / f"cow-set{which}.json").write_text(json.dumps(sets[which], indent=2) + "\n")
         records = sets[which]["records"]
         plot(records, which, out / f"cow-set{which}.png")
-        if args.json:
-            for record in records:
-                print(json.dumps(record))
-        else:
+        if not emit(records, args.json):
             print(f"set {which}")
             print(table(HEADER, rows(records)))
     compared = None
@@ -856,9 +850,7 @@ def main(argv: list[str] | None = None) -> int:
                     "seconds": time.monotonic() - start, "workers": args.workers}
         if not args.json:
             print(table(READINGS_HEADER, found))
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(sets, compared, invocation("benchmarks.cow", argv)))
+    session.page(args.markdown, lambda: markdown(sets, compared, session.command))
     if not args.json:
         print(f"{reps} replications of {jobs} gangs each; figures and records under {out}")
     return 0

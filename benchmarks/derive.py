@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -27,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import paired_walls
-from benchmarks.harness import checkout_type, commit_of, host, table
+from benchmarks.harness import checkout_type, commit_of, emit, host, parser, table
 from benchmarks.simulator import lublin_workload, simulate
 from testbed.experiments.stats import median_interval, ratio_interval
 
@@ -104,22 +103,20 @@ def _interval(found: dict[str, Any] | None, digits: int = 2) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the seconds the results take to derive, on both sides."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.derive", description=__doc__)
+    p = parser("benchmarks.derive", __doc__, json_help="print the whole record as JSON",
+               out_help=None, markdown_help=None)
     p.add_argument("--against", type=checkout_type("testbed/results/report.py"), required=True,
                    metavar="CHECKOUT")
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--pes", type=int, default=1024)
     p.add_argument("--policies", default="easy,gang")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--json", action="store_true", help="print the whole record as JSON")
     args = p.parse_args(argv)
     args.policies = [name for name in args.policies.split(",") if name]
     if args.repeats < 1 or args.jobs < 1:
         p.error("--repeats and --jobs take N >= 1")
     document = measure(args)
-    if args.json:
-        print(json.dumps(document, indent=1))
-    else:
+    if not emit([document], args.json, indent=1):
         print(table(["policy", "log MiB", "this s", "against s", "this / against",
                      "same files"],
                     [[s["policy"], s["log_mib"], _interval(s["this"]), _interval(s["against"]),

@@ -27,11 +27,10 @@ Usage: ``python -m benchmarks.fcs_classification [--variant thesis|fit] [--work 
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, events, run_workload, table
+from benchmarks.harness import Session, events, parser, run_workload, table
 
 JOBS = (
     "2 bsp --work {w} --granularity 0.5 --pattern aa",
@@ -84,14 +83,16 @@ def classify(variant: str, work: float, timeslice: float, out: Path
 
 def main(argv: list[str] | None = None) -> int:
     """Run the experiment and print the class table."""
-    p = argparse.ArgumentParser(description="THESIS §5.3: FCS classification of six jobs")
+    p = parser("benchmarks.fcs_classification", "THESIS §5.3: FCS classification of six jobs",
+               json_help=None, markdown_help=None)
     p.add_argument("--work", type=float, default=8.0, help="seconds of work per job")
     p.add_argument("--timeslice", type=float, default=0.1, help="seconds")
     p.add_argument("--variant", choices=sorted(VARIANTS), default="thesis",
                    help="thesis: 4 PEs as in §5.3; fit: 2 PEs, never more processes than CPUs")
-    p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    out = args.out or default_out(f"fcs-classification-{args.variant}")
+    out = Session.start("benchmarks.fcs_classification", argv, args.out,
+                        f"fcs-classification-{args.variant}").out
+    assert out is not None
     processes, oversubscribed = classify(args.variant, args.work, args.timeslice, out)
     print(table(["job", "rank", "PE", "node", "row", "class history", "final", "runtime"],
                 [[q["job"], q["rank"], q["pe"], q["node"], q["row"], " > ".join(q["history"]),

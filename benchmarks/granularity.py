@@ -8,10 +8,9 @@ seconds).  Usage: ``python -m benchmarks.granularity [--work 5] [--scheduler fcf
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
-from benchmarks.harness import default_out, jobs, run_workload, table
+from benchmarks.harness import Session, jobs, parser, run_workload, table
 
 CASES = ((2.5, 0.0), (0.5, 0.0), (0.1, 0.0), (0.1, 0.1), (0.1, 0.75))
 
@@ -29,12 +28,13 @@ def measure(work: float, scheduler: str, out: Path) -> list[dict[str, float]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the five cases and print the table."""
-    p = argparse.ArgumentParser(description="THESIS Table 5.3: granularity and variance")
+    p = parser("benchmarks.granularity", "THESIS Table 5.3: granularity and variance",
+               json_help=None, markdown_help=None)
     p.add_argument("--work", type=float, default=5.0, help="seconds of work per job")
     p.add_argument("--scheduler", default="fcfs")
-    p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    out = args.out or default_out("granularity")
+    out = Session.start("benchmarks.granularity", argv, args.out, "granularity").out
+    assert out is not None
     cases = measure(args.work, args.scheduler, out)
     rows = [[i, c["g"], c["v"], c["work"], c["runtime"], c["comm_wait"]]
             for i, c in enumerate(cases, start=1)]

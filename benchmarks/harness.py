@@ -31,11 +31,12 @@ from testbed.events import read_events
 def parser(module: str, description: str | None, *, quick: str | None = None,
            json_help: str | None = "one JSON record per line",
            out_help: str | None = "the directory of the runs and files (default runs/NAME-TIME)",
-           markdown_help: str = "also write the results as a Markdown page",
+           markdown_help: str | None = "also write the results as a Markdown page",
            raw: bool = False) -> argparse.ArgumentParser:
-    """The argument parser of ``python -m module`` with the options every benchmark shares:
-    ``--markdown PAGE``, and, when their help is given, ``--quick``, ``--json`` and ``--out
-    DIR``; ``raw`` keeps the description's line breaks (a module docstring)."""
+    """The argument parser of ``python -m module`` with the options every benchmark shares,
+    each when its help is given: ``--quick``, ``--json``, ``--out DIR`` and ``--markdown
+    PAGE`` (by default all but ``--quick``); ``raw`` keeps the description's line breaks (a
+    module docstring)."""
     p = argparse.ArgumentParser(
         prog=f"python -m {module}", description=description,
         formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter)
@@ -45,7 +46,9 @@ def parser(module: str, description: str | None, *, quick: str | None = None,
         p.add_argument("--json", action="store_true", help=json_help)
     if out_help is not None:
         p.add_argument("--out", type=Path, default=None, help=out_help)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE", help=markdown_help)
+    if markdown_help is not None:
+        p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
+                       help=markdown_help)
     return p
 
 
@@ -93,19 +96,29 @@ def measured(started: float, unit: str = "s") -> str:
 
 
 def write_page(path: Path | None, text: Callable[[], str]) -> None:
-    """Write the page ``text()`` to ``path`` (its directory made) when a page was asked for
+    """Write the page ``text()`` to ``path`` (``write_whole``) when a page was asked for
     (``path`` not None: a benchmark's ``--markdown``)."""
-    if path is None:
-        return
+    if path is not None:
+        write_whole(path, text())
+
+
+def write_whole(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (its directory made) whole or not at all: a temporary file
+    beside it renamed into place, so a reader (or another process rebuilding the same file)
+    never sees half of it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text())
+    partial = path.with_name(f".{path.name}.{os.getpid()}")
+    partial.write_text(text)
+    os.replace(partial, path)
 
 
-def emit(records: Iterable[dict[str, Any]], as_json: bool) -> bool:
-    """With ``as_json``, print each record as one JSON line; whether it did."""
+def emit(records: Iterable[dict[str, Any]], as_json: bool, indent: int | None = None) -> bool:
+    """With ``as_json``, print each record as JSON (non-ASCII as it is): one line, or with
+    ``indent`` over several (a benchmark whose record is one whole document); whether it
+    did."""
     if as_json:
         for record in records:
-            print(json.dumps(record))
+            print(json.dumps(record, indent=indent, ensure_ascii=False))
     return as_json
 
 
@@ -220,13 +233,15 @@ def invocation(module: str, argv: list[str] | None) -> str:
     return f"python -m {module} " + " ".join(sys.argv[1:] if argv is None else argv)
 
 
-def page_head(title: str, module: str, command: str, machine: dict[str, Any],
+def page_head(title: str, module: str, command: str, machine: dict[str, Any] | str,
               measured: str) -> list[str]:
     """The first lines of a Markdown page a benchmark writes: its title, the command that
-    wrote it, the host (as ``host()`` gives it) and when it was measured."""
+    wrote it, the host (as ``host()`` gives it, or said already: a page assembled from runs
+    on several hosts) and when it was measured."""
+    where = machine if isinstance(machine, str) else (
+        f"{machine['uname']}, {machine['cpus']} CPUs, Python {machine['python']}")
     return [f"# {title}", "", f"Written by `{command}` (`{module}`); do not edit by hand.", "",
-            f"- host: {machine['uname']}, {machine['cpus']} CPUs, Python {machine['python']}",
-            f"- measured: {measured}"]
+            f"- host: {where}", f"- measured: {measured}"]
 
 
 def markdown_table(header: list[str], rows: list[list[Any]]) -> list[str]:

@@ -17,15 +17,13 @@ them ``steal_share``, the share of all CPU time the hypervisor took during the j
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import shutil
 from typing import Any
 
 import psutil
 
-from benchmarks.harness import events, host, jobs, median, run_workload
+from benchmarks.harness import emit, events, host, jobs, median, parser, run_workload
 
 
 def measure(size: int, repeats: int, gap: float, work: float = 0.0) -> dict[str, float]:
@@ -86,7 +84,8 @@ def steal_share(before: Any | None, after: Any | None) -> float | None:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures as JSON (one object)."""
-    p = argparse.ArgumentParser(description="job launch overhead (THESIS Table 5.1)")
+    p = parser("benchmarks.launch_overhead", "job launch overhead (THESIS Table 5.1)",
+               json_help=None, out_help=None, markdown_help=None)
     p.add_argument("--repeats", type=int, default=7, help="empty jobs per job size (>= 1)")
     p.add_argument("--gap", type=float, default=0.5, help="seconds between arrivals")
     args = p.parse_args(argv)
@@ -94,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sorted({1, pes})
     result = {"benchmark": "launch_overhead", "host": host(),
               "results": [measure(n, args.repeats, args.gap) for n in sizes]}
-    print(json.dumps(result, indent=2))
+    emit([result], True, indent=2)
     return 0
 
 

@@ -18,28 +18,24 @@ Usage: ``python -m benchmarks.memory_fig5 [--counts 4,6,8] [--thetas 1,1.5,2] [-
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
+    Session,
     bsp_footprint_mb,
-    default_out,
     host,
-    invocation,
     line_plot,
     markdown_table,
-    measured,
     page_head,
+    parser,
     run_workload,
     save_figure,
     table,
     write_csv,
-    write_page,
 )
 from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
 
@@ -149,7 +145,8 @@ def markdown(rows: list[list[Any]], walk: Walk, command: str, measured: str) -> 
 def main(argv: list[str] | None = None) -> int:
     """Run every (theta, jobs, configuration) ``--repeats`` times and write the CSV, the plot,
     the table and (``--markdown``) the page."""
-    p = argparse.ArgumentParser(description="MEMORY Fig 5 at laptop scale (needs root)")
+    p = parser("benchmarks.memory_fig5", "MEMORY Fig 5 at laptop scale (needs root)",
+               json_help=None, markdown_help="also write the medians as a Markdown page")
     p.add_argument("--counts", default="4,6,8", help="numbers of jobs")
     p.add_argument("--thetas", default="1,1.5,2", help="localities")
     p.add_argument("--mem-mb", type=float, default=64.0, help="MiB each rank walks over")
@@ -158,17 +155,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--accesses", type=int, default=100000,
                    help="walk steps per iteration (MEMORY: multiples of 100000)")
     p.add_argument("--repeats", type=int, default=1, help="runs of every point (default 1)")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the medians as a Markdown page")
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error("--repeats must be >= 1")
-    out = args.out or default_out("memory-fig5")
-    out.mkdir(parents=True, exist_ok=True)
+    session = Session.start("benchmarks.memory_fig5", argv, args.out, "memory-fig5")
+    out = session.out
+    assert out is not None
     counts = [int(c) for c in _floats(args.counts)]
     walk = Walk(args.mem_mb, args.fits, args.work, args.accesses, max(counts))
-    started = time.time()
     rows = []
     for theta in _floats(args.thetas):
         for jobs in counts:
@@ -185,8 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     plot(rows, out / "fig5.png", node_mb)
     print(table(HEADER, rows))
     print(f"node memory {node_mb:.0f} MiB holds {args.fits} jobs; results in {out}")
-    write_page(args.markdown, lambda: markdown(
-        rows, walk, invocation("benchmarks.memory_fig5", argv), measured(started, "min")))
+    session.page(args.markdown,
+                 lambda: markdown(rows, walk, session.command, session.measured("min")))
     return 0
 
 

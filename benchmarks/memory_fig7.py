@@ -19,9 +19,10 @@ import json
 from pathlib import Path
 
 from benchmarks.harness import (
+    Session,
     bsp_footprint_mb,
-    default_out,
     line_plot,
+    parser,
     run_workload,
     save_figure,
     table,
@@ -48,7 +49,8 @@ def workload(load: float, args: argparse.Namespace) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run every (load, configuration) and write the CSV, the plot and the table."""
-    p = argparse.ArgumentParser(description="MEMORY Fig 7 at laptop scale (needs root)")
+    p = parser("benchmarks.memory_fig7", "MEMORY Fig 7 at laptop scale (needs root)",
+               json_help=None, markdown_help=None)
     p.add_argument("--loads", default="0.6,1.0,1.4")
     p.add_argument("--jobs", type=int, default=12)
     p.add_argument("--seed", type=int, default=3)
@@ -59,10 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--accesses", type=int, default=100000)
     p.add_argument("--fits", type=int, default=2, help="jobs' ranks a node's memory holds")
     p.add_argument("--mpl", type=int, default=8)
-    p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
-    out = args.out or default_out("memory-fig7")
-    out.mkdir(parents=True, exist_ok=True)
+    out = Session.start("benchmarks.memory_fig7", argv, args.out, "memory-fig7").out
+    assert out is not None
     node_mb = args.fits * bsp_footprint_mb(args.mem_mb)
     swap_mb = 2 * args.mpl * bsp_footprint_mb(args.mem_mb) * 1.5
     rows = []

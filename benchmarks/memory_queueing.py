@@ -19,14 +19,13 @@ Usage: ``python -m benchmarks.memory_queueing [--loads 0.3,0.5,0.8] [--seeds 5]`
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import emit, parser
 from testbed import run
 from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig, make_policy
@@ -99,7 +98,8 @@ def run_points(jobs: int, loads: tuple[float, ...], seeds: int, workers: int = 1
 
 def main(argv: list[str] | None = None) -> int:
     """Simulate every point and print the records as JSON."""
-    p = argparse.ArgumentParser(description="MEMORY §4.3: queued jobs against load, simulated")
+    p = parser("benchmarks.memory_queueing", "MEMORY §4.3: queued jobs against load, simulated",
+               json_help=None, out_help=None, markdown_help=None)
     p.add_argument("--loads", default=",".join(f"{x:g}" for x in LOADS))
     p.add_argument("--jobs", type=int, default=1000)
     p.add_argument("--seeds", type=int, default=5)
@@ -112,9 +112,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--loads: not a comma-separated list of numbers: {args.loads!r}")
     if args.jobs < 1 or args.seeds < 1 or args.fits < 1 or any(x <= 0 for x in loads):
         p.error("--jobs, --seeds and --fits must be >= 1 and every load > 0")
-    print(json.dumps({"benchmark": "memory_queueing",
-                      "points": run_points(args.jobs, loads, args.seeds, args.workers,
-                                           args.fits)}, indent=2))
+    emit([{"benchmark": "memory_queueing",
+           "points": run_points(args.jobs, loads, args.seeds, args.workers, args.fits)}],
+         True, indent=2)
     return 0
 
 

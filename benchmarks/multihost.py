@@ -49,8 +49,6 @@ page (host, date and command recorded).
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import statistics
 import sys
@@ -60,13 +58,14 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
+    Session,
+    emit,
     events,
     host,
-    invocation,
     jobs,
     median,
-    now_iso,
     page_head,
+    parser,
     run_workload,
     table,
 )
@@ -310,8 +309,7 @@ def markdown(runs: list[dict[str, Any]], projected: list[dict[str, Any]],
 
 def main(argv: list[str] | None = None) -> int:
     """Measure every run, project, and print the table or the JSON records."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.multihost", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser("benchmarks.multihost", __doc__, raw=True, out_help=None)
     p.add_argument("--nms", default="1,2,4,8", help="node manager counts, comma-separated")
     p.add_argument("--width", type=int, default=2, help="tree width of the measured runs")
     p.add_argument("--seconds", type=float, default=10.0, help="length of a switching run")
@@ -319,25 +317,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--project", default="64,256,1024", help="NM counts to project to")
     p.add_argument("--project-width", type=int, default=DEFAULT_WIDTH,
                    help=f"tree width of the projection (default {DEFAULT_WIDTH}, the testbed's)")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE")
     args = p.parse_args(argv)
     counts = [int(n) for n in args.nms.split(",")]
     if 1 not in counts or args.width < 2:
         p.error("--nms must include 1 (the model's act) and --width must be at least 2")
-    started = now_iso()
+    session = Session.start("benchmarks.multihost", argv, None, None)
     runs = measure(counts, args.width, args.seconds, args.repeats)
     targets = [int(n) for n in args.project.split(",")]
     projected = project(runs, targets, args.project_width)
     alternatives = [r for w in WIDTHS if w != args.project_width
                     for r in project(runs, [max(targets)], w)]
-    if args.markdown is not None:
-        args.markdown.write_text(markdown(
-            runs, projected, alternatives, invocation("benchmarks.multihost", argv),
-            f"{started} to {now_iso()}", args.seconds))
-    if args.json:
-        for record in [*runs, *projected]:
-            print(json.dumps({k: v for k, v in record.items() if k not in ("beats", "direct")}))
+    session.page(args.markdown, lambda: markdown(runs, projected, alternatives, session.command,
+                                                 session.measured(), args.seconds))
+    if emit(({k: v for k, v in record.items() if k not in ("beats", "direct")}
+             for record in [*runs, *projected]), args.json):
         return 0
     print(render(runs, projected))
     print(f"\nemulated hosts on {host()['cpus']} CPUs; {args.seconds:g} s of switching at "

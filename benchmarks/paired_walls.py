@@ -4,12 +4,11 @@ of running (``benchmarks.slurm_experiment``)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
-from benchmarks.harness import host, median, now_iso, table
+from benchmarks.harness import emit, host, median, now_iso, table
 from testbed.experiments import stats
 
 
@@ -49,4 +48,4 @@ def report(walls: dict[str, list[float]], record: dict[str, Any], label: str) ->
     print(table([label, "median s", "each s"],
                 [[w, f"{median(v):.1f}", " ".join(f"{x:.1f}" for x in v)]
                  for w, v in walls.items()]))
-    print(json.dumps(record))
+    emit([record], True)

@@ -26,7 +26,6 @@ Usage: ``python -m benchmarks.progress [--quick] [--schedulers ics,fcs,...] [--r
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -38,13 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import (
-    default_out,
+    Session,
     host,
-    invocation,
     markdown_table,
     now_iso,
     page_head,
-    write_page,
+    parser,
 )
 from benchmarks.real_clients import verdict
 from testbed.emulation.mpi_info import detect_mpi
@@ -205,8 +203,9 @@ def markdown(doc: dict[str, Any], header: list[str], rows: list[list[Any]],
 def main(argv: list[str] | None = None) -> int:
     """Run every repeat of every mode, print the summary table and write the JSON (and the
     page with ``--markdown``)."""
-    p = argparse.ArgumentParser(description="progress-dependent MPI patterns per scheduler")
-    p.add_argument("--quick", action="store_true", help="2 repeats of 3 rounds, 3 modes")
+    p = parser("benchmarks.progress", "progress-dependent MPI patterns per scheduler",
+               quick="2 repeats of 3 rounds, 3 modes", json_help=None, out_help=None,
+               markdown_help="also write a results page")
     p.add_argument("--schedulers", default=None,
                    help="comma-separated (default: every scheduler)")
     p.add_argument("--repeats", type=int, default=5, help="runs of each mode (default 5)")
@@ -218,7 +217,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=Path, default=None,
                    help="directory for the run directories (default runs/progress-TIME)")
     p.add_argument("--out", type=Path, default=None, help="the JSON (default RUNS/progress.json)")
-    p.add_argument("--markdown", type=Path, default=None, help="also write a results page")
     args = p.parse_args(argv)
     schedulers = (["gang", "ics"] if args.quick else list(POLICIES)) if args.schedulers is None \
         else [s for s in args.schedulers.split(",") if s]
@@ -229,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     if repeats < 1 or rounds < 1:
         p.error("--repeats and --rounds must be >= 1")
     modes = [PLAIN, *schedulers]
-    runs_dir = args.runs or default_out("progress")
+    session = Session.start("benchmarks.progress", argv, args.runs, "progress")
+    runs_dir = session.out
+    assert runs_dir is not None
     measured = now_iso()
     runs = []
     order = run_order(modes, repeats, args.order_seed)
@@ -250,8 +250,7 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out or runs_dir / "progress.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=2) + "\n")
-    write_page(args.markdown, lambda: markdown(doc, header, rows,
-                                               invocation("benchmarks.progress", argv)))
+    session.page(args.markdown, lambda: markdown(doc, header, rows, session.command))
     print(f"JSON: {out}", file=sys.stderr)
     hung = sum(c["hung"] + c["failed"] for c in counts.values())
     return 1 if hung else 0

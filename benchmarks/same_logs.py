@@ -16,7 +16,6 @@ Usage: ``python -m benchmarks.same_logs --against CHECKOUT [--quick] [--json]``
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import os
@@ -26,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from benchmarks.harness import emit, parser
 
 HERE = Path(__file__).resolve().parents[1]
 SIMULABLE = ("fcfs", "easy", "conservative", "gang", "prime", "psched", "t3d", "afcfs", "lgfs")
@@ -130,19 +131,17 @@ def compare(against: Path, quick: bool) -> list[dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     """Compare the simulated logs of this checkout and ``--against``; exit 1 if any differs."""
-    p = argparse.ArgumentParser(description="simulated event logs: this checkout vs another")
+    p = parser("benchmarks.same_logs", "simulated event logs: this checkout vs another",
+               quick="four cases", json_help="print the records as JSON", out_help=None,
+               markdown_help=None)
     p.add_argument("--against", type=Path, required=True, help="another checkout's root")
-    p.add_argument("--quick", action="store_true", help="four cases")
-    p.add_argument("--json", action="store_true", help="print the records as JSON")
     args = p.parse_args(argv)
     if not (args.against / "testbed" / "driver.py").is_file():
         print(f"same_logs: {args.against} is not a testbed checkout", file=sys.stderr)
         return 2
     records = compare(args.against.resolve(), args.quick)
     differing = [r for r in records if not r["same"]]
-    if args.json:
-        print(json.dumps(records, indent=1))
-    else:
+    if not emit([records], args.json, indent=1):
         print(f"{len(records) - len(differing)} of {len(records)} simulated logs the same as "
               f"{args.against}'s")
         for r in differing:

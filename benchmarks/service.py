@@ -31,7 +31,6 @@ and this command.  Targets (issue 25): overhead <= 20 ms, >= 50 jobs/s from 10 c
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import subprocess
@@ -45,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import commit_of, host, invocation, page_head
+from benchmarks.harness import Session, commit_of, emit, host, page_head, parser
 from benchmarks.real_clients import build_c_client
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.experiments.stats import Interval, median_interval, ratio_interval
@@ -275,16 +274,14 @@ def _checkout(text: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve, measure, stop; print the figures (or one JSON document) and write the page."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.service", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser("benchmarks.service", __doc__, raw=True, json_help="print one JSON document",
+               out_help=None)
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--jobs", type=int, default=100)
     p.add_argument("--clients", type=int, default=10)
     p.add_argument("--against", type=_checkout, default=None, metavar="CHECKOUT",
                    help="also measure this checkout's installed testbed command, in turn")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE")
     args = p.parse_args(argv)
     here = Path(__file__).resolve().parents[1]
     checkouts = {"this": here}
@@ -293,24 +290,21 @@ def main(argv: list[str] | None = None) -> int:
     bins = {"this": Path(sys.executable).parent,
             **({"against": checkouts["against"] / ".venv" / "bin"} if args.against else {})}
     mpiexec = detect_mpi().mpiexec
-    started = time.time()
+    session = Session.start("benchmarks.service", argv, None, None)
     with tempfile.TemporaryDirectory(prefix="testbed-service-bench-") as tmp, ExitStack() as on:
         sides = [on.enter_context(serving(name, bins[name], Path(tmp) / name))
                  for name in bins]
         figures = measure(sides, mpiexec, args.repeats, args.rounds, args.jobs, args.clients)
     result = {"benchmark": "service", "host": host(),
-              "date": time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(started)),
-              "command": invocation("benchmarks.service", argv),
+              "date": time.strftime("%Y-%m-%d %H:%M:%S %z", time.localtime(session.started)),
+              "command": session.command,
               "commits": {name: commit_of(path) for name, path in checkouts.items()},
               "plan": {"repeats": args.repeats, "rounds": args.rounds,
                        "jobs": max(1, args.jobs // args.clients) * args.clients,
                        "clients": args.clients},
               **figures}
-    if args.markdown is not None:
-        args.markdown.write_text(markdown(result))
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
+    session.page(args.markdown, lambda: markdown(result))
+    if not emit([result], args.json, indent=2):
         print(text_table(result))
         print(f"host: {result['host']}")
     return 0

@@ -59,12 +59,11 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 import cffi
 
-from benchmarks.harness import host, invocation, markdown_table, median, now_iso, page_head
+from benchmarks.harness import Session, emit, host, markdown_table, median, page_head, parser
 from benchmarks.real_clients import CLIENTS, build_c_client
 from testbed.emulation import build
 from testbed.emulation.mpi_info import detect_mpi
@@ -464,12 +463,12 @@ def markdown(result: dict[str, Any], command: str, measured: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures as JSON (one object); with ``--markdown`` also write
     them as a page."""
-    p = argparse.ArgumentParser(description="shim cost and spin-block behaviour")
+    p = parser("benchmarks.shim_cost", "shim cost and spin-block behaviour", json_help=None,
+               out_help=None, markdown_help="also write the figures as a Markdown page")
     p.add_argument("--rounds", type=int, default=6,
                    help="alternations of with/without, and rounds of the wake-up cases")
     p.add_argument("--iterations", type=int, default=20000, help="round trips per ping-pong")
     p.add_argument("--waits", type=int, default=300, help="waits in the wake-up test")
-    p.add_argument("--markdown", metavar="PAGE", help="also write the figures as a Markdown page")
     p.add_argument("--rank", nargs=3, metavar=("MODE", "COUNT", "SLEEP"),
                    help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -482,13 +481,11 @@ def main(argv: list[str] | None = None) -> int:
         if MPI.COMM_WORLD.Get_rank() == 0:
             print(json.dumps(result), flush=True)
         return 0
+    session = Session.start("benchmarks.shim_cost", argv, None, None)
     result = {"benchmark": "shim_cost", "host": host(),
               **measure(args.rounds, args.iterations, args.waits)}
-    print(json.dumps(result, indent=2))
-    if args.markdown:
-        measured = now_iso()
-        Path(args.markdown).write_text(markdown(result, invocation("benchmarks.shim_cost", argv),
-                                                measured))
+    emit([result], True, indent=2)
+    session.page(args.markdown, lambda: markdown(result, session.command, session.measured()))
     return 0
 
 

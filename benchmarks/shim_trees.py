@@ -22,7 +22,6 @@ Usage: ``python -m benchmarks.shim_trees --baseline TREE [--client overlap_test.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shlex
@@ -31,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import default_out, host, median
+from benchmarks.harness import Session, host, median, parser
 from benchmarks.real_clients import CLIENTS, build_c_client, parse_latencies
 from testbed.experiments import comparison
 
@@ -83,7 +82,8 @@ def read_run(run: Path) -> tuple[dict[str, float | None], dict[str, dict[str, in
 
 def main(argv: list[str] | None = None) -> int:
     """Run the rounds, print the comparison table and the shim's counts, write the JSON."""
-    p = argparse.ArgumentParser(description="one client under one scheduler from two trees")
+    p = parser("benchmarks.shim_trees", "one client under one scheduler from two trees",
+               json_help=None, out_help=None, markdown_help=None)
     p.add_argument("--baseline", type=Path, required=True, help="the other code tree")
     p.add_argument("--client", default="overlap_test.c", help="a C source under clients/")
     p.add_argument("--args", default="", help="the client's arguments, one string")
@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     trees = {"this": HERE, "baseline": args.baseline.resolve()}
     client = [str(build_c_client(CLIENTS / args.client)), *shlex.split(args.args)]
     pes = len(os.sched_getaffinity(0))
-    runs = args.runs or default_out("shim-trees")
+    runs = Session.start("benchmarks.shim_trees", argv, args.runs, "shim-trees").out
+    assert runs is not None
     groups = {label: comparison.Group(label, args.scheduler) for label in trees}
     counts: dict[str, dict[str, dict[str, int]]] = {label: {} for label in trees}
     order = []

@@ -51,7 +51,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import checkout_type, commit_of, host, invocation, page_head, table
+from benchmarks.harness import (
+    Session,
+    checkout_type,
+    commit_of,
+    emit,
+    host,
+    page_head,
+    parser,
+    table,
+)
 from testbed import run
 from testbed.events import EventLog
 from testbed.experiments.stats import Interval, below_nominal, median_interval, ratio_interval
@@ -452,7 +461,8 @@ def _sizes(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print simulated jobs per second for each policy."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.simulator", description=__doc__)
+    p = parser("benchmarks.simulator", __doc__, json_help="print JSON (a record per policy)",
+               out_help=None, markdown_help="with --repeats: write the table as a Markdown page")
     p.add_argument("--jobs", type=_sizes, default=[100_000],
                    help="the workload's jobs, or several sizes (comma-separated)")
     p.add_argument("--pes", type=int, default=1024)
@@ -469,22 +479,18 @@ def main(argv: list[str] | None = None) -> int:
                         "turns")
     p.add_argument("--without-log", action="store_true",
                    help="with --repeats: also run every policy with --no-log")
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="with --repeats: write the table as a Markdown page")
-    p.add_argument("--json", action="store_true", help="print JSON (a record per policy)")
     p.add_argument("--profile", action="store_true", help="print where the time goes")
     p.add_argument("--no-log", action="store_true",
                    help="an event log that writes nothing (diagnostic; no results)")
     args = p.parse_args(argv)
+    session = Session.start("benchmarks.simulator", argv, None, None)
     args.policies = [name for name in args.policies.split(",") if name]
     args.end_to_end = [name for name in args.end_to_end.split(",") if name]
     if args.repeats is None:
         if args.against or args.without_log or args.markdown or args.end_to_end:
             p.error("--against, --without-log, --end-to-end and --markdown need --repeats")
         records = measure_here(args)
-        if args.json:
-            for record in records:
-                print(json.dumps(record))
+        if emit(records, args.json):
             return 0
         print(table(["policy", "jobs", "pes", "seconds", "jobs/s", "results s",
                      "simulated / wall", "peak RSS MiB"],
@@ -496,18 +502,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.repeats < 1 or args.profile or args.no_log:
         p.error("--repeats takes N >= 1, and neither --profile nor --no-log")
     document = measure_repeated(args)
-    if args.json:
-        print(json.dumps(document, indent=1))
-    else:
+    if not emit([document], args.json, indent=1):
         header, body = rows(document)
         print(table(header, body))
         if document["end_to_end_summary"]:
             header, body = end_to_end_rows(document)
             print(table(header, body))
         print(f"host: {document['host']}")
-    if args.markdown is not None:
-        args.markdown.parent.mkdir(parents=True, exist_ok=True)
-        args.markdown.write_text(markdown(document, invocation("benchmarks.simulator", argv)))
+    session.page(args.markdown, lambda: markdown(document, session.command))
     return 0
 
 

@@ -10,7 +10,6 @@ prints a table and the figures as JSON (one object).
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks import paired_walls
+from benchmarks.harness import parser
 
 EXPERIMENT = """
 repeats = 3
@@ -59,7 +59,8 @@ def through_slurm(cwd: Path, out: str) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures (a table, then JSON)."""
-    p = argparse.ArgumentParser(description="an experiment's wall time, locally and via Slurm")
+    p = parser("benchmarks.slurm_experiment", "an experiment's wall time, locally and via Slurm",
+               json_help=None, out_help=None, markdown_help=None)
     p.add_argument("--rounds", type=int, default=3, help="interleaved pairs (>= 1)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="testbed-slurm-bench-") as tmp:

@@ -31,7 +31,6 @@ JSON (growth and verdicts derived again from its samples).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import random
@@ -52,7 +51,7 @@ import psutil
 from scipy import stats as scipy_stats
 
 from benchmarks.chaos import TESTBED, survivors
-from benchmarks.harness import now_iso
+from benchmarks.harness import Session, emit, now_iso, parser, write_whole
 from testbed.emulation.launch_tmp import hydra_files
 from testbed.events import read_events
 from testbed.experiments.stats import rank_test
@@ -311,27 +310,26 @@ def markdown(result: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Soak the service; print a summary (stderr) and the JSON; exit 1 if a target is missed."""
-    p = argparse.ArgumentParser(description="the service under steady load for a long while")
+    p = parser("benchmarks.soak", "the service under steady load for a long while",
+               quick="20 s: shows it works", json_help=None, out_help=None,
+               markdown_help="also write the figures as a Markdown page")
     p.add_argument("--minutes", type=float, default=20.0)
     p.add_argument("--clients", type=int, default=6)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
-    p.add_argument("--quick", action="store_true", help="20 s: shows it works")
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the figures as a Markdown page")
     p.add_argument("--from", dest="source", type=Path, default=None, metavar="FILE",
                    help="read the JSON an earlier soak wrote (--out) instead of soaking")
     args = p.parse_args(argv)
     if args.minutes <= 0 or args.clients < 1:
         print("soak: need minutes > 0 and clients >= 1", file=sys.stderr)
         return 2
+    session = Session.start("benchmarks.soak", argv, None, None)
     if args.source is not None:
         result = json.loads(args.source.read_text())
         result["growth"] = {key: growth(result["samples"], key)
                             for key in ("rss_kib", "fds", "threads")}
         result["missed"] = verdicts(result)
-        if args.markdown is not None:
-            args.markdown.write_text(markdown(result))
+        session.page(args.markdown, lambda: markdown(result))
         return 1 if result["missed"] else 0
     result = soak(1 / 3 if args.quick else args.minutes, args.clients, args.seed)
     result["missed"] = verdicts(result)
@@ -339,20 +337,17 @@ def main(argv: list[str] | None = None) -> int:
     result = {"benchmark": "soak", "date": now_iso(),
               "host": {"hostname": uname.nodename, "cpus": len(os.sched_getaffinity(0)),
                        "kernel": uname.release},
-              "command": " ".join(["python -m benchmarks.soak", *(argv if argv is not None
-                                                                  else sys.argv[1:])]),
+              "command": session.command,
               **result}
     g = result["growth"]
     print(f"soak: {result['minutes']} min, {result['jobs']['arrived']} jobs "
           f"({result['jobs_per_s']}/s), {result['jobs']['unaccounted']} unaccounted; "
           f"rss growth {g['rss_kib']['growth']}, fds growth {g['fds']['growth']}; "
           f"missed: {result['missed'] or 'nothing'}", file=sys.stderr)
-    text = json.dumps(result, indent=2)
-    print(text)
+    emit([result], True, indent=2)
     if args.out is not None:
-        args.out.write_text(text + "\n")
-    if args.markdown is not None:
-        args.markdown.write_text(markdown(result))
+        write_whole(args.out, json.dumps(result, indent=2) + "\n")
+    session.page(args.markdown, lambda: markdown(result))
     return 1 if result["missed"] else 0
 
 

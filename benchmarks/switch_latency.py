@@ -25,20 +25,19 @@ import pwd
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 from benchmarks import unprivileged
 from benchmarks.harness import (
+    Session,
+    emit,
     events,
     host,
-    invocation,
     markdown_table,
-    measured,
     page_head,
+    parser,
     run_workload,
-    write_page,
 )
 from testbed.experiments.stats import below_nominal, median_interval
 from testbed.results.metrics import percentiles
@@ -164,7 +163,9 @@ def markdown(runs: list[dict[str, Any]], work: float, timeslice: float, command:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures as JSON (one object)."""
-    p = argparse.ArgumentParser(description="multi-context-switch latency under gang")
+    p = parser("benchmarks.switch_latency", "multi-context-switch latency under gang",
+               json_help=None, out_help=None,
+               markdown_help="also write the series as a Markdown page")
     p.add_argument("--work", type=float, default=10.0, help="seconds of work per job")
     p.add_argument("--timeslice", type=float, default=0.2, help="seconds")
     p.add_argument("--mpl", default="2", help="jobs, each on every PE; a list runs a series "
@@ -173,8 +174,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=1, help="runs of every MPL and side")
     p.add_argument("--sides", type=parse_side, nargs="+", default=None, metavar="USER[:PRIO]",
                    help="who measures (self, or a user run from root) and the ranks' priority")
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write the series as a Markdown page")
     args = p.parse_args(argv)
     mpls = [int(m) for m in args.mpl.split(",") if m]
     if not mpls or min(mpls) < 1 or args.repeats < 1:
@@ -183,17 +182,16 @@ def main(argv: list[str] | None = None) -> int:
     if any(user != SELF for user, _ in sides) and (os.geteuid() != 0
                                                     or unprivileged.missing_tools()):
         p.error("a side run as another user needs root, runuser and unshare")
+    session = Session.start("benchmarks.switch_latency", argv, None, None)
     if len(mpls) == 1 and args.repeats == 1 and len(sides) == 1 and args.markdown is None:
         result = {"benchmark": "switch_latency", "host": host(),
                   "results": measure_as(sides[0], args.work, args.timeslice, mpls[0])}
-        print(json.dumps(result, indent=2))
+        emit([result], True, indent=2)
         return 0
-    started = time.time()
     runs = series(sides, mpls, args.repeats, args.work, args.timeslice)
-    print(json.dumps({"benchmark": "switch_latency", "host": host(), "runs": runs}, indent=2))
-    write_page(args.markdown, lambda: markdown(runs, args.work, args.timeslice,
-                                               invocation("benchmarks.switch_latency", argv),
-                                               measured(started, "min")))
+    emit([{"benchmark": "switch_latency", "host": host(), "runs": runs}], True, indent=2)
+    session.page(args.markdown, lambda: markdown(runs, args.work, args.timeslice,
+                                                 session.command, session.measured("min")))
     return 0
 
 

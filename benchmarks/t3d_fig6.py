@@ -67,7 +67,6 @@ Prints a table, or with ``--json`` one record per point.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import statistics
@@ -82,13 +81,15 @@ from typing import Any
 from scipy.stats import t as student
 
 from benchmarks.harness import (
-    default_out,
+    Session,
+    emit,
     exit_on_sigterm,
     host,
-    invocation,
-    now_iso,
     page_head,
+    parser,
     table,
+    write_page,
+    write_whole,
 )
 from testbed import run
 from testbed.events import EventLog, iter_events
@@ -633,19 +634,18 @@ def write_outputs(doc: dict[str, Any], out: Path | None, markdown_path: Path | N
         (out / "fig6.json").write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         plot(doc["records"], out / "fig6.png")
     if markdown_path is not None:
-        markdown_path.parent.mkdir(parents=True, exist_ok=True)
         figure = markdown_path.with_suffix(".png")
+        write_whole(markdown_path.with_suffix(".json"),
+                    json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         plot(doc["records"], figure)
-        markdown_path.with_suffix(".json").write_text(
-            json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
-        markdown_path.write_text(markdown(doc, figure.name, command))
+        write_page(markdown_path, lambda: markdown(doc, figure.name, command))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run every scheme at every load, print and save the figure (or redraw a saved one)."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.t3d_fig6", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="3 batches, 4 loads")
+    p = parser("benchmarks.t3d_fig6", __doc__, raw=True, quick="3 batches, 4 loads",
+               json_help="one JSON record per point",
+               markdown_help="also write a results page (and PAGE with .png beside it)")
     p.add_argument("--batches", type=int, default=6, help="batches, the first dropped")
     p.add_argument("--batch-size", type=int, default=BATCH, help="terminations per batch")
     p.add_argument("--loads", default=None, help="comma-separated offered loads")
@@ -654,43 +654,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mpl", type=int, default=MPL, help="rows of the bounded gang matrix")
     p.add_argument("--workers", type=int, default=1,
                    help="processes to spread the points over (the records are the same)")
-    p.add_argument("--json", action="store_true", help="one JSON record per point")
-    p.add_argument("--out", type=Path, default=None)
-    p.add_argument("--markdown", type=Path, default=None, metavar="PAGE",
-                   help="also write a results page (and PAGE with .png beside it)")
     p.add_argument("--from", dest="source", type=Path, default=None, metavar="FIG6_JSON",
                    help="write the figure and page from a saved fig6.json, simulating nothing")
     args = p.parse_args(argv)
+    schemes = args.schemes.split(",")
+    for label in schemes:
+        try:
+            scheme(label)
+        except ValueError as err:
+            p.error(str(err))
     exit_on_sigterm()
-    command = invocation("benchmarks.t3d_fig6", argv)
+    session = Session.start("benchmarks.t3d_fig6", argv, args.out,
+                            None if args.source is not None else "t3d-fig6")
     if args.source is not None:
         doc = json.loads(args.source.read_text())
         doc["claims"] = claims(doc["records"])
-        out = args.out
     else:
         batches = 3 if args.quick else args.batches
         loads = (QUICK_LOADS if args.quick and args.loads is None else
                  LOADS if args.loads is None else
                  tuple(float(x) for x in args.loads.split(",")))
-        schemes = args.schemes.split(",")
-        for label in schemes:
-            try:
-                scheme(label)
-            except ValueError as err:
-                p.error(str(err))
         began = time.perf_counter()
-        started = now_iso()
         records = run_points(loads, batches, args.batch_size, schemes, args.mpl, args.workers)
         seconds = time.perf_counter() - began
         doc = {"host": host(), "pes": PES, "batch": args.batch_size, "batches": batches,
                "mpl": args.mpl, "records": records, "claims": claims(records),
-               "measured": f"{started} to {now_iso()}",
-               "seconds": round(seconds, 1), "row_bytes": row_bytes(), "command": command}
-        out = args.out or default_out("t3d-fig6")
-    write_outputs(doc, out, args.markdown, command)
-    if args.json:
-        for r in doc["records"]:
-            print(json.dumps(r, ensure_ascii=False))
+               "measured": session.measured(), "seconds": round(seconds, 1),
+               "row_bytes": row_bytes(), "command": session.command}
+    out = session.out
+    write_outputs(doc, out, args.markdown, session.command)
+    if emit(doc["records"], args.json):
         return 0
     print(table(["policy", "load", "slowdown", "90% ci", "bounded", "jobs", "batches", "sat.",
                  "rows", "wall s"],

@@ -28,19 +28,16 @@ any distribution, n and design (independent runs, or pairs sharing a workload ef
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from benchmarks.coverage import DISTRIBUTIONS, Rate, _draws, sizes_arg
-from benchmarks.harness import host, invocation, now_iso, page_head, write_page
+from benchmarks.harness import Session, emit, host, now_iso, page_head, parser
 from benchmarks.reproduce import claims
 from benchmarks.reproduce.claims import AGREES, DISAGREES, Decision, Region
 from testbed.experiments import stats
@@ -185,40 +182,33 @@ def markdown(records: list[dict[str, Any]], meta: dict[str, Any], command: str) 
 def main(argv: list[str] | None = None) -> int:
     """Measure every case; print the table (or ``--json``) and the target's check; exit 1
     when it is missed."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.verdicts",
-                                description="unsupported verdicts of the reproduction's rules")
-    p.add_argument("--quick", action="store_true",
-                   help=f"{QUICK_DRAWS} draws at n = {', '.join(map(str, QUICK_SIZES))}")
+    p = parser("benchmarks.verdicts", "unsupported verdicts of the reproduction's rules",
+               quick=f"{QUICK_DRAWS} draws at n = {', '.join(map(str, QUICK_SIZES))}",
+               out_help=None, markdown_help="also write a results page")
     p.add_argument("--draws", type=int, default=None, help=f"per row (default {DRAWS})")
     p.add_argument("--sizes", type=sizes_arg, default=None,
                    help=f"runs a side, comma-separated (default {','.join(map(str, SIZES))})")
     p.add_argument("--seed", type=int, default=SEED)
-    p.add_argument("--json", action="store_true", help="one JSON record per line")
-    p.add_argument("--markdown", type=Path, default=None, help="also write a results page")
     args = p.parse_args(argv)
     draws = args.draws or (QUICK_DRAWS if args.quick else DRAWS)
     sizes = args.sizes or (QUICK_SIZES if args.quick else SIZES)
     if draws < 1:
         p.error("--draws must be >= 1")
-    started = time.monotonic()
+    session = Session.start("benchmarks.verdicts", argv, None, None)
     records = measure(sizes, draws, args.seed,
                       lambda message: print(f"verdicts: {message}", file=sys.stderr,
                                             flush=True))
-    meta = {"host": host(), "date": now_iso(), "seconds": time.monotonic() - started,
+    meta = {"host": host(), "date": now_iso(), "seconds": time.time() - session.started,
             "draws": draws, "sizes": list(sizes), "seed": args.seed}
-    if args.json:
-        for record in records:
-            print(json.dumps({k: round(v, 4) if isinstance(v, float) else v
-                              for k, v in record.items()}))
-    else:
+    if not emit(({k: round(v, 4) if isinstance(v, float) else v for k, v in record.items()}
+                 for record in records), args.json):
         print("| " + " | ".join(HEADER) + " |")
         for row in rows(records):
             print("| " + " | ".join(row) + " |")
     met, detail = check(records)
     print(f"{'met' if met else 'MISSED'}: unsupported verdicts at most {100 * ALPHA:g} % "
           f"({detail})", file=sys.stderr)
-    write_page(args.markdown, lambda: markdown(records, meta,
-                                               invocation("benchmarks.verdicts", argv)))
+    session.page(args.markdown, lambda: markdown(records, meta, session.command))
     return 0 if met else 1
 
 

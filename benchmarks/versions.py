@@ -10,7 +10,6 @@ timing lock on a shared machine.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -18,6 +17,7 @@ import time
 from pathlib import Path
 
 from benchmarks import paired_walls
+from benchmarks.harness import parser
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -37,8 +37,8 @@ def timed(tree: Path, command: list[str], out: Path) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure and print the figures (a table, then JSON)."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.versions", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = parser("benchmarks.versions", __doc__, raw=True, json_help=None, out_help=None,
+               markdown_help=None)
     p.add_argument("--baseline", type=Path, required=True, help="the baseline code tree")
     p.add_argument("--rounds", type=int, default=3, help="interleaved pairs (>= 1)")
     p.add_argument("command", nargs="+", help="MODULE [ARGS...] after --")

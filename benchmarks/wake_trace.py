@@ -31,7 +31,6 @@ Usage: ``python -m benchmarks.wake_trace [--rounds 3] [--waits 300] [--markdown 
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import subprocess
@@ -44,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import host, invocation, markdown_table, now_iso, page_head, parser
+from benchmarks.harness import Session, emit, host, markdown_table, page_head, parser
 
 EVENTS = ("sched:sched_waking,sched:sched_switch,syscalls:sys_exit_clock_nanosleep,"
           "syscalls:sys_enter_clock_gettime")
@@ -245,18 +244,16 @@ def main(argv: list[str] | None = None) -> int:
     if shutil.which("perf") is None:
         print("wake_trace: needs `perf` (Debian: apt-get install linux-perf)", file=sys.stderr)
         return 2
-    started = time.time()
+    session = Session.start("benchmarks.wake_trace", argv, None, None)
     try:
         result = {"benchmark": "wake_trace", "host": host(), **measure(args.rounds, args.waits)}
     except subprocess.CalledProcessError as e:
         print(f"wake_trace: {' '.join(e.cmd[:2])} failed: {e.stderr.strip()[-300:]}",
               file=sys.stderr)
         return 2
-    result["seconds"] = round(time.time() - started, 1)
-    print(json.dumps(result, indent=2))
-    if args.markdown:
-        args.markdown.write_text(markdown(result, invocation("benchmarks.wake_trace", argv),
-                                          now_iso()))
+    result["seconds"] = round(time.time() - session.started, 1)
+    emit([result], True, indent=2)
+    session.page(args.markdown, lambda: markdown(result, session.command, session.measured()))
     return 0
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from benchmarks.harness import exit_on_sigterm, invocation
+from benchmarks.harness import Session, exit_on_sigterm, parser
 from benchmarks.reproduce import claims, cluster, cow, memory, parts, report, t3d, t3e, thesis
 from benchmarks.reproduce.claims import Finding, Row
 from benchmarks.reproduce.context import SIZES, Context, sized
@@ -143,17 +143,14 @@ def rebuild(out: Path, command: str) -> list[Row]:
 
 def main(argv: list[str] | None = None) -> int:
     """Reproduce the chosen papers, write each paper's file and rebuild the report."""
-    p = argparse.ArgumentParser(prog="python -m benchmarks.reproduce", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="smaller runs: about 25 minutes on 2 cores")
+    p = parser("benchmarks.reproduce", __doc__, raw=True,
+               quick="smaller runs: about 25 minutes on 2 cores", json_help=None,
+               out_help="where the paper files, report.md, claims.json and the plots go "
+                        "(default: runs/reproduce-TIME)", markdown_help=None)
     p.add_argument("--only", default=None, help="comma-separated papers: "
                    + ",".join(paper.name for paper in PAPERS))
     p.add_argument("--resume", action="store_true",
                    help="skip the papers whose file is already in --out (at the same size)")
-    p.add_argument("--out", type=Path, default=None,
-                   help="where the paper files, report.md, claims.json and the plots go "
-                        "(default: runs/reproduce-TIME)")
     p.add_argument("--runs", type=Path, default=None,
                    help="where the run directories go (default: OUT/runs)")
     p.add_argument("--workers", type=int, default=None,
@@ -175,12 +172,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         p.error(str(err))
     size = args.size or ("quick" if args.quick else "full")
-    out = args.out or Path("runs") / f"reproduce-{time.strftime('%Y%m%d-%H%M%S')}"
-    runs = args.runs or out / "runs"
     cores = len(os.sched_getaffinity(0))
     workers = args.workers or cores
     if workers < 1:
         p.error(f"--workers: need at least 1, got {workers}")
+    session = Session.start("benchmarks.reproduce", argv, args.out, "reproduce")
+    out = session.out
+    assert out is not None
+    runs = args.runs or out / "runs"
     try:
         kept = parts.present(out, [paper.name for paper in PAPERS])
     except parts.PartError as err:
@@ -192,11 +191,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.resume:
         papers = [paper for paper in papers if paper.name not in kept]
-    command = invocation("benchmarks.reproduce", argv)
+    command = session.command
     print(f"reproducing {', '.join(paper.name for paper in papers) or 'nothing new'} at size "
           f"{size}: about {estimate(papers, size, workers) / 60:.0f} min on {cores} cores, "
           f"{workers} workers", file=sys.stderr, flush=True)
-    began = time.monotonic()
     ctx = Context(size, runs.resolve(), out.resolve(), workers)
 
     def keep(part: Part) -> None:
@@ -225,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in failed:
         print(f"benchmarks.reproduce: {line}", file=sys.stderr)
     rows = rebuild(out, command)
-    seconds = time.monotonic() - began
+    seconds = time.time() - session.started
     tally = report.counts(rows)
     for row in rows:
         print(f"{row.spec.paper:7} {row.spec.where:22} {row.finding.decision.verdict:12} "

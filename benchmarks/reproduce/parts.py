@@ -11,12 +11,12 @@ the CPUs meanwhile (``load``, ``testbed.experiments.load.disturbance``'s record)
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import write_whole
 from benchmarks.reproduce.claims import Decision, Finding, Row, Spec
 
 FOLDER = "papers"
@@ -52,10 +52,7 @@ def save(out: Path, part: Part) -> Path:
     """Write ``part`` under ``out`` whole or not at all (a temporary file renamed into place);
     its path."""
     target = path(out, part.name)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f".{target.name}.{os.getpid()}")
-    partial.write_text(json.dumps(part.as_dict(), indent=1, ensure_ascii=False) + "\n")
-    os.replace(partial, target)
+    write_whole(target, json.dumps(part.as_dict(), indent=1, ensure_ascii=False) + "\n")
     return target
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.harness import page_head, write_page, write_whole
 from benchmarks.reproduce.claims import CHECKS, VERDICTS, Row
 from benchmarks.reproduce.parts import Part
 
@@ -89,10 +90,8 @@ def markdown(rows: Sequence[Row], header: dict[str, Any]) -> str:
     tally = counts(rows)
     minutes = header["seconds"] / 60
     lines = [
-        "# The papers reproduced", "",
-        f"Written by `{header['command']}`; do not edit by hand.", "",
-        f"- host: {header['host']}, {header['cores']} cores",
-        f"- started: {header['date']}",
+        *page_head("The papers reproduced", "benchmarks.reproduce", header["command"],
+                   f"{header['host']}, {header['cores']} cores", header["date"]),
         f"- git commit: {header['commit']}",
         f"- size: {header['size']}; wall time {header['seconds']:.0f} s ({minutes:.1f} min)",
     ]
@@ -137,10 +136,6 @@ def document(rows: Sequence[Row], header: dict[str, Any]) -> dict[str, Any]:
 def write(rows: Sequence[Row], header: dict[str, Any], out: Path) -> None:
     """Write ``report.md`` and ``claims.json`` into ``out``, each whole or not at all (several
     processes may rebuild them: the papers' jobs under ``--slurm``)."""
-    out.mkdir(parents=True, exist_ok=True)
-    for name, text in (("report.md", markdown(rows, header)),
-                       ("claims.json", json.dumps(document(rows, header), indent=1,
-                                                  ensure_ascii=False) + "\n")):
-        partial = out / f".{name}.{os.getpid()}"
-        partial.write_text(text)
-        os.replace(partial, out / name)
+    write_page(out / "report.md", lambda: markdown(rows, header))
+    write_whole(out / "claims.json",
+                json.dumps(document(rows, header), indent=1, ensure_ascii=False) + "\n")
