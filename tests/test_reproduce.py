@@ -416,6 +416,8 @@ def test_a_paper_that_cannot_run_here_says_why_in_every_row(monkeypatch, tmp_pat
 
 def test_memory_without_paging_still_simulates_the_queueing(monkeypatch, tmp_path):
     monkeypatch.setattr(memory, "paging_unavailable", lambda: "needs root: memory cgroups")
+    # the jumps' row builds the C walk (a compiler process): its own test is realtime
+    monkeypatch.setattr(memory, "jump_shares", lambda: Finding("-", claims.unavailable("x")))
     found = cli.measure("MEMORY", Context("tiny", tmp_path, tmp_path))
     assert set(found) == {s.key for s in memory.SPECS}
     paging = [k for k in found if k.startswith(("memory-f5", "memory-f6", "memory-f7"))]
@@ -656,6 +658,7 @@ def test_memory_fig7_rows_say_why_the_quick_run_leaves_them_out(monkeypatch, tmp
     monkeypatch.setattr(memory, "paging_unavailable", lambda: None)
     monkeypatch.setattr(memory, "_fig5", lambda ctx: {})
     monkeypatch.setattr(memory, "_queueing", lambda ctx: {})
+    monkeypatch.setattr(memory, "jump_shares", lambda: Finding("-", claims.unavailable("x")))
     found = memory.run(Context("quick", tmp_path, tmp_path))
     for key in ("memory-f7-response", "memory-f7-slowdown"):
         why = found[key].decision.why
@@ -698,6 +701,7 @@ def test_memory_fig5_counts_are_past_what_the_loosest_limit_admits():
     assert memory.fig5_jobs(2) == (3, 6)
 
 
+@pytest.mark.realtime
 def test_memory_jumps_row_checks_the_walks_own_generator():
     found = memory.jump_shares()
     assert found.decision.verdict == AGREES
