@@ -1,6 +1,7 @@
 """``python -m benchmarks``: the index of the benchmarks, grouped by what they measure.
 
-Each line is a command (``python -m benchmarks.NAME``), what it measures, how long its default
+Each group is a package of ``benchmarks``; each line is a command (``python -m
+benchmarks.PACKAGE.NAME``), what it measures, how long its default
 run takes on the 2-core machine where the docs say so (``-`` where they do not), and the page
 of ``docs/results`` the docs write with it (``-``: none).  Every benchmark prints its figures
 and JSON; ``--help`` gives its options.
@@ -22,8 +23,8 @@ class Entry:
     page: str = "-"
 
 
-GROUPS: dict[str, tuple[Entry, ...]] = {
-    "the papers": (
+GROUPS: dict[str, tuple[str, tuple[Entry, ...]]] = {
+    "papers": ("the papers", (
         Entry("reproduce", "every published claim of the five papers, re-measured, a verdict "
               "each", "about 2 h; --quick about 20 min", "OUT/report.md"),
         Entry("cow", "COW §3 simulated: AFCFS against LGFS with workstation owners", "40 s",
@@ -42,9 +43,9 @@ GROUPS: dict[str, tuple[Entry, ...]] = {
               "4 min; --simulate 40 s", "nersc.md"),
         Entry("fcs_classification", "THESIS §5.3: how FCS classifies six jobs' processes"),
         Entry("granularity", "THESIS Table 5.3: one job across granularity and variance"),
-    ),
-    "overheads": (
-        Entry("overheads", "the testbed's own overheads with intervals, and a regression "
+    )),
+    "overheads": ("overheads", (
+        Entry("regression", "the testbed's own overheads with intervals, and a regression "
               "check", page="overheads-as-user.md"),
         Entry("launch_overhead", "job launch overhead: response - work, outside the run and "
               "displaced"),
@@ -57,8 +58,8 @@ GROUPS: dict[str, tuple[Entry, ...]] = {
         Entry("noise", "the regression check's false alarms and detections"),
         Entry("versions", "one benchmark command's wall time in two code trees, paired"),
         Entry("shim_trees", "one unmodified C client under two code trees' shims, paired"),
-    ),
-    "real programs and MPI's semantics": (
+    )),
+    "programs": ("real programs and MPI's semantics", (
         Entry("conformance", "mpi4py's test suite under every scheduler against plain "
               "mpiexec", "30 min", "conformance.md"),
         Entry("progress", "progress-dependent MPI patterns under every scheduler",
@@ -67,17 +68,17 @@ GROUPS: dict[str, tuple[Entry, ...]] = {
               page="real-clients.md"),
         Entry("progress_cost", "an IMB pair under gang, ics and fcs against another checkout",
               page="progress-cost.md"),
-    ),
-    "the simulator": (
-        Entry("simulator", "simulated jobs per wall second on a Lublin workload",
+    )),
+    "simulator": ("the simulator", (
+        Entry("speed", "simulated jobs per wall second on a Lublin workload",
               page="simulator.md"),
         Entry("derive", "seconds to derive jobs.csv and summary.json, against another "
               "checkout"),
         Entry("same_logs", "whether two checkouts simulate byte-identical event logs"),
         Entry("crossval", "one workload emulated and simulated per policy", "4 min",
               "crossval.md"),
-    ),
-    "reliability": (
+    )),
+    "reliability": ("reliability", (
         Entry("chaos", "killing the service or node managers at random while clients submit",
               page="chaos.md"),
         Entry("soak", "testbed serve under long traffic: memory, descriptors, threads",
@@ -87,28 +88,35 @@ GROUPS: dict[str, tuple[Entry, ...]] = {
         Entry("multihost", "heartbeat, coordinator CPU and launch against node managers",
               page="multihost.md"),
         Entry("slurm_experiment", "one small experiment run locally against through Slurm"),
-    ),
-    "statistics": (
+    )),
+    "calibration": ("the statistics' calibration", (
         Entry("coverage", "whether the comparisons' intervals cover what they claim",
               "1 min", "coverage.md"),
         Entry("verdicts", "how often the reproduction's verdict rules mislead", "4 min",
               "verdicts.md"),
-    ),
+    )),
 }
 
 
 def lines() -> list[str]:
-    """The index as text lines: a heading per group, a line per benchmark."""
+    """The index as text lines: a heading per group (its title and package), a line per
+    benchmark."""
     out = []
-    for group, entries in GROUPS.items():
-        out.append(f"{group}:")
+    for package, (title, entries) in GROUPS.items():
+        out.append(f"{title} (benchmarks.{package}):")
         width = max(len(e.module) for e in entries)
         for e in entries:
             page = e.page if e.page in ("-", "OUT/report.md") else f"docs/results/{e.page}"
-            out.append(f"  python -m benchmarks.{e.module:<{width}}  {e.measures}"
+            out.append(f"  python -m benchmarks.{package}.{e.module:<{width}}  {e.measures}"
                        f" [{e.duration}; {page}]")
         out.append("")
     return out
+
+
+def commands() -> list[str]:
+    """Every benchmark's module, ``benchmarks.PACKAGE.MODULE``, in the index's order."""
+    return [f"benchmarks.{package}.{e.module}" for package, (_, entries) in GROUPS.items()
+            for e in entries]
 
 
 def main() -> int:

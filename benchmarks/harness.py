@@ -27,6 +27,11 @@ from typing import Any
 from testbed import cli
 from testbed.events import read_events
 
+REPO = Path(__file__).resolve().parents[1]
+"""The checkout these benchmarks belong to."""
+CLIENTS = Path(__file__).resolve().parent / "clients"
+"""The MPI programs the benchmarks run (``benchmarks/clients``)."""
+
 
 def parser(module: str, description: str | None, *, quick: str | None = None,
            json_help: str | None = "one JSON record per line",

@@ -11,7 +11,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from benchmarks import multihost, overheads, progress_cost, shim_cost, simulator
+from benchmarks.overheads import regression, shim_cost
+from benchmarks.programs import progress_cost
+from benchmarks.reliability import multihost
+from benchmarks.simulator import speed
 from testbed.experiments.regression import check
 from testbed.policies.spin import Spin
 from testbed.shim_record import lib
@@ -25,7 +28,7 @@ def _bench(module: str, *args: str) -> dict:
 
 @pytest.mark.realtime
 def test_launch_overhead_reports_each_job_size():
-    out = _bench("benchmarks.launch_overhead", "--repeats", "2", "--gap", "0.3")
+    out = _bench("benchmarks.overheads.launch_overhead", "--repeats", "2", "--gap", "0.3")
     assert out["host"]["cpus"] >= 1
     sizes = [r["ranks"] for r in out["results"]]
     assert sizes[0] == 1 and sizes[-1] == out["host"]["cpus"]
@@ -42,14 +45,14 @@ def test_launch_overhead_reports_each_job_size():
 def test_fig_5_1_copies_share_the_machine_and_each_runs_its_work():
     """Two copies at MPL 2 each run their work of CPU time while sharing the PEs, so each
     spends about twice its work in the benchmark (mean_runtime checks both, or raises)."""
-    from benchmarks.overheads import mean_runtime
+    from benchmarks.overheads.regression import mean_runtime
     assert mean_runtime(2, 0.2, 0.3) > 1.3 * 0.3
 
 
 def test_steal_share_is_the_hypervisors_part_of_all_cpu_time():
     from types import SimpleNamespace
 
-    from benchmarks.launch_overhead import STATES, cpu_times, steal_share
+    from benchmarks.overheads.launch_overhead import STATES, cpu_times, steal_share
 
     def times(*values: float) -> SimpleNamespace:
         return SimpleNamespace(**dict(zip(STATES, values, strict=True)), guest=5.0)
@@ -62,7 +65,8 @@ def test_steal_share_is_the_hypervisors_part_of_all_cpu_time():
 
 @pytest.mark.realtime
 def test_switch_latency_reports_percentiles():
-    out = _bench("benchmarks.switch_latency", "--work", "0.6", "--timeslice", "0.1")["results"]
+    out = _bench("benchmarks.overheads.switch_latency", "--work", "0.6", "--timeslice",
+                 "0.1")["results"]
     assert out["switches"] >= 3 and out["ranks_per_switch"] == 2 * out["pes"]
     lat = out["latency_us"]
     assert 0 < lat["p50"] <= lat["p99"] <= lat["max"]
@@ -105,8 +109,10 @@ def test_shim_cost_page_shows_each_figure_it_was_given():
                              "p99_over_os_pipe": {"ratio": 1.1, "low": 0.9, "high": 1.3,
                                                   "confidence": 0.9375},
                              "p99_over_os_futex": None}}}
-    page = shim_cost.markdown(result, "python -m benchmarks.shim_cost", "2026-11-25T15:00")
-    assert "Written by `python -m benchmarks.shim_cost`" in page and "2026-11-25T15:00" in page
+    page = shim_cost.markdown(result, "python -m benchmarks.overheads.shim_cost",
+                              "2026-11-25T15:00")
+    assert "Written by `python -m benchmarks.overheads.shim_cost`" in page
+    assert "2026-11-25T15:00" in page
     assert "| 1.500 | 1.600 | 1.067 |" in page
     assert "| MPI_Allreduce, 8 bytes | 0.330 | 0.910 | 2.758 |" in page
     assert "| MPI_Iallreduce + MPI_Wait, 8 bytes | 1.200 | 0.950 | 0.792 |" in page
@@ -120,7 +126,8 @@ def test_shim_cost_page_shows_each_figure_it_was_given():
 
 @pytest.mark.realtime
 def test_shim_cost_reports_ratio_cpu_share_and_wakeups():
-    out = _bench("benchmarks.shim_cost", "--rounds", "2", "--iterations", "300", "--waits", "12")
+    out = _bench("benchmarks.overheads.shim_cost", "--rounds", "2", "--iterations", "300",
+                 "--waits", "12")
     assert out["pingpong"]["ratio"] > 0 and out["pingpong"]["without_us"] > 0
     for case in ("mpich_busy_poll", "shim_spin_block_100us", "shim_long_waits_20_50ms",
                  "os_pipe", "os_futex", "os_futex_timed_2ms", "os_pipe_20_50ms",
@@ -152,14 +159,14 @@ def _experiment(module: str, tmp_path, *args: str) -> str:
 
 @pytest.mark.realtime
 def test_granularity_experiment_prints_five_cases(tmp_path):
-    lines = _experiment("benchmarks.granularity", tmp_path, "--work", "0.3").splitlines()
+    lines = _experiment("benchmarks.papers.granularity", tmp_path, "--work", "0.3").splitlines()
     assert lines[0].split() == ["#", "G", "V", "work", "runtime", "comm", "wait"]
     assert [line.split()[0] for line in lines[1:6]] == ["1", "2", "3", "4", "5"]
 
 
 @pytest.mark.realtime
 def test_fcs_classification_experiment_prints_every_process(tmp_path):
-    out = _experiment("benchmarks.fcs_classification", tmp_path, "--work", "0.4",
+    out = _experiment("benchmarks.papers.fcs_classification", tmp_path, "--work", "0.4",
                       "--timeslice", "0.05")
     rows = [line.split() for line in out.splitlines()[1:] if line.split()[:1] != ["note:"]
             and not line.startswith("run directory")]
@@ -169,7 +176,8 @@ def test_fcs_classification_experiment_prints_every_process(tmp_path):
 
 @pytest.mark.realtime
 def test_fcs_classification_fit_variant_never_oversubscribes(tmp_path):
-    out = _experiment("benchmarks.fcs_classification", tmp_path, "--variant", "fit", "--work",
+    out = _experiment("benchmarks.papers.fcs_classification", tmp_path, "--variant", "fit",
+                      "--work",
                       "0.3", "--timeslice", "0.05")
     rows = [line.split() for line in out.splitlines()[1:] if line.split()[:1] != ["note:"]
             and not line.startswith("run directory")]
@@ -183,7 +191,7 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
     # The figures of a quick run mean nothing: only their presence and shape are checked here;
     # the regression check is tested below and in test_regression.py with given numbers.
     out = tmp_path / "now.json"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads.regression", "--quick",
                            "--rounds", "2", "--out", str(out)], capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, done.stderr
@@ -204,12 +212,12 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
                for values in now["samples"].values())
     for figure in now["figures"].values():
         assert figure["n"] == 2 and figure["ci_low"] <= figure["median"] <= figure["ci_high"]
-    assert now["mpl_linearity"]["limit"] == overheads.LINEARITY_LIMIT
+    assert now["mpl_linearity"]["limit"] == regression.LINEARITY_LIMIT
     assert now["mpl_linearity"]["smallest_linear_timeslice_ms"] in (None, 200.0)
     assert "median [95 % interval]" in done.stderr
     # Against this very checkout, a round a side: both sides measured, each in its process.
-    here = Path(overheads.__file__).resolve().parents[1]
-    same = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick",
+    here = Path(regression.__file__).resolve().parents[2]
+    same = subprocess.run([sys.executable, "-m", "benchmarks.overheads.regression", "--quick",
                            "--rounds", "1", "--parts", "switch,progress", "--against",
                            str(here)], capture_output=True, text=True, timeout=600)
     assert same.returncode == 0, same.stderr
@@ -220,7 +228,7 @@ def test_overhead_suite_quick_runs_and_writes_every_figure(tmp_path):
 
 def _document(samples: dict[str, list[float]]) -> dict[str, Any]:
     """A hand-made document of the overhead suite: its samples and their summary."""
-    return {"samples": samples, "figures": overheads.summarise(samples)}
+    return {"samples": samples, "figures": regression.summarise(samples)}
 
 
 def _rounds(centre: float, n: int = 8) -> list[float]:
@@ -248,12 +256,12 @@ def test_main_with_a_baseline_exits_1_only_on_a_regression(tmp_path, monkeypatch
                           "shim_pingpong_ratio": _rounds(1.0, rounds),
                           "launch_overhead_s[n=1]": _rounds(0.2, rounds)})
 
-    monkeypatch.setattr(overheads, "measure", measure)
+    monkeypatch.setattr(regression, "measure", measure)
     (tmp_path / "baseline.json").write_text(json.dumps(BASELINE))
     out = tmp_path / "now.json"
-    assert overheads.main(["--quick", "--baseline", str(tmp_path / "baseline.json"),
+    assert regression.main(["--quick", "--baseline", str(tmp_path / "baseline.json"),
                            "--out", str(out), *options]) == status
-    assert plans == [overheads.QUICK]
+    assert plans == [regression.QUICK]
     err = capsys.readouterr().err
     called = [line.split(":")[1].strip() for line in err.splitlines()
               if line.startswith("regression:")]
@@ -264,9 +272,9 @@ def test_main_with_a_baseline_exits_1_only_on_a_regression(tmp_path, monkeypatch
 
 
 def test_round_order_takes_the_sides_in_turn_reversing_every_other_round():
-    assert overheads.round_order(3, ("a", "b")) == [(0, "a"), (0, "b"), (1, "b"), (1, "a"),
+    assert regression.round_order(3, ("a", "b")) == [(0, "a"), (0, "b"), (1, "b"), (1, "a"),
                                                     (2, "a"), (2, "b")]
-    assert overheads.round_order(2, ("x", "y", "z")) == [(0, "x"), (0, "y"), (0, "z"),
+    assert regression.round_order(2, ("x", "y", "z")) == [(0, "x"), (0, "y"), (0, "z"),
                                                          (1, "z"), (1, "y"), (1, "x")]
 
 
@@ -282,7 +290,7 @@ def test_measure_interleaved_gathers_each_sides_rounds_in_the_order_they_ran():
         calls.append(side)
         return _one_round(len(calls))
 
-    sides = overheads.measure_interleaved(2, ("old", "new"), one_round)
+    sides = regression.measure_interleaved(2, ("old", "new"), one_round)
     assert calls == ["old", "new", "new", "old"]
     assert sides["old"]["samples"] == {"switch_p50_us[mpl=2]": [1, 4]}
     assert sides["new"]["samples"] == {"switch_p50_us[mpl=2]": [2, 3]}
@@ -293,7 +301,7 @@ def test_measure_interleaved_gathers_each_sides_rounds_in_the_order_they_ran():
 @pytest.mark.parametrize(("slower", "status"), [(1.3, 1), (1.0, 0), (0.7, 0)])
 def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatch, capsys,
                                                             slower, status):
-    here = Path(overheads.__file__).resolve().parents[1]
+    here = Path(regression.__file__).resolve().parents[2]
     asked = []
 
     def round_in(checkout: Path, parts: tuple[str, ...], quick: bool) -> dict[str, Any]:
@@ -301,14 +309,14 @@ def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatc
         factor = slower if checkout == here else 1.0
         return _one_round(100.0 * factor * (1 + 0.004 * len(asked)))
 
-    monkeypatch.setattr(overheads, "round_in", round_in)
-    monkeypatch.setattr(overheads, "commit_of", lambda path: "abc1234" if path == here
+    monkeypatch.setattr(regression, "round_in", round_in)
+    monkeypatch.setattr(regression, "commit_of", lambda path: "abc1234" if path == here
                         else "f03a98e")
     other = tmp_path / "other"
     (other / "benchmarks").mkdir(parents=True)
-    (other / "benchmarks" / "overheads.py").write_text("")
+    (other / "benchmarks" / "regression.py").write_text("")
     out = tmp_path / "now.json"
-    assert overheads.main(["--rounds", "8", "--parts", "switch", "--against", str(other),
+    assert regression.main(["--rounds", "8", "--parts", "switch", "--against", str(other),
                            "--out", str(out), "--markdown", str(tmp_path / "now.md")]) == status
     assert [a[0] for a in asked[:4]] == [other.resolve(), here, here, other.resolve()]
     assert {a[1:] for a in asked} == {(("switch",), False)} and len(asked) == 16
@@ -325,20 +333,20 @@ def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatc
 def test_main_against_refuses_what_is_not_a_checkout_and_a_baseline_beside_it(tmp_path,
                                                                                 capsys):
     with pytest.raises(SystemExit) as stopped:
-        overheads.main(["--against", str(tmp_path)])
+        regression.main(["--against", str(tmp_path)])
     assert stopped.value.code == 2
     assert "not a checkout of the testbed" in capsys.readouterr().err
-    here = str(Path(overheads.__file__).resolve().parents[1])
-    assert overheads.main(["--against", here, "--baseline", str(tmp_path / "b.json")]) == 2
+    here = str(Path(regression.__file__).resolve().parents[2])
+    assert regression.main(["--against", here, "--baseline", str(tmp_path / "b.json")]) == 2
     assert "takes neither --baseline nor --as-user" in capsys.readouterr().err
 
 
 def test_smallest_linear_timeslice_reads_the_median_ratios():
-    figures = overheads.summarise({"mpl_linearity[200ms][k=2]": [1.0, 1.01, 1.02],
+    figures = regression.summarise({"mpl_linearity[200ms][k=2]": [1.0, 1.01, 1.02],
                                    "mpl_linearity[20ms][k=2]": [1.02, 1.02, 1.03],
                                    "mpl_linearity[10ms][k=2]": [1.02, 1.05, 1.06]})
-    assert overheads.smallest_linear_timeslice(figures) == 20.0
-    assert overheads.smallest_linear_timeslice({}) is None
+    assert regression.smallest_linear_timeslice(figures) == 20.0
+    assert regression.smallest_linear_timeslice({}) is None
 
 
 @pytest.mark.parametrize("text", [
@@ -352,18 +360,18 @@ def test_main_refuses_a_baseline_that_is_not_one_before_measuring(tmp_path, monk
     def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         raise AssertionError("measured despite a bad baseline")
 
-    monkeypatch.setattr(overheads, "measure", measure)
+    monkeypatch.setattr(regression, "measure", measure)
     path = tmp_path / "baseline.json"
     if text is not None:
         path.write_text(text)
-    assert overheads.main(["--quick", "--baseline", str(path)]) == 2
+    assert regression.main(["--quick", "--baseline", str(path)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and f"{path}: not a baseline of this suite" in err
 
 
 @pytest.mark.realtime
 def test_simulator_benchmark_reports_jobs_per_second():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.simulator", "--jobs", "300",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.simulator.speed", "--jobs", "300",
                            "--pes", "64", "--json"], capture_output=True, text=True,
                           timeout=300, check=True)
     records = [json.loads(line) for line in done.stdout.splitlines()]
@@ -374,13 +382,14 @@ def test_simulator_benchmark_reports_jobs_per_second():
 
 @pytest.mark.realtime
 def test_simulator_benchmark_repeats_runs_and_writes_its_page(tmp_path):
-    page = tmp_path / "simulator.md"
-    subprocess.run([sys.executable, "-m", "benchmarks.simulator", "--jobs", "200,300", "--pes",
+    page = tmp_path / "speed.md"
+    subprocess.run([sys.executable, "-m", "benchmarks.simulator.speed", "--jobs", "200,300",
+                    "--pes",
                     "64", "--policies", "easy,gang", "--repeats", "2", "--once-from", "300",
                     "--without-log", "--end-to-end", "easy", "--markdown", str(page)],
                    capture_output=True, text=True, timeout=300, check=True)
     text = page.read_text()
-    assert "Written by `python -m benchmarks.simulator --jobs 200,300" in text
+    assert "Written by `python -m benchmarks.simulator.speed --jobs 200,300" in text
     assert "| 200 | easy | 2 |" in text and "| 200 | gang | 2 |" in text
     assert "| 300 | easy | 1 |" in text and "without log" in text
     assert "| easy | 2 | " in text.split("What a user waits for")[1]
@@ -400,11 +409,11 @@ def _simulator_document(rates: dict[str, list[float]]) -> dict[str, Any]:
                               *({"policy": "gang", "jobs": 1000,
                                  "missing": "testbed: error: unknown scheduler"},) * 3]}
     return {"checkouts": {side: {"path": side, "commit": "abc"} for side in rates},
-            "repeats": len(rates["this"]), "runs": runs, "summary": simulator.summarize(runs),
+            "repeats": len(rates["this"]), "runs": runs, "summary": speed.summarize(runs),
             "host": {"uname": "Linux", "cpus": 2, "python": "3.11"}, "date": "today",
             "seconds": 60.0, "jobs": [1000, 10_000], "pes": 64, "once_from": 10_000,
             "end_to_end": end_to_end,
-            "end_to_end_summary": simulator.summarize_end_to_end(end_to_end)}
+            "end_to_end_summary": speed.summarize_end_to_end(end_to_end)}
 
 
 def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
@@ -415,7 +424,7 @@ def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
     assert entry["this"]["value"] == 25_000 and entry["runs"] == 3
     assert entry["this"]["low"] <= 25_000 <= entry["this"]["high"]
     assert once["runs"] == 1 and "no_log" not in once
-    header, rows = simulator.rows(document)
+    header, rows = speed.rows(document)
     assert "this / against" not in header     # the other checkout is timed by its command only
     row = dict(zip(header, rows[0], strict=True))
     assert row["jobs/s"].startswith("25,000 [") and row["us a job"] == "40.0"
@@ -425,20 +434,20 @@ def test_simulator_page_gives_medians_ratios_and_the_log_s_share():
     assert single["jobs"] == "10,000" and single["runs"] == "1"
     assert single["jobs/s"] == "40,000" and single["without log jobs/s"] == "-"
     assert single["peak RSS MiB"] == "500"
-    header, rows = simulator.end_to_end_rows(document)
+    header, rows = speed.end_to_end_rows(document)
     assert rows[0][:4] == ["1,000", "easy", "3", "5.00 [4.00, 6.00] (75 %)"]
     assert rows[0][5].startswith("0.50")
     assert rows[1][4:] == ["lacking: testbed: error: unknown scheduler", "-"]
-    page = simulator.markdown(document, "python -m benchmarks.simulator --repeats 3")
+    page = speed.markdown(document, "python -m benchmarks.simulator.speed --repeats 3")
     assert page.startswith("# Simulator speed") and "| 1,000 | easy | 3 | 25,000 [" in page
     assert "except the 10,000-job rows: one run each" in page
     assert "`python -m testbed simulate lublin.swf" in page
     assert "the same files, the two taking turns" in page
-    assert simulator.end_to_end_jobs([10_000, 100_000, 1_000_000], 1_000_000) == 100_000
+    assert speed.end_to_end_jobs([10_000, 100_000, 1_000_000], 1_000_000) == 100_000
 
 
 def test_the_simulator_s_null_log_writes_nothing(tmp_path):
-    log = simulator.NullLog(tmp_path / "events.jsonl", flush_each=False)
+    log = speed.NullLog(tmp_path / "events.jsonl", flush_each=False)
     log.emit("run_end", 1.0, status="complete", swept=0)
     log.emit_finish(1.0, "j1", "done", 0, "", None, None, 1.0)
     log.emit_jobs("resume", 1.0, ["j1"])
@@ -448,7 +457,7 @@ def test_the_simulator_s_null_log_writes_nothing(tmp_path):
 
 @pytest.mark.realtime
 def test_t3d_fig6_points_spread_over_workers_give_the_same_records():
-    from benchmarks.t3d_fig6 import run_points
+    from benchmarks.papers.t3d_fig6 import run_points
 
     def figures(workers: int) -> list[dict]:
         return [{k: v for k, v in r.items() if k != "wall_s"}
@@ -461,7 +470,7 @@ def test_t3d_fig6_points_spread_over_workers_give_the_same_records():
 @pytest.mark.realtime
 def test_t3d_fig6_writes_one_record_per_policy_and_load(tmp_path):
     page = tmp_path / "docs" / "fig6.md"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_fig6", "--batches", "3",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.papers.t3d_fig6", "--batches", "3",
                            "--batch-size", "40", "--loads", "0.4,0.8", "--json", "--out",
                            str(tmp_path), "--markdown", str(page)], capture_output=True,
                           text=True, timeout=300, check=True)
@@ -490,7 +499,7 @@ def _record(policy: str, load: float, slowdown: float, ci: float | None,
 
 
 def test_t3d_fig6_claims_compare_intervals_and_saturation_loads():
-    from benchmarks.t3d_fig6 import claims, compare, first_saturated
+    from benchmarks.papers.t3d_fig6 import claims, compare, first_saturated
     assert compare(_record("a", 0.5, 10, 2), _record("b", 0.5, 20, 5)) == "below"
     assert compare(_record("a", 0.5, 10, 6), _record("b", 0.5, 20, 5)) == "overlap"
     assert compare(_record("a", 0.5, 30, 2), _record("b", 0.5, 20, 5)) == "above"
@@ -533,7 +542,7 @@ def test_t3d_fig6_claims_compare_intervals_and_saturation_loads():
 
 
 def test_batch_means_drop_the_first_batch_and_use_students_t():
-    from benchmarks.t3d_fig6 import batch_means, t_quantile_95
+    from benchmarks.papers.t3d_fig6 import batch_means, t_quantile_95
     assert [round(t_quantile_95(df), 2) for df in (2, 5, 10, 30, 60, 120)] == [
         2.92, 2.02, 1.81, 1.70, 1.67, 1.66]
     mean, half, batches = batch_means([100.0] * 3 + [1.0, 2.0, 3.0, 5.0, 6.0, 7.0], size=3)
@@ -544,7 +553,7 @@ def test_batch_means_drop_the_first_batch_and_use_students_t():
 @pytest.mark.realtime
 def test_service_benchmark_reports_overhead_and_throughput(tmp_path):
     page = tmp_path / "service.md"
-    out = _bench("benchmarks.service", "--repeats", "3", "--rounds", "2", "--jobs", "4",
+    out = _bench("benchmarks.reliability.service", "--repeats", "3", "--rounds", "2", "--jobs", "4",
                  "--clients", "2", "--json", "--markdown", str(page))
     this = out["sides"]["this"]
     for job in ("true", "init_finalize"):
@@ -559,13 +568,14 @@ def test_service_benchmark_reports_overhead_and_throughput(tmp_path):
     assert this["service_latency_ms"]["value"] > 0
     assert this["client"] in ("compiled", "python") and out["plan"]["jobs"] == 4
     text = page.read_text()
-    assert "python -m benchmarks.service --repeats 3" in text and out["host"]["uname"] in text
+    assert "python -m benchmarks.reliability.service --repeats 3" in text
+    assert out["host"]["uname"] in text
 
 
 @pytest.mark.realtime
 def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
     page = tmp_path / "cow.md"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.cow", "--set", "1",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.papers.cow", "--set", "1",
                            "--replications", "2", "--jobs", "150", "--json", "--out",
                            str(tmp_path), "--markdown", str(page)], capture_output=True,
                           text=True, timeout=300, check=True)
@@ -582,7 +592,7 @@ def test_cow_benchmark_writes_one_record_per_policy_and_cell(tmp_path):
 
 @pytest.mark.realtime
 def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.cow_emulated", "--gangs", "2",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.papers.cow_emulated", "--gangs", "2",
                            "--mean-work", "0.3", "--inv-lambda", "0.5", "--owners", "1:0.3",
                            "--json", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, check=True)
@@ -595,7 +605,7 @@ def test_cow_emulated_benchmark_compares_both_policies(tmp_path):
 
 
 def test_switch_latency_page_gives_each_mpl_and_side_its_runs():
-    from benchmarks import switch_latency
+    from benchmarks.overheads import switch_latency
 
     assert switch_latency.parse_side("ann") == ("ann", "auto")
     assert switch_latency.parse_side("ann:normal") == ("ann", "normal")
@@ -609,9 +619,10 @@ def test_switch_latency_page_gives_each_mpl_and_side_its_runs():
     runs = [run(side, mpl, p99) for mpl in (2, 3) for side, p99s in
             (("root", (180.0, 150.0, 220.0)), ("ann, ranks auto", (170.0, 360.0, 170.0)))
             for p99 in p99s]
-    page = switch_latency.markdown(runs, 4.0, 0.05, "python -m benchmarks.switch_latency x",
+    page = switch_latency.markdown(runs, 4.0, 0.05,
+                                   "python -m benchmarks.overheads.switch_latency x",
                                    "2026-11-25 12:00 UTC, 6 min")
-    assert "`python -m benchmarks.switch_latency x`" in page and "6 min" in page
+    assert "`python -m benchmarks.overheads.switch_latency x`" in page and "6 min" in page
     table = [line for line in page.splitlines() if line.startswith("| 2 |")
              or line.startswith("| 3 |")]
     assert [line.split(" | ")[1] for line in table] == ["root", "ann, ranks auto"] * 2
@@ -624,7 +635,7 @@ def test_switch_latency_page_gives_each_mpl_and_side_its_runs():
 def test_cow_emulated_page_says_where_the_orders_part():
     import argparse
 
-    from benchmarks import cow_emulated
+    from benchmarks.papers import cow_emulated
 
     args = argparse.Namespace(gangs=8, seed=1, inv_lambda=2.0, mean_work=1.5, owners="0.25:1.5",
                               owner_seed=1, launch_cost=0.27)
@@ -632,9 +643,10 @@ def test_cow_emulated_page_says_where_the_orders_part():
                 "interrupts": 6, "rt_emulated": 9.886, "rt_simulated": 9.901},
                {"policy": "lgfs", "same_order": False, "events": 44, "first_difference": 17,
                 "interrupts": 5, "rt_emulated": 9.874, "rt_simulated": 9.901}]
-    page = cow_emulated.markdown(records, args, "python -m benchmarks.cow_emulated --markdown p",
+    page = cow_emulated.markdown(records, args,
+                                 "python -m benchmarks.papers.cow_emulated --markdown p",
                                  "2026-11-25 12:00 UTC, 60 s")
-    assert "`python -m benchmarks.cow_emulated --markdown p`" in page
+    assert "`python -m benchmarks.papers.cow_emulated --markdown p`" in page
     assert "- measured: 2026-11-25 12:00 UTC, 60 s" in page and "8 gangs of 1-2 tasks" in page
     assert "| afcfs | 44 | yes | 6 | 9.886 | 9.901 |" in page
     assert "| lgfs | 44 | no, from event 17 | 5 | 9.874 | 9.901 |" in page
@@ -642,7 +654,7 @@ def test_cow_emulated_page_says_where_the_orders_part():
 
 @pytest.mark.realtime
 def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.t3d_classes", "--span", "12",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.papers.t3d_classes", "--span", "12",
                            "--scale", "0.15", "--json", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=600, check=True)
     records = [json.loads(line) for line in done.stdout.splitlines()]
@@ -654,32 +666,33 @@ def test_t3d_classes_benchmark_measures_each_scheduler(tmp_path):
 
 
 def test_t3d_classes_page_has_a_row_per_scheduler():
-    from benchmarks import t3d_classes
+    from benchmarks.papers import t3d_classes
 
     records = [{"scheduler": name, "interactive": 18, "response_mean": mean,
                 "response_median": 2.59, "bsld_mean": 2.34, "stopped_fraction": 0.17,
                 "quantum_by_size": {"1": 2.1, "2": 1.3}, "quantum_by_size_stopped": {"2": 0.3},
                 "makespan": 93.1} for name, mean in (("t3d", 3.43), ("gang", 4.17),
                                                      ("fcfs", 7.02))]
-    page = t3d_classes.markdown(records, 90.0, 1, 1.0, "python -m benchmarks.t3d_classes",
+    page = t3d_classes.markdown(records, 90.0, 1, 1.0, "python -m benchmarks.papers.t3d_classes",
                                 "2026-11-25 12:00 UTC, 5 min")
-    assert "`python -m benchmarks.t3d_classes`" in page and "5 min" in page
+    assert "`python -m benchmarks.papers.t3d_classes`" in page and "5 min" in page
     assert "| t3d | 18 | 3.430 | 2.590 | 2.340 | 0.170 | 1:2.1 2:1.3 | 2:0.3 | 93.100 |" in page
     assert [line.split(" | ")[0] for line in page.splitlines()
             if line.startswith("| ") and "18" in line] == ["| t3d", "| gang", "| fcfs"]
 
 
 def test_nersc_page_gives_medians_and_ranges_over_seeds():
-    from benchmarks import nersc
+    from benchmarks.papers import nersc
 
     records = [{"config": config, "seed": seed, "utilization": u, "busy": u,
                 "large_mean": 10.0 * seed, "large_median": 9.0, "small_mean": 5.0,
                 "small_median": 4.0, "migrations": seed - 1, "makespan": 2000.0 + seed}
                for seed in (1, 2, 3) for config, u in (("gang", 0.8), ("nersc", 0.97),
                                                        ("no-prime", 0.84))]
-    page = nersc.markdown(records, 128, 2000.0, True, "python -m benchmarks.nersc --simulate",
+    page = nersc.markdown(records, 128, 2000.0, True,
+                          "python -m benchmarks.papers.nersc --simulate",
                           "2026-11-25 12:00 UTC, 40 s")
-    assert "`python -m benchmarks.nersc --simulate`" in page and "40 s" in page
+    assert "`python -m benchmarks.papers.nersc --simulate`" in page and "40 s" in page
     assert "- 128 PEs, in the simulator; seeds 1, 2, 3, 2000 s of Poisson arrivals" in page
     assert "NERSC's Table 2 scaled to 128 of 644 PEs, bins 1-3 PEs (55.8 % of the jobs" in page
     assert "| nersc | 0.97 (0.97-0.97) | 0.97 (0.97-0.97) | 20 (10-30) | 9 (9-9) |" in page
@@ -691,7 +704,7 @@ def test_nersc_page_gives_medians_and_ranges_over_seeds():
 
 
 def test_nersc_table2_mix_offers_the_papers_shares_and_load():
-    from benchmarks.nersc import TABLE_2, TABLE_2_LOAD, table2_bins, table2_mix
+    from benchmarks.papers.nersc import TABLE_2, TABLE_2_LOAD, table2_bins, table2_mix
     assert table2_bins(644) == [(1, 16), (17, 64), (65, 128), (129, 512)]
     assert table2_bins(128) == [(1, 3), (4, 13), (14, 25), (26, 102)]
     lines = [line.split() for line in table2_mix(128, 20000, 5, prime=True).splitlines()[1:]]
@@ -709,7 +722,7 @@ def test_nersc_table2_mix_offers_the_papers_shares_and_load():
 
 
 def test_nersc_mix_primes_only_the_large_jobs():
-    from benchmarks.nersc import mix, sizes
+    from benchmarks.papers.nersc import mix, sizes
     assert sizes(2) == ([1], [2]) and sizes(128) == ([1, 2, 4, 8, 16, 32], [64, 102])
     lines = [line.split() for line in mix(16, 200, 3, prime=True).splitlines()[1:]]
     assert {int(w[1]) for w in lines if w[2] == "prime"} == {8, 13}
@@ -719,7 +732,8 @@ def test_nersc_mix_primes_only_the_large_jobs():
 
 @pytest.mark.realtime
 def test_nersc_benchmark_simulated_primes_shorten_large_turnaround(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.nersc", "--simulate", "--pes", "16",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.papers.nersc", "--simulate", "--pes",
+                           "16",
                            "--span", "300", "--seeds", "1", "--json", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, check=True)
     records = {r["config"]: r for r in map(json.loads, done.stdout.splitlines())}
@@ -738,11 +752,12 @@ def test_a_side_by_side_document_compares_each_side_with_its_own():
     slow = _document({**BASELINE["samples"], "switch_p50_us[mpl=2]": _rounds(130.0)})
     now = {"root": BASELINE, "unprivileged": slow}
     then = {"root": BASELINE, "unprivileged": BASELINE}
-    assert overheads.compare(now, then, overheads.figure_margins(overheads.sample_sets(now))) == 1
-    findings = check(overheads.sample_sets(now), overheads.sample_sets(then))
+    assert regression.compare(now, then,
+                              regression.figure_margins(regression.sample_sets(now))) == 1
+    findings = check(regression.sample_sets(now), regression.sample_sets(then))
     assert [f.figure for f in findings if f.regressed] == ["unprivileged:switch_p50_us[mpl=2]"]
     # A single-sided baseline shares no figure names with a side-by-side run.
-    assert check(overheads.sample_sets(now), overheads.sample_sets(BASELINE)) == []
+    assert check(regression.sample_sets(now), regression.sample_sets(BASELINE)) == []
 
 
 def test_markdown_page_records_host_date_and_every_figure():
@@ -750,13 +765,14 @@ def test_markdown_page_records_host_date_and_every_figure():
               "date": "2026-11-24T20:00:00+0000", "seconds": 600.0,
               "plan": {"rounds": 8, "parts": ["switch", "shim"]},
               "mpl_linearity": {"smallest_linear_timeslice_ms": None}}
-    page = overheads.markdown(result, None, "python -m benchmarks.overheads --markdown x.md")
+    page = regression.markdown(result, None,
+                               "python -m benchmarks.overheads.regression --markdown x.md")
     assert "Linux box, 2 CPUs" in page and "2026-11-24T20:00:00+0000, 10 min" in page
     assert "8 rounds of switch, shim" in page
     assert all(f"| {name} |" in page for name in BASELINE["samples"])
     assert "Against the baseline" not in page
-    findings = check(overheads.sample_sets(result), overheads.sample_sets(BASELINE))
-    assert "Against the baseline" in overheads.markdown(result, findings, "cmd")
+    findings = check(regression.sample_sets(result), regression.sample_sets(BASELINE))
+    assert "Against the baseline" in regression.markdown(result, findings, "cmd")
 
 
 def test_markdown_page_of_root_and_a_user_side_by_side():
@@ -767,7 +783,8 @@ def test_markdown_page_of_root_and_a_user_side_by_side():
     result = {"host": {"uname": "Linux box", "cpus": 2, "python": "3.11.7"},
               "date": "2026-11-24T20:00:00+0000", "seconds": 900.0, "root": root,
               "unprivileged": user}
-    page = overheads.markdown(result, None, "python -m benchmarks.overheads --as-user ann")
+    page = regression.markdown(result, None,
+                               "python -m benchmarks.overheads.regression --as-user ann")
     assert "2026-11-24T20:00:00+0000, 15 min" in page
     assert "8 rounds of switch, linearity as root, then as many as `ann`" in page
     rows = [line for line in page.splitlines() if line.startswith("| switch")]
@@ -778,12 +795,12 @@ def test_markdown_page_of_root_and_a_user_side_by_side():
 
 def test_figure_margins_come_from_the_file_then_the_option_then_the_drift_table():
     names = ["switch_p50_us[mpl=2]", "root:launch_overhead_s[n=1]", "wakeup_p99_us"]
-    assert overheads.figure_margins(names) == {
+    assert regression.figure_margins(names) == {
         "switch_p50_us[mpl=2]": 0.10,
-        "root:launch_overhead_s[n=1]": overheads.DRIFT_MARGINS["launch_overhead_s"],
-        "wakeup_p99_us": overheads.DRIFT_MARGINS["wakeup_p99_us"]}
-    assert set(overheads.figure_margins(names, 0.05).values()) == {0.05}
-    assert overheads.figure_margins(names, 0.05, {"wakeup_p99_us": 0.7})["wakeup_p99_us"] == 0.7
+        "root:launch_overhead_s[n=1]": regression.DRIFT_MARGINS["launch_overhead_s"],
+        "wakeup_p99_us": regression.DRIFT_MARGINS["wakeup_p99_us"]}
+    assert set(regression.figure_margins(names, 0.05).values()) == {0.05}
+    assert regression.figure_margins(names, 0.05, {"wakeup_p99_us": 0.7})["wakeup_p99_us"] == 0.7
 
 
 @pytest.mark.parametrize(("text", "message"), [
@@ -796,10 +813,10 @@ def test_a_bad_margins_file_is_one_clear_message_before_measuring(tmp_path, monk
     def measure(plan: dict[str, Any], progress: Any = None) -> dict[str, Any]:
         raise AssertionError("measured despite bad margins")
 
-    monkeypatch.setattr(overheads, "measure", measure)
+    monkeypatch.setattr(regression, "measure", measure)
     (tmp_path / "baseline.json").write_text(json.dumps(BASELINE))
     (tmp_path / "margins.json").write_text(text)
-    assert overheads.main(["--quick", "--baseline", str(tmp_path / "baseline.json"),
+    assert regression.main(["--quick", "--baseline", str(tmp_path / "baseline.json"),
                            "--margins", str(tmp_path / "margins.json")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"overheads: {tmp_path / 'margins.json'}: ") and message in err
@@ -807,16 +824,16 @@ def test_a_bad_margins_file_is_one_clear_message_before_measuring(tmp_path, monk
 
 def test_a_margins_file_widens_one_figure(tmp_path, monkeypatch, capsys):
     slow = _document({**BASELINE["samples"], "switch_p50_us[mpl=2]": _rounds(130.0)})
-    monkeypatch.setattr(overheads, "measure", lambda plan, progress=None: slow)
+    monkeypatch.setattr(regression, "measure", lambda plan, progress=None: slow)
     (tmp_path / "baseline.json").write_text(json.dumps(BASELINE))
     (tmp_path / "margins.json").write_text('{"switch_p50_us[mpl=2]": 0.4}')
     args = ["--quick", "--baseline", str(tmp_path / "baseline.json")]
-    assert overheads.main(args) == 1
-    assert overheads.main([*args, "--margins", str(tmp_path / "margins.json")]) == 0
+    assert regression.main(args) == 1
+    assert regression.main([*args, "--margins", str(tmp_path / "margins.json")]) == 0
 
 
 def test_chaos_page_counts_trials_survivors_and_how_clients_ended():
-    from benchmarks import chaos
+    from benchmarks.reliability import chaos
 
     records = [{"killed": "service SIGKILL", "failed": [], "survivors": {"processes": 0},
                 "clients": [{"code": 1, "last_line": "testbed: the service died"},
@@ -827,8 +844,8 @@ def test_chaos_page_counts_trials_survivors_and_how_clients_ended():
     result = {"host": {"uname": "Linux box", "cpus": 2, "python": "3.11.7"}, "seed": 1,
               "date": "2026-11-25T12:00:00+0000", "minutes": 0.5, "records": records,
               **chaos.summarise(records)}
-    page = chaos.markdown(result, "python -m benchmarks.chaos --trials 2")
-    assert "`python -m benchmarks.chaos --trials 2`" in page and "0.5 min" in page
+    page = chaos.markdown(result, "python -m benchmarks.reliability.chaos --trials 2")
+    assert "`python -m benchmarks.reliability.chaos --trials 2`" in page and "0.5 min" in page
     assert "**1 of 2 trials passed.**" in page
     assert "| service SIGKILL | 1 |" in page and "| nm0 | 1 |" in page
     assert "| processes | 1 |" in page
@@ -839,7 +856,8 @@ def test_chaos_page_counts_trials_survivors_and_how_clients_ended():
 
 @pytest.mark.realtime
 def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left():
-    done = subprocess.run([sys.executable, "-m", "benchmarks.chaos", "--quick", "--seed", "3"],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.reliability.chaos", "--quick",
+                           "--seed", "3"],
                           capture_output=True, text=True, timeout=600)
     result = json.loads(done.stdout)
     assert done.returncode == 0, result["failures"]
@@ -851,14 +869,15 @@ def test_chaos_quick_kills_a_service_and_a_node_manager_and_finds_nothing_left()
 
 @pytest.mark.realtime
 def test_soak_quick_accounts_for_every_job_and_leaves_nothing(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--quick", "--clients", "3",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.reliability.soak", "--quick",
+                           "--clients", "3",
                            "--out", str(tmp_path / "soak.json"),
                            "--markdown", str(tmp_path / "soak.md")],
                           capture_output=True, text=True, timeout=600)
     result = json.loads(done.stdout)
     page = (tmp_path / "soak.md").read_text()
     assert f"{result['jobs']['arrived']} jobs arrived" in page and "resident memory" in page
-    again = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--from",
+    again = subprocess.run([sys.executable, "-m", "benchmarks.reliability.soak", "--from",
                             str(tmp_path / "soak.json"), "--markdown", str(tmp_path / "re.md")],
                            capture_output=True, text=True, timeout=60)
     assert again.returncode == done.returncode and (tmp_path / "re.md").read_text() == page
@@ -871,9 +890,10 @@ def test_soak_quick_accounts_for_every_job_and_leaves_nothing(tmp_path):
 
 @pytest.mark.realtime
 def test_same_logs_finds_a_checkout_the_same_as_itself_and_names_what_differs(tmp_path):
-    from benchmarks import same_logs
+    from benchmarks.simulator import same_logs
 
-    done = subprocess.run([sys.executable, "-m", "benchmarks.same_logs", "--quick", "--json",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.simulator.same_logs", "--quick",
+                           "--json",
                            "--against", str(same_logs.HERE)], capture_output=True, text=True,
                           timeout=600, cwd=same_logs.HERE)
     assert done.returncode == 0, done.stderr
@@ -890,14 +910,14 @@ def test_same_logs_finds_a_checkout_the_same_as_itself_and_names_what_differs(tm
     assert same_logs.digest(run, tmp_path) == first
     (run / "events.jsonl").write_text(json.dumps(line) + '\n{"t": 1.5}\n')
     assert same_logs.digest(run, tmp_path) != first
-    refused = subprocess.run([sys.executable, "-m", "benchmarks.same_logs", "--against",
+    refused = subprocess.run([sys.executable, "-m", "benchmarks.simulator.same_logs", "--against",
                               str(tmp_path)], capture_output=True, text=True, timeout=60,
                              cwd=same_logs.HERE)
     assert refused.returncode == 2 and "not a testbed checkout" in refused.stderr
 
 
 def test_t3d_fig6_page_shows_intervals_saturation_and_the_cost_of_rows():
-    from benchmarks.t3d_fig6 import claims, markdown
+    from benchmarks.papers.t3d_fig6 import claims, markdown
     records = [{**_record("gang 10 s", 0.9, 8468.661, 7378.391, True), "mpl": 16,
                 "bounded_slowdown": 4421.8, "bounded_ci": None, "peak_rows": 16,
                 "wall_s": 53.0, "jobs": 20000, "delivered": 0.79},
@@ -907,8 +927,8 @@ def test_t3d_fig6_page_shows_intervals_saturation_and_the_cost_of_rows():
     doc = {"host": {"uname": "Linux h", "cpus": 2, "python": "3.11"}, "pes": 128,
            "batch": 3333, "batches": 6, "mpl": 16, "records": records,
            "claims": claims(records), "measured": "then", "seconds": 120.0, "row_bytes": 2048,
-           "command": "python -m benchmarks.t3d_fig6"}
-    page = markdown(doc, "fig.png", "python -m benchmarks.t3d_fig6 --markdown x.md")
+           "command": "python -m benchmarks.papers.t3d_fig6"}
+    page = markdown(doc, "fig.png", "python -m benchmarks.papers.t3d_fig6 --markdown x.md")
     assert "| 0.9 | 8469 ± 7.38e+03 (sat.) | 12.63 ± 6.91 |" in page
     assert "| 0.9 | 4422 ± ∞ (sat.) | 9.5 ± 5 |" in page
     assert "| 0.9 | 16, 2650 | 29, 3100, 58 KiB |" in page
@@ -919,13 +939,13 @@ def test_t3d_fig6_page_shows_intervals_saturation_and_the_cost_of_rows():
 
 
 def test_crossval_page_records_the_command_and_one_row_per_policy():
-    from benchmarks import crossval
+    from benchmarks.simulator import crossval
 
     records = [{"policy": p, "emulated_s": 2.0, "simulated_s": 1.5, "ratio": 0.75,
                 "launch_cost_s": 0.27, "simulated_with_launch_s": 2.0,
                 "ratio_with_launch": 1.0} for p in crossval.POLICIES]
-    page = crossval.markdown(records, 20, 1, "python -m benchmarks.crossval --jobs 20")
-    assert "`python -m benchmarks.crossval --jobs 20`" in page
+    page = crossval.markdown(records, 20, 1, "python -m benchmarks.simulator.crossval --jobs 20")
+    assert "`python -m benchmarks.simulator.crossval --jobs 20`" in page
     assert "0.270 s" in page
     table = [line for line in page.splitlines() if line.startswith("| ")]
     assert [line.split(" | ")[0] for line in table[1:]] == [f"| {p}" for p in crossval.POLICIES]
@@ -981,7 +1001,7 @@ def _soak_samples(minutes: float, fds: Any) -> list[dict[str, float]]:
 
 
 def test_soak_descriptors_that_follow_the_clients_are_not_growth_but_a_leak_is():
-    from benchmarks import soak
+    from benchmarks.reliability import soak
 
     in_flight = [9, 28, 14, 21, 11, 26, 17, 12, 24, 10, 19, 27, 13]
     wave = _soak_samples(2, lambda t, i: in_flight[i % len(in_flight)])
@@ -1002,7 +1022,7 @@ def test_soak_descriptors_that_follow_the_clients_are_not_growth_but_a_leak_is()
 
 
 def test_t3d_schemes_are_compared_job_by_job_where_the_records_pair_them():
-    from benchmarks import t3d_fig6
+    from benchmarks.papers import t3d_fig6
 
     jobs = [f"j{i}" for i in range(400)]
     heavy = {job: 10.0 * (1 + (i % 7)) for i, job in enumerate(jobs)}   # both see these jobs
@@ -1021,7 +1041,7 @@ def test_t3d_schemes_are_compared_job_by_job_where_the_records_pair_them():
 
 
 def test_nersc_pe_time_divides_the_span_up_to_the_last_arrival():
-    from benchmarks.nersc import busy_windows, pe_time
+    from benchmarks.papers.nersc import busy_windows, pe_time
     evs = [{"t": 0.0, "event": "arrival", "job": "a"},
            {"t": 0.0, "event": "start", "job": "a", "pes": [0, 1]},
            {"t": 0.0, "event": "arrival", "job": "b"},
@@ -1047,7 +1067,7 @@ def test_nersc_pe_time_divides_the_span_up_to_the_last_arrival():
 def test_the_futex_floor_takes_every_ring_when_rings_come_faster_than_it_wakes():
     # the child rings back to back, so rings come while the parent is still awake: each must
     # be taken with its own stamp (a merged ring once left the last receive waiting forever)
-    code = ("import json; from benchmarks.shim_cost import futex_wakeup; "
+    code = ("import json; from benchmarks.overheads.shim_cost import futex_wakeup; "
             "print(json.dumps(futex_wakeup(300, 0, 0)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
@@ -1057,17 +1077,27 @@ def test_the_futex_floor_takes_every_ring_when_rings_come_faster_than_it_wakes()
 
 def test_the_index_lists_every_benchmark_once_by_group():
     """``python -m benchmarks`` lists every module of benchmarks/ that has a command line, once,
-    and names only pages the docs have."""
-    from benchmarks.__main__ import GROUPS, lines
-    root = Path(__file__).parents[1]
-    listed = [e.module for entries in GROUPS.values() for e in entries]
-    commands = sorted(p.stem for p in (root / "benchmarks").glob("*.py")
-                      if p.stem != "__main__" and 'if __name__ == "__main__"' in p.read_text())
-    commands.append("reproduce")
-    assert sorted(listed) == sorted(commands)
-    for e in (e for entries in GROUPS.values() for e in entries):
-        assert e.page in ("-", "OUT/report.md") or (root / "docs" / "results" / e.page).is_file()
-    assert any(line.startswith("  python -m benchmarks.cow ") for line in lines())
+    each in its package, which lists it in its docstring; no module is left beside the
+    packages but the harness; only pages the docs have are named."""
+    import importlib
+
+    from benchmarks.__main__ import GROUPS, commands, lines
+    root = Path(__file__).parents[1] / "benchmarks"
+    found = sorted(".".join(p.relative_to(root.parent).with_suffix("").parts)
+                   for p in root.rglob("*.py") if p.parent.name != "clients"
+                   if p.stem != "__main__" and 'if __name__ == "__main__"' in p.read_text())
+    found.append("benchmarks.papers.reproduce")
+    assert sorted(commands()) == sorted(found)
+    assert sorted(p.name for p in root.glob("*.py")) == ["__init__.py", "__main__.py",
+                                                         "harness.py"]
+    for package, (_, entries) in GROUPS.items():
+        doc = importlib.import_module(f"benchmarks.{package}").__doc__
+        assert all(f"``python -m benchmarks.{package}.{e.module}``" in doc for e in entries)
+        assert doc.count("python -m benchmarks.") == len(entries)
+    for e in (e for _, entries in GROUPS.values() for e in entries):
+        assert e.page in ("-", "OUT/report.md") or (root.parent / "docs" / "results" /
+                                                    e.page).is_file()
+    assert any(line.startswith("  python -m benchmarks.papers.cow ") for line in lines())
 
 
 @pytest.mark.realtime
@@ -1075,14 +1105,14 @@ def test_every_listed_benchmark_answers_help():
     """Each command of the index runs as written: ``python -m benchmarks.NAME --help`` exits 0."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from benchmarks.__main__ import GROUPS
+    from benchmarks.__main__ import commands
 
     def helped(module: str) -> tuple[str, int, str]:
-        done = subprocess.run([sys.executable, "-m", f"benchmarks.{module}", "--help"],
+        done = subprocess.run([sys.executable, "-m", module, "--help"],
                               capture_output=True, text=True, timeout=120)
         return module, done.returncode, done.stderr.strip()[-300:]
 
-    modules = [e.module for entries in GROUPS.values() for e in entries]
+    modules = commands()
     with ThreadPoolExecutor(max_workers=2) as pool:
         answers = list(pool.map(helped, modules))
     assert [a for a in answers if a[1] != 0] == []

@@ -11,7 +11,7 @@ import tempfile
 
 import pytest
 
-from benchmarks import chaos
+from benchmarks.reliability import chaos
 from testbed.emulation import launch_tmp, procs
 from testbed.emulation.launch_tmp import HYDRA_PREFIX
 from testbed.emulation.mpi_info import detect_mpi

@@ -1,4 +1,5 @@
-"""benchmarks.conformance: reading mpi4py's runner output per rank, comparing modes with plain,
+"""benchmarks.programs.conformance: reading mpi4py's runner output per rank, comparing modes with
+plain,
 and a quick run of a tiny part of the suite under plain, gang and ics."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.conformance import (
+from benchmarks.programs.conformance import (
     NOT_RUN,
     ModuleRun,
     RankLog,
@@ -167,7 +168,7 @@ def test_a_mode_with_a_hang_a_crash_or_a_changed_outcome_is_not_identical():
     assert "n: exit code 0 under plain, 255 here" in text
     assert "m.C.b: passed under plain, unfinished|not run here" in text
     assert "n: 1 tests not run here (under plain: 1 skipped)" in text
-    page = markdown({**doc, "command": "python -m benchmarks.conformance --quick",
+    page = markdown({**doc, "command": "python -m benchmarks.programs.conformance --quick",
                      "host": {"uname": "Linux vm", "cpus": 2, "python": "3.11.7"},
                      "date": "2026-11-27T06:00:00+0000", "wall_s": 12.0, "commit": "abc",
                      "mpi": {"version": "MPICH Version: 5.0.2", "standard": "5.0",
@@ -175,9 +176,9 @@ def test_a_mode_with_a_hang_a_crash_or_a_changed_outcome_is_not_identical():
                      "suite": {"version": "4.1.2", "from": "pip download (PyPI)",
                                "file": "mpi4py-4.1.2.tar.gz", "sha256": "0" * 64},
                      "modules": ["m", "n"], "ranks": 2, "extra": [], "time_limit": 3.0},
-                    "python -m benchmarks.conformance --from x.json")
-    assert "Written by `python -m benchmarks.conformance --from x.json`" in page
-    assert "- run by `python -m benchmarks.conformance --quick`" in page
+                    "python -m benchmarks.programs.conformance --from x.json")
+    assert "Written by `python -m benchmarks.programs.conformance --from x.json`" in page
+    assert "- run by `python -m benchmarks.programs.conformance --quick`" in page
     assert ("| ics | 1 | 2 | 1 | 0 | 0 | 1 | NO (2 tests differ) | 7.0 | 3.50 | 1 hangs, slow"
             in page)
     assert "## ics" in page and "## pair-gang" not in page
@@ -234,7 +235,7 @@ def test_quick_run_of_small_modules_is_identical_under_gang_and_ics(tmp_path):
     except RuntimeError as err:
         pytest.skip(f"mpi4py's test suite cannot be fetched here: {err}")
     out = tmp_path / "conformance.json"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.conformance", "--quick",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.programs.conformance", "--quick",
                            "--modules", "test_cco_obj,test_p2p_buf_matched,test_rma,test_util_sync",
                            "--modes", "gang,ics", "--runs", str(tmp_path / "runs"),
                            "--json", str(out)],

@@ -1,4 +1,5 @@
-"""benchmarks.coverage in its quick form: the intervals cover what they state, the tests keep
+"""benchmarks.calibration.coverage in its quick form: the intervals cover what they state, the tests
+keep
 their false alarms, nothing is called on 3 against 3 (pure: numbers drawn in-process)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import json
 
 import numpy as np
 
-from benchmarks import coverage
+from benchmarks.calibration import coverage
 from testbed.experiments.stats import Interval
 
 KEYS = {"kind", "method", "distribution", "n", "nominal", "coverage", "coverage_low",

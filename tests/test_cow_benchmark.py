@@ -1,4 +1,4 @@
-"""benchmarks.cow's figures and readings, from small simulations run in-process."""
+"""benchmarks.papers.cow's figures and readings, from small simulations run in-process."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from benchmarks import cow
+from benchmarks.papers import cow
 from testbed.driver import Driver
 from testbed.events import EventLog, read_events
 from testbed.policies import PolicyConfig
@@ -258,7 +258,7 @@ def test_the_page_says_which_sets_were_simulated_and_which_reused():
             2: {**meta, "date": "now", "seconds": 150.0, "workers": 2}}
     compared = {"rows": [["default", 1.0, 1.0, 1.0, 10.0, 1.0, 5.0, 1.0]], "replications": 2,
                 "jobs": 3000, "date": "later", "seconds": 1800.0, "workers": 2}
-    page = cow.markdown(sets, compared, "python -m benchmarks.cow --readings")
+    page = cow.markdown(sets, compared, "python -m benchmarks.papers.cow --readings")
     assert "- set 2: simulated in 2.5 min by 2 worker processes" in page
     assert ("- set 1: the records of `cow-set1.json`, written then by an earlier run with the "
             "same replications, gangs and reading (that run's sets simulated in 0.5 min by 1 "

@@ -26,7 +26,7 @@ def test_an_interrupted_gang_restarts_in_the_simulators_order(tmp_path, workload
                     "0.3 1 bsp --work 0.8\n"
                     "owner 0.7 1 3\n"
                     "1.0 2 bsp --work 0.5\n")
-    for scheduler in ("afcfs",):             # lgfs: benchmarks.cow_emulated's test
+    for scheduler in ("afcfs",):             # lgfs: benchmarks.papers.cow_emulated's test
         real, sim = tmp_path / scheduler, tmp_path / f"sim-{scheduler}"
         for command, out in (("run", real), ("simulate", sim)):
             done = run_testbed(command, str(path), "--scheduler", scheduler, "--pes", "2",

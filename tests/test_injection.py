@@ -12,7 +12,7 @@ import os
 import pytest
 from conftest import events, run_testbed
 
-from benchmarks import shim_cost
+from benchmarks.overheads import shim_cost
 from testbed.emulation import injection
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.emulation.shim import library_path

@@ -233,7 +233,7 @@ def _experiment(module: str, out: Path, *args: str) -> str:
 @pytest.mark.realtime
 @needs_root
 def test_fig5_experiment_writes_csv_plot_and_table(tmp_path):
-    out = _experiment("benchmarks.memory_fig5", tmp_path / "f5", "--counts", "2",
+    out = _experiment("benchmarks.papers.memory_fig5", tmp_path / "f5", "--counts", "2",
                       "--thetas", "1", "--mem-mb", "8", "--work", "0.3", "--accesses", "2000")
     rows = (tmp_path / "f5" / "fig5.csv").read_text().splitlines()
     assert rows[0] == "theta,jobs,config,total_s,major_faults,swap_in_pages,repeat"
@@ -244,15 +244,15 @@ def test_fig5_experiment_writes_csv_plot_and_table(tmp_path):
 
 
 def test_fig5_page_gives_medians_and_ratios_to_no_admission():
-    from benchmarks import memory_fig5
+    from benchmarks.papers import memory_fig5
 
     rows = [[1.0, 8, name, total, 100, 50, repeat]
             for repeat, (slow, fast) in enumerate(((20.0, 10.0), (18.0, 11.0), (22.0, 9.0)))
             for name, total in (("unlimited", slow), ("C=1", fast), ("C=1.5", fast + 1))]
     walk = memory_fig5.Walk(64.0, 4, 1.0, 30000, 8)
-    page = memory_fig5.markdown(rows, walk, "python -m benchmarks.memory_fig5 --repeats 3",
+    page = memory_fig5.markdown(rows, walk, "python -m benchmarks.papers.memory_fig5 --repeats 3",
                                 "2026-11-25 12:00 UTC, 4 min")
-    assert "`python -m benchmarks.memory_fig5 --repeats 3`" in page
+    assert "`python -m benchmarks.papers.memory_fig5 --repeats 3`" in page
     assert "- measured: 2026-11-25 12:00 UTC, 4 min" in page and "400 MiB" in page
     table = [line for line in page.splitlines() if line.startswith("| 1 | 8 |")]
     assert [line.split(" | ")[2] for line in table] == ["unlimited", "C=1", "C=1.5"]
@@ -265,7 +265,7 @@ def test_fig5_page_gives_medians_and_ratios_to_no_admission():
 @pytest.mark.realtime
 @needs_root
 def test_fig7_experiment_writes_csv_plot_and_table(tmp_path):
-    _experiment("benchmarks.memory_fig7", tmp_path / "f7", "--loads", "0.8", "--jobs", "3",
+    _experiment("benchmarks.papers.memory_fig7", tmp_path / "f7", "--loads", "0.8", "--jobs", "3",
                 "--mem-mb", "8", "--work-max", "40", "--accesses", "2000")
     rows = (tmp_path / "f7" / "fig7.csv").read_text().splitlines()
     assert [r.split(",")[1] for r in rows[1:]] == ["unlimited", "C=1"]

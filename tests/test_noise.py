@@ -1,4 +1,5 @@
-"""benchmarks.noise: the order of its runs, its pairs and its rates (given numbers), and one
+"""benchmarks.overheads.noise: the order of its runs, its pairs and its rates (given numbers), and
+one
 tiny real run (its figures mean nothing)."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Any
 import psutil
 import pytest
 
-from benchmarks import noise, overheads
+from benchmarks.overheads import noise, regression
 
 
 def test_sequence_alternates_a_and_b_and_ends_each_block_with_an_a():
@@ -120,7 +121,8 @@ def test_proportion_has_an_exact_interval():
 def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     out = tmp_path / "runs"
     report = tmp_path / "noise.md"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--quick", "--pairs", "1",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads.noise", "--quick", "--pairs",
+                           "1",
                            "--hog-pairs", "1", "--out", str(out), "--report", str(report)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
@@ -139,16 +141,17 @@ def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     hogs = [p for p in psutil.process_iter(["cmdline"])
             if (p.info["cmdline"] or [])[:3] == [sys.executable, "-c", noise.HOG]]
     assert hogs == []
-    again = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--from", str(out)],
+    again = subprocess.run([sys.executable, "-m", "benchmarks.overheads.noise", "--from", str(out)],
                            capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["all"] == summary["all"]
-    assert overheads.sample_sets(documents[0])
+    assert regression.sample_sets(documents[0])
 
 
 @pytest.mark.realtime
 def test_from_a_directory_without_runs_is_one_clear_message(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.noise", "--from", str(tmp_path)],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads.noise", "--from",
+                           str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and done.stderr.strip() == \
         f"noise: {tmp_path}: no suite-*.json of a noise run"
@@ -156,7 +159,7 @@ def test_from_a_directory_without_runs_is_one_clear_message(tmp_path):
 
 @pytest.mark.realtime
 def test_the_hog_ends_when_the_process_that_started_it_is_killed():
-    code = ("import time\nfrom benchmarks.noise import cpu_hog\nwith cpu_hog(True):\n"
+    code = ("import time\nfrom benchmarks.overheads.noise import cpu_hog\nwith cpu_hog(True):\n"
             "    print(flush=True)\n    time.sleep(60)")
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:

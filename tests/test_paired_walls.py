@@ -1,8 +1,9 @@
-"""benchmarks.paired_walls: the interleaving order and the pairs' figures, on given seconds."""
+"""benchmarks.overheads.paired_walls: the interleaving order and the pairs' figures, on given
+seconds."""
 
 from __future__ import annotations
 
-from benchmarks import paired_walls
+from benchmarks.overheads import paired_walls
 
 
 def test_interleaved_alternates_which_goes_first_and_names_each_output() -> None:

@@ -1,8 +1,8 @@
-"""benchmarks.progress on given numbers (pure: no process is started)."""
+"""benchmarks.programs.progress on given numbers (pure: no process is started)."""
 
 from __future__ import annotations
 
-from benchmarks import progress
+from benchmarks.programs import progress
 
 
 def _run(mode: str, status: str = "ok", issue: float = 0.001, rest: float = 0.1,

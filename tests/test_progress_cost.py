@@ -1,4 +1,5 @@
-"""benchmarks.progress_cost: IMB's tables read, the figures of a run, the plan of the rounds
+"""benchmarks.programs.progress_cost: IMB's tables read, the figures of a run, the plan of the
+rounds
 (pure), and a quick run of the stand-in pair under gang and ics (realtime)."""
 
 from __future__ import annotations
@@ -7,7 +8,7 @@ import json
 
 import pytest
 
-from benchmarks import progress_cost
+from benchmarks.programs import progress_cost
 
 IMB_OUTPUT = """
 #---------------------------------------------------

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.real_clients import (
+from benchmarks.programs.real_clients import (
     compare,
     main,
     parse_latencies,
@@ -220,7 +220,7 @@ def test_a_missing_run_or_an_unknown_reference_is_an_error(tmp_path, capsys):
 def test_quick_run_reports_every_program_and_label_with_intervals(tmp_path):
     out = tmp_path / "real_clients.json"
     runs = tmp_path / "runs"
-    done = subprocess.run([sys.executable, "-m", "benchmarks.real_clients", "--quick",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.programs.real_clients", "--quick",
                            "--repeats", "2", "--schedulers", "gang,fcs", "--order", "random",
                            "--runs", str(runs), "--out", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
@@ -255,13 +255,13 @@ def test_quick_run_reports_every_program_and_label_with_intervals(tmp_path):
             assert 0 < r["ratio_low"] <= r["ratio"] <= r["ratio_high"]
         assert [c["figure"] for c in result["targets"]] == ["makespan", "small_latency_us"]
         assert all(c["verdict"] in ("met", "missed", "cannot tell") for c in result["targets"])
-    again = subprocess.run([sys.executable, "-m", "benchmarks.real_clients", "--quick",
+    again = subprocess.run([sys.executable, "-m", "benchmarks.programs.real_clients", "--quick",
                             "--repeats", "2", "--schedulers", "gang,fcs", "--from", str(runs),
                             "--out", "-"],
                            cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["results"] == doc["results"]
-    more = subprocess.run([sys.executable, "-m", "benchmarks.real_clients", "--quick",
+    more = subprocess.run([sys.executable, "-m", "benchmarks.programs.real_clients", "--quick",
                            "--repeats", "3", "--schedulers", "gang,fcs", "--from", str(runs),
                            "--out", "-"],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -297,5 +297,5 @@ def test_markdown_page_has_the_host_the_date_and_the_tables(tmp_path, capsys):
     assert doc["date"] in text and doc["host"]["uname"] in text
     assert doc["host"] == {"cpus": 4, "python": "3.11.0", "uname": "Linux lab 6.1-lab"}
     assert doc["pes"] == 2 and doc["date"].startswith("2023-11-14")
-    assert "python -m benchmarks.real_clients --from" in text
+    assert "python -m benchmarks.programs.real_clients --from" in text
     assert "== osu_latency latency" in text and printed.split("JSON:")[0].strip() in text

@@ -1,4 +1,5 @@
-"""benchmarks.reproduce: the verdict rules, the papers' claims judged on given numbers, and the
+"""benchmarks.papers.reproduce: the verdict rules, the papers' claims judged on given numbers, and
+the
 report."""
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ import sys
 
 import pytest
 
-from benchmarks import cow as cow_bench
-from benchmarks import memory_queueing, t3d_fig6
-from benchmarks.reproduce import __main__ as cli
-from benchmarks.reproduce import claims, cow, memory, report, t3d, t3e, thesis
-from benchmarks.reproduce.claims import (
+from benchmarks.papers import cow as cow_bench
+from benchmarks.papers import memory_queueing, t3d_fig6
+from benchmarks.papers.reproduce import __main__ as cli
+from benchmarks.papers.reproduce import claims, cow, memory, report, t3d, t3e, thesis
+from benchmarks.papers.reproduce.claims import (
     AGREES,
     CANNOT_TELL,
     DISAGREES,
@@ -27,7 +28,7 @@ from benchmarks.reproduce.claims import (
     judge,
     within,
 )
-from benchmarks.reproduce.context import Context, failure
+from benchmarks.papers.reproduce.context import Context, failure
 from testbed.experiments.stats import Interval
 from testbed.experiments.stats import Test as RankTest
 from testbed.results.metrics import JobRow
@@ -364,13 +365,13 @@ def _rows() -> list[Row]:
 
 def _header() -> dict:
     return {"host": "vm (Linux 6, x86_64)", "cores": 2, "date": "2026-11-25 08:00:00 +0000",
-            "command": "python -m benchmarks.reproduce --quick", "commit": "abc123",
+            "command": "python -m benchmarks.papers.reproduce --quick", "commit": "abc123",
             "size": "quick", "seconds": 600.0}
 
 
 def test_report_page_has_the_header_a_row_per_claim_and_the_plots():
     page = report.markdown(_rows(), _header())
-    assert "Written by `python -m benchmarks.reproduce --quick`" in page
+    assert "Written by `python -m benchmarks.papers.reproduce --quick`" in page
     for fact in ("vm (Linux 6, x86_64), 2 cores", "2026-11-25 08:00:00", "abc123",
                  "wall time 600 s (10.0 min)"):
         assert fact in page
@@ -464,10 +465,11 @@ def test_ctrl_c_ends_the_run_with_one_line_and_status_130(tmp_path, monkeypatch,
     try:
         status = cli.main(["--only", "COW", "--size", "tiny", "--out", str(tmp_path)])
     except KeyboardInterrupt:
-        pytest.fail("Ctrl-C left benchmarks.reproduce as a traceback")
+        pytest.fail("Ctrl-C left benchmarks.papers.reproduce as a traceback")
     assert status == 130
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"benchmarks.reproduce: interrupted; the papers done are kept in {tmp_path} (the same "
+        f"benchmarks.papers.reproduce: interrupted; the papers done are kept in {tmp_path} (the "
+        f"same "
         "command with --resume goes on)")
 
 
@@ -676,7 +678,7 @@ def test_t3d_rows_say_how_many_batches_each_point_counted():
 
 @pytest.mark.realtime
 def test_the_header_does_not_count_the_reports_own_directory_as_a_change(tmp_path, monkeypatch):
-    from benchmarks.reproduce import report
+    from benchmarks.papers.reproduce import report
 
     def git(*args: str) -> None:
         subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,

@@ -1,4 +1,5 @@
-"""benchmarks.reproduce in parts: each paper's file, the report rebuilt from every part, a rerun
+"""benchmarks.papers.reproduce in parts: each paper's file, the report rebuilt from every part, a
+rerun
 of one paper, --resume and one size per directory (pure: the papers' runs are given)."""
 
 from __future__ import annotations
@@ -8,12 +9,12 @@ import shlex
 
 import pytest
 
-from benchmarks import t3d_fig6
-from benchmarks.reproduce import __main__ as cli
-from benchmarks.reproduce import cluster, parts, report
-from benchmarks.reproduce.claims import AGREES, CANNOT_TELL, Decision, Finding, Row, Spec
-from benchmarks.reproduce.context import Context
-from benchmarks.reproduce.parts import Part
+from benchmarks.papers import t3d_fig6
+from benchmarks.papers.reproduce import __main__ as cli
+from benchmarks.papers.reproduce import cluster, parts, report
+from benchmarks.papers.reproduce.claims import AGREES, CANNOT_TELL, Decision, Finding, Row, Spec
+from benchmarks.papers.reproduce.context import Context
+from benchmarks.papers.reproduce.parts import Part
 from testbed.experiments.slurm import Settings
 
 
@@ -22,7 +23,7 @@ def _part(name: str = "COW", host: str = "vm", began: str = "2026-11-27 10:00:00
     spec = Spec(f"{name.lower()}-k", name, "Fig 1", "LGFS | AFCFS below 1", "< 1", "band")
     finding = Finding("0.9 [0.8, 0.95]", Decision(verdict, "interval all < 1"), "5 seeds",
                       (f"{name.lower()}.png",))
-    header = {"command": "python -m benchmarks.reproduce", "host": host, "cores": 2,
+    header = {"command": "python -m benchmarks.papers.reproduce", "host": host, "cores": 2,
               "date": began, "commit": "abc123", "size": size, "seconds": 60.0,
               "began": began, "load": {"disturbed": True, "why": "other processes used 40% "
                                                                  "of a CPU"}}
@@ -59,7 +60,7 @@ def test_one_directory_holds_one_size():
 
 def test_the_header_names_each_paper_and_says_when_parts_came_from_different_runs():
     one = [_part("T3D"), _part("COW")]
-    rows, header = report.assemble(one, "python -m benchmarks.reproduce --only COW")
+    rows, header = report.assemble(one, "python -m benchmarks.papers.reproduce --only COW")
     assert [r.spec.paper for r in rows] == ["T3D", "COW"]
     assert header["host"] == "vm" and header["seconds"] == 120.0 and not header["assembled"]
     page = report.markdown(rows, header)
@@ -158,7 +159,8 @@ def test_under_slurm_an_emulated_paper_is_one_job_on_one_exclusive_node(tmp_path
         assert option in args
     assert args[-2] == "--wrap"
     wrapped = shlex.split(args[-1])
-    assert wrapped[1:] == ["-m", "benchmarks.reproduce", "--only", "THESIS", "--size", "quick",
+    assert wrapped[1:] == ["-m", "benchmarks.papers.reproduce", "--only", "THESIS", "--size",
+                           "quick",
                            "--out", str(tmp_path / "out"), "--runs", str(tmp_path / "runs")]
     assert args[args.index("--output") + 1] == str(tmp_path / "out" / "slurm" / "THESIS.out")
 

@@ -124,7 +124,8 @@ def test_a_rank_waiting_for_a_stopped_peer_blocks_and_wakes(tmp_path):
         cpu0 = procs.cpu_seconds(first.pid)
         time.sleep(1.0)
         used = procs.cpu_seconds(first.pid) - cpu0
-        # A spinning rank would use the whole second; benchmarks.shim_cost measures the share.
+        # A spinning rank would use the whole second; benchmarks.overheads.shim_cost measures the
+        # share.
         assert used < 0.1, f"a blocked rank used {used:.3f} s of CPU in 1 s"
         assert records[0].counters().blocked
         go.touch()

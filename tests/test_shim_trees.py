@@ -1,8 +1,8 @@
-"""benchmarks.shim_trees: reading a finished run (pure: files written here)."""
+"""benchmarks.overheads.shim_trees: reading a finished run (pure: files written here)."""
 
 import json
 
-from benchmarks.shim_trees import read_run
+from benchmarks.overheads.shim_trees import read_run
 
 
 def test_a_run_gives_each_tests_sizes_over_the_copies_and_the_last_counts_per_rank(tmp_path):

@@ -343,7 +343,7 @@ def test_a_spread_over_slurm_gives_what_one_process_gives(tmp_path, slurm_env, m
 @pytest.mark.realtime
 def test_reproduce_through_slurm_has_the_findings_of_a_local_run(tmp_path, slurm_env):
     def claims(out: str, *more: str) -> tuple[list[tuple[str, str, str]], str]:
-        done = subprocess.run([sys.executable, "-m", "benchmarks.reproduce", "--only", "COW",
+        done = subprocess.run([sys.executable, "-m", "benchmarks.papers.reproduce", "--only", "COW",
                                "--size", "tiny", "--out", str(tmp_path / out), *more],
                               cwd=ROOT, env=slurm_env, capture_output=True, text=True,
                               timeout=600)
@@ -359,7 +359,7 @@ def test_reproduce_through_slurm_has_the_findings_of_a_local_run(tmp_path, slurm
 @pytest.mark.realtime
 def test_reproduce_through_slurm_runs_an_emulated_paper_as_one_exclusive_job(tmp_path,
                                                                              slurm_env):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.reproduce", "--only", "THESIS",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.papers.reproduce", "--only", "THESIS",
                            "--size", "tiny", "--out", str(tmp_path), "--slurm"], cwd=ROOT,
                           env=slurm_env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr

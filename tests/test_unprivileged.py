@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from conftest import events, jobs_csv
 
-from benchmarks import unprivileged
+from benchmarks.overheads import unprivileged
 from testbed.emulation import memory
 from testbed.emulation.procs import RankPriority, rank_priority
 from testbed.jobs import walk
@@ -48,7 +48,7 @@ def test_a_bad_rank_priority_is_refused(tmp_path, workload):
 
 def as_user(argv: list[str], cwd: Path, cgroup: Path | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` as the test's unprivileged user (see ``benchmarks.unprivileged``)."""
+    """Run ``argv`` as the test's unprivileged user (see ``benchmarks.overheads.unprivileged``)."""
     return unprivileged.as_user(USER, argv, cwd, cgroup, timeout)
 
 
@@ -172,7 +172,8 @@ def test_node_memory_without_a_delegated_cgroup_says_so(user_dir: Path):
 @pytest.mark.realtime
 @pytest.mark.skipif(_USER is None, reason=_WHY)
 def test_the_overhead_suite_reports_root_and_unprivileged_side_by_side(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads", "--quick", "--parts",
+    done = subprocess.run([sys.executable, "-m", "benchmarks.overheads.regression", "--quick",
+                           "--parts",
                            "switch", "--as-user", USER, "--out", str(tmp_path / "o.json")],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr

@@ -1,12 +1,12 @@
-"""benchmarks.verdicts in its quick form: the reproduction's rules give few unsupported
+"""benchmarks.calibration.verdicts in its quick form: the reproduction's rules give few unsupported
 verdicts, and the measure would see a rule that gives many (pure, a few seconds)."""
 
 from __future__ import annotations
 
 import json
 
-from benchmarks import verdicts
-from benchmarks.reproduce.claims import AGREES, Decision
+from benchmarks.calibration import verdicts
+from benchmarks.papers.reproduce.claims import AGREES, Decision
 from testbed.experiments.stats import ALPHA
 
 

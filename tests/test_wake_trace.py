@@ -1,7 +1,8 @@
-"""benchmarks.wake_trace's reading of `perf script` text: the steps of each wait and where the
+"""benchmarks.overheads.wake_trace's reading of `perf script` text: the steps of each wait and where
+the
 waiter ran, on given lines (no perf, no processes)."""
 
-from benchmarks.wake_trace import parse, summary, waits
+from benchmarks.overheads.wake_trace import parse, summary, waits
 
 SENDER, WAITER = "200", "100"
 

@@ -13,7 +13,7 @@ is worse).  A figure has regressed when both of these hold:
   small to matter is not called, however sure the test is of it.
 
 The margin is there because two runs minutes apart differ by more than their own rounds
-suggest (the machine drifts); ``python -m benchmarks.noise`` measures how often this check
+suggest (the machine drifts); ``python -m benchmarks.overheads.noise`` measures how often this check
 raises a false alarm and how often it catches a known slowdown.
 """
 

@@ -1,7 +1,8 @@
 """Intervals and tests for comparisons of repeated runs (pure: numbers in, numbers out).
 
 Every figure of a comparison is a sample of repeats (one value per run).  What is computed,
-and what it means (``python -m benchmarks.coverage`` measures every interval's coverage and
+and what it means (``python -m benchmarks.calibration.coverage`` measures every interval's coverage
+and
 every test's false alarms and power on drawn data: docs/results/coverage.md):
 
 * ``median_interval``: the sample median and a distribution-free interval for the median of
