@@ -36,9 +36,9 @@ from benchmarks.papers.reproduce.claims import (
     p_of,
     show,
     specs,
-    unavailable,
     within,
 )
+from benchmarks.papers.reproduce.claims import unavailable as cannot_measure
 from benchmarks.papers.reproduce.context import Context
 from testbed.experiments import stats
 from testbed.policies import JobRequest, Migrate, PolicyConfig, make_policy
@@ -197,7 +197,7 @@ def judge_records(records: list[dict[str, Any]], setup: str,
         "t3e-utilization-gain": Finding(
             f"utilization nersc / before: {show(gain)} (the paper's: "
             f"{PUBLISHED_GAIN:.3g})", gain_decision, setup, plots),
-        "t3e-utilization-steps": Finding(step_text + shares, unavailable(UNSTATED_STEP),
+        "t3e-utilization-steps": Finding(step_text + shares, cannot_measure(UNSTATED_STEP),
                                          setup, plots),
         "t3e-table2-shares": table2_shares(mine_runs, setup, plots),
         "t3e-large-turnaround": Finding(
@@ -216,7 +216,7 @@ def acceptance(runs: list[dict[str, Any]], setup: str,
     """The acceptance figures: the mean utilization over the run and its best fourteenth
     (a day of two weeks), each the median over seeds with its interval."""
     if not runs or any("busy_days" not in r for r in runs):
-        return Finding("-", unavailable("no daily utilization in the records"), setup, plots)
+        return Finding("-", cannot_measure("no daily utilization in the records"), setup, plots)
     mean = stats.median_interval([r["busy"] for r in runs])
     best = stats.median_interval([max(r["busy_days"]) for r in runs])
     cells = [judge(mean, above(ACCEPTANCE)), judge(best, above(BEST_DAY))]
@@ -230,7 +230,7 @@ def table2_shares(runs: list[dict[str, Any]], setup: str,
     """Each size bin's share of the PE-time the nersc configuration delivered, against
     Table 2's share of the PE-hours."""
     if not runs or any("bins" not in r for r in runs):
-        return Finding("-", unavailable("no size bins in the records"), setup, plots)
+        return Finding("-", cannot_measure("no size bins in the records"), setup, plots)
     cells, shown = [], []
     for b, (low, high, _, hours) in enumerate(nersc.TABLE_2):
         share = stats.median_interval([100 * r["bins"][b] for r in runs])
