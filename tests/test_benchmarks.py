@@ -305,8 +305,8 @@ def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatc
     monkeypatch.setattr(overheads, "commit_of", lambda path: "abc1234" if path == here
                         else "f03a98e")
     other = tmp_path / "other"
-    (other / "benchmarks").mkdir(parents=True)
-    (other / "benchmarks" / "overheads.py").write_text("")
+    (other / "testbed").mkdir(parents=True)
+    (other / "testbed" / "__main__.py").write_text("")
     out = tmp_path / "now.json"
     assert overheads.main(["--rounds", "8", "--parts", "switch", "--against", str(other),
                            "--out", str(out), "--markdown", str(tmp_path / "now.md")]) == status
