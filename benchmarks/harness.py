@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,17 +144,38 @@ def run_workload(text: str, *options: str, out: Path | None = None,
     return out
 
 
+_TESTBED_OF: list[Path] = []
+
+
+@contextlib.contextmanager
+def testbed_of(checkout: Path) -> Iterator[None]:
+    """Within it, every ``testbed`` command given no checkout of its own (``run_workload``'s
+    too, so those of the measuring functions other benchmarks share) is ``checkout``'s: how a
+    benchmark measures another checkout with this code, through that checkout's command
+    line."""
+    _TESTBED_OF.append(checkout)
+    try:
+        yield
+    finally:
+        _TESTBED_OF.pop()
+
+
 def testbed(*args: str, checkout: Path | None = None) -> None:
     """Run one ``testbed`` command quietly, failing loudly.  A simulation runs in this process
     (the run library); an emulated run runs in a process of its own, because its coordinator
     takes real-time priority, signal handlers and the orphans of its ranks, which the process
-    measuring it must not.  With ``checkout`` the command is that checkout's (its directory
-    first on ``PYTHONPATH``: its coordinator, node managers and shim), in a process of its
-    own."""
+    measuring it must not.  With ``checkout`` (or inside ``testbed_of``) the command is that
+    checkout's ``python -m testbed`` (its directory first on ``PYTHONPATH``: its coordinator,
+    node managers and shim), in a process of its own; its error output is passed on, and a
+    ``CalledProcessError`` when it fails carries it (``stderr``: what that checkout lacks)."""
+    checkout = checkout or (_TESTBED_OF[-1] if _TESTBED_OF else None)
     if checkout is not None:
-        subprocess.run([sys.executable, "-m", "testbed.cli", *args], check=True, cwd=checkout,
-                       env={**os.environ, "PYTHONPATH": str(checkout)},
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+        done = subprocess.run([sys.executable, "-m", "testbed", *args], cwd=checkout,
+                              env={**os.environ, "PYTHONPATH": str(checkout)},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        sys.stderr.write(done.stderr)
+        done.check_returncode()
         return
     if args[0] == "simulate":
         with contextlib.redirect_stdout(io.StringIO()):
@@ -221,6 +242,13 @@ def checkout_type(needs: str) -> Callable[[str], Path]:
                                              f"{needs})")
         return path
     return checkout
+
+
+def lacking(err: subprocess.CalledProcessError) -> str:
+    """What another checkout's command lacks, as a failed run of it (``testbed``'s
+    ``CalledProcessError``) says it: the last line of its error output, or its exit."""
+    said = (err.stderr or "").strip().splitlines()
+    return said[-1][:300] if said else f"exit {err.returncode}"
 
 
 def commit_of(checkout: Path) -> str:

@@ -313,8 +313,8 @@ def test_main_against_a_checkout_compares_this_side_with_it(tmp_path, monkeypatc
     monkeypatch.setattr(regression, "commit_of", lambda path: "abc1234" if path == here
                         else "f03a98e")
     other = tmp_path / "other"
-    (other / "benchmarks").mkdir(parents=True)
-    (other / "benchmarks" / "regression.py").write_text("")
+    (other / "testbed").mkdir(parents=True)
+    (other / "testbed" / "__main__.py").write_text("")
     out = tmp_path / "now.json"
     assert regression.main(["--rounds", "8", "--parts", "switch", "--against", str(other),
                            "--out", str(out), "--markdown", str(tmp_path / "now.md")]) == status
@@ -1116,3 +1116,10 @@ def test_every_listed_benchmark_answers_help():
     with ThreadPoolExecutor(max_workers=2) as pool:
         answers = list(pool.map(helped, modules))
     assert [a for a in answers if a[1] != 0] == []
+
+
+def test_the_suite_is_found_under_its_name_in_any_checkout(tmp_path):
+    assert regression.suite_module(regression.HERE) == "benchmarks.overheads.regression"
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "overheads.py").write_text("")
+    assert regression.suite_module(tmp_path) == "benchmarks.overheads"      # before 2026-12-06

@@ -123,7 +123,7 @@ def test_a_tiny_real_run_reports_and_rereads(tmp_path):
     report = tmp_path / "noise.md"
     done = subprocess.run([sys.executable, "-m", "benchmarks.overheads.noise", "--quick", "--pairs",
                            "1",
-                           "--hog-pairs", "1", "--out", str(out), "--report", str(report)],
+                           "--hog-pairs", "1", "--out", str(out), "--markdown", str(report)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)

@@ -36,14 +36,14 @@ that would have covered the largest drift seen (for ``overheads --margins`` on t
 Margins fitted to these very runs cannot show how often they raise a false alarm on others:
 each A/A pair is also judged with the margins fitted on the *other* A/A pairs' drift (leave
 one out; ``false_alarms_held_out``), the rate to expect from margins fitted this way.
-``--report FILE`` writes a Markdown page of the results, with the host and date.
+``--markdown FILE`` writes a Markdown page of the results, with the host and date.
 ``--combine K`` also judges the same sides merged K at a time (the A sides of K consecutive
 groups or runs together, A2 and B likewise): what K times the rounds a side would give.
 
 Usage: ``python -m benchmarks.overheads.noise [--pairs 20] [--hog-pairs 5] [--rounds 12]
 [--design interleaved|sequential]
 [--slowdown 0.2] [--margin M] [--margins FILE] [--combine 2] [--out DIR] [--from DIR]
-[--report FILE] [--quick]``
+[--markdown FILE] [--quick]``
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from typing import Any
 
 from scipy.stats import binomtest
 
-from benchmarks.harness import default_out, host, invocation, page_head, table
+from benchmarks.harness import Session, emit, host, page_head, parser, table, write_whole
 from benchmarks.overheads import regression, shim_cost
 from testbed.emulation import injection
 from testbed.emulation.mpi_info import detect_mpi
@@ -487,8 +487,9 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run (or re-read) the pairs and print the rates and the JSON."""
-    p = argparse.ArgumentParser(description="false alarms and detections of the overhead "
-                                            "suite's regression check")
+    p = parser("benchmarks.overheads.noise", "false alarms and detections of the overhead suite's "
+               "regression check", quick="tiny: shows the benchmark works", json_help=None,
+               out_help="directory for the suite runs")
     p.add_argument("--pairs", type=int, default=20, help="A/A pairs (and A/B pairs)")
     p.add_argument("--hog-pairs", type=int, default=5, help="of them with a CPU hog")
     p.add_argument("--rounds", type=int, default=12, help="rounds of the suite a side")
@@ -498,13 +499,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slowdown", type=float, default=0.2, help="injected in B runs")
     p.add_argument("--margin", type=float, default=None, help="as overheads --margin")
     p.add_argument("--margins", type=Path, default=None, help="as overheads --margins")
-    p.add_argument("--out", type=Path, default=None, help="directory for the suite runs")
     p.add_argument("--from", dest="source", type=Path, default=None,
                    help="derive the rates from an earlier --out instead of running")
-    p.add_argument("--report", type=Path, default=None, help="also write a Markdown page")
     p.add_argument("--combine", type=_counts, default=[2],
                    help="also judge runs merged K at a time (comma-separated K, default 2)")
-    p.add_argument("--quick", action="store_true", help="tiny: shows the benchmark works")
     args = p.parse_args(argv)
     # Ctrl-C works even when started in the background (where SIGINT comes ignored), and
     # SIGTERM unwinds too, so the hog and the run in progress are stopped either way.
@@ -522,11 +520,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"noise: {err}", file=sys.stderr)
         return 2
-    if args.source is not None:
-        out = args.source
-    else:
-        out = args.out or default_out("noise")
-        out.mkdir(parents=True, exist_ok=True)
+    session = Session.start("benchmarks.overheads.noise", argv, args.source or args.out,
+                            None if args.source is not None else "noise")
+    out = session.out
+    assert out is not None
+    if args.source is None:
         plan = quick_plan() if args.quick else noise_plan(args.rounds, args.design)
         interleaved = args.design == "interleaved"
         steps = (groups if interleaved else sequence)(args.pairs, args.hog_pairs)
@@ -539,7 +537,7 @@ def main(argv: list[str] | None = None) -> int:
             return 130
         print(f"noise: suite runs in {out}", file=sys.stderr)
     summary = judge(documents, steps, args.margin, given)
-    (out / "margins.json").write_text(json.dumps(
+    write_whole(out / "margins.json", json.dumps(
         {name: d["margin"] for name, d in summary["drift"].items()}, indent=2) + "\n")
     print(rates_table(summary), file=sys.stderr)
     rounds = documents[0]["plan"]["rounds"]
@@ -550,11 +548,8 @@ def main(argv: list[str] | None = None) -> int:
             label: merged[label] for label in ("quiet", "hog", "all")}
         print(f"{k} runs combined, {k * rounds} rounds a side:\n{rates_table(merged)}",
               file=sys.stderr)
-    if args.report is not None:
-        args.report.parent.mkdir(parents=True, exist_ok=True)
-        args.report.write_text(markdown(summary, documents,
-                                        invocation("benchmarks.overheads.noise", argv)))
-    print(json.dumps({"benchmark": "noise", "host": host(), **summary}, indent=2))
+    session.page(args.markdown, lambda: markdown(summary, documents, session.command))
+    emit([{"benchmark": "noise", "host": host(), **summary}], True, indent=2)
     return 0
 
 

@@ -22,9 +22,7 @@ taking turns, so drift of the machine spreads over all of them):
   ``benchmarks.programs.progress_cost``'s IMB pair (two copies at MPL 2 on 2 PEs; IMB-MPI1 where
   ``scripts/setup-mpi impi`` installed it, else its stand-in) under gang, ics and fcs:
   ``progress_makespan[S]`` (s) and ``progress_barrier_us[S]``, ``progress_allreduce_us[S]``,
-  ``progress_alltoall_us[S]``, ``progress_pingpong_us[S]`` (us).  With ``--against`` it is
-  measured by this checkout's benchmark code running the other checkout's testbed, so an
-  earlier checkout without the part is measured too.
+  ``progress_alltoall_us[S]``, ``progress_pingpong_us[S]`` (us).
 
 Every figure is one value per round; the document holds the samples (``samples``) and, per
 figure, the median with its 95 % interval (``figures``; ``confidence`` below 0.95 with 5
@@ -37,8 +35,17 @@ between runs, ``DRIFT_MARGINS``, or ``--margin`` for all, or per figure from ``-
 prints a table of the comparison and exits 1 when a figure regressed.
 ``--against CHECKOUT`` measures that checkout's code as the baseline instead, in the same
 invocation: the two sides' rounds take turns (A B, B A, A B, ...: a drift of the machine lands
-on both alike), every round a fresh process run in its checkout, and this side is checked
-against the other as with ``--baseline``.  ``--parts`` measures only some parts;
+on both alike), and this side is checked against the other as with ``--baseline``.  Both
+sides are measured by this code through what every checkout has, its command line: the
+launch, switch, linearity and progress parts run the side's own ``python -m testbed run``
+(its coordinator, node managers, ranks and shim), this code reading what the runs wrote.  The
+shim part is the exception: its ranks run on shim records that Python of the checkout whose
+shim reads them must make, so each side's shim part is that checkout's own suite
+(its ``--rounds 1 --parts shim`` there).  Where the other
+checkout
+lacks something (an option of its ``testbed run``, a field of its event log, a suite with a
+shim part), its part is left out of the comparison and said (``lacking``: the part and its
+command's last error line).  ``--parts`` measures only some parts;
 ``--markdown FILE`` also writes the table (and the comparison) as a Markdown page with the
 host and date.  ``--as-user USER`` (as root) runs the suite twice, as root and then as that
 unprivileged user, side by side (``root`` and ``unprivileged`` halves in the JSON).
@@ -67,16 +74,20 @@ from typing import Any
 
 from benchmarks.harness import (
     REPO,
+    Session,
     checkout_type,
     commit_of,
+    emit,
     events,
     host,
-    invocation,
     jobs,
+    lacking,
     page_head,
+    parser,
     run_workload,
     table,
-    write_page,
+    testbed_of,
+    write_whole,
 )
 from benchmarks.overheads import launch_overhead, shim_cost, switch_latency, unprivileged
 from benchmarks.programs import progress_cost
@@ -305,32 +316,66 @@ def measure_interleaved(rounds: int, sides: Sequence[str],
 
 
 def round_in(checkout: Path, parts: tuple[str, ...], quick: bool) -> dict[str, Any]:
-    """One round of the suite as measured by the code of ``checkout`` (its testbed, shim and
-    benchmarks: ``python -m benchmarks.overheads.regression --rounds 1`` run there; the ``progress``
-    part by this code running its testbed); its document.
-    ``RuntimeError`` with the end of its error output when that run fails."""
-    own = tuple(p for p in parts if p != "progress")
-    if own:
-        argv = [sys.executable, "-m", "benchmarks.overheads.regression", "--rounds", "1",
-                "--parts", ",".join(own), *(["--quick"] if quick else [])]
-        done = subprocess.run(argv, cwd=checkout,
-                              env={**os.environ, "PYTHONPATH": str(checkout)},
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"the suite failed in {checkout}: {done.stderr.strip()[-2000:]}")
-        document = json.loads(done.stdout)
-    else:
-        document = {"benchmark": "overheads", "host": host(), "seconds": 0.0,
-                    "plan": {"rounds": 1, "parts": []}, "samples": {}}
-    if "progress" in parts:
-        started = time.time()
-        figures, context = progress_round(QUICK if quick else FULL, checkout)
-        document.update(context)
-        document["plan"] = {**document["plan"], "parts": list(parts)}
-        document["seconds"] = round(document["seconds"] + time.time() - started, 1)
+    """One round of the suite over ``checkout``'s command line, its one-round document: this
+    code measuring the launch, switch, linearity and progress parts with ``checkout``'s
+    ``testbed run`` (``harness.testbed_of``), and ``checkout``'s own suite its shim part
+    (``shim_round_in``).  On another checkout than this one a part it lacks is left out and
+    said under ``lacking`` (part: its command's last error line); on this one, or when a run
+    of the other fails otherwise, ``RuntimeError``."""
+    plan = {**(QUICK if quick else FULL), "rounds": 1, "parts": parts}
+    started = time.time()
+    samples: dict[str, list[float]] = {}
+    context: dict[str, Any] = {}
+    lacks: dict[str, str] = {}
+    for part in parts:
+        try:
+            if part == "shim":
+                figures, found = shim_round_in(checkout, quick)
+            elif part == "progress":
+                figures, found = progress_round(plan, checkout)
+            else:
+                with testbed_of(checkout):
+                    figures, found = ROUNDS[part](plan)
+        except (subprocess.CalledProcessError, KeyError) as err:
+            said = lacking(err) if isinstance(err, subprocess.CalledProcessError) else \
+                f"its event log has no {err}"
+            if checkout == HERE:
+                raise RuntimeError(f"the {part} part failed: {said}") from err
+            lacks[part] = said
+            print(f"overheads: {checkout} lacking: {part}: {said}", file=sys.stderr)
+            continue
+        context.update(found)
         for name, value in figures.items():
-            document["samples"][name] = [value]
+            samples[name] = [value]
+    document = {"benchmark": "overheads", "host": host(),
+                "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+                "seconds": round(time.time() - started, 1),
+                "plan": {k: list(v) if isinstance(v, tuple) else v for k, v in plan.items()},
+                "samples": samples, **context}
+    if lacks:
+        document["lacking"] = lacks
     return document
+
+
+def shim_round_in(checkout: Path, quick: bool) -> Round:
+    """One round of the shim part by ``checkout``'s own suite (its ``--rounds 1 --parts shim``
+    run there, under the suite's name in that checkout: ``suite_module``): the ranks' shim
+    records are made by the Python of the checkout whose shim reads them, which no command
+    line offers.  ``CalledProcessError`` (with its error output) when that checkout cannot
+    run it."""
+    argv = [sys.executable, "-m", suite_module(checkout), "--rounds", "1", "--parts", "shim",
+            *(["--quick"] if quick else [])]
+    done = subprocess.run(argv, cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    done.check_returncode()
+    return {name: values[0] for name, values in json.loads(done.stdout)["samples"].items()}, {}
+
+
+def suite_module(checkout: Path) -> str:
+    """The module of the overheads suite in ``checkout``: ``benchmarks.overheads.regression``
+    since the benchmarks were grouped into packages, ``benchmarks.overheads`` before."""
+    grouped = (checkout / "benchmarks" / "overheads" / "regression.py").is_file()
+    return "benchmarks.overheads.regression" if grouped else "benchmarks.overheads"
 
 
 def sample_sets(result: dict[str, Any]) -> dict[str, list[float]]:
@@ -393,6 +438,8 @@ def markdown(result: dict[str, Any], findings: list[Finding] | None, command: st
         lines.append(f"- rounds interleaved with those of {interleaved['checkouts']['baseline']}"
                      + (f" at {commits['baseline']} (the baseline); this side at "
                         f"{commits['this']}" if commits else " (the baseline)"))
+        lines += [f"- lacking in the baseline: {part}: {said}"
+                  for part, said in result["sides"]["baseline"].get("lacking", {}).items()]
         result = {**result["sides"]["this"], "date": result["date"]}
     if "root" in result:
         plan = result["root"]["plan"]
@@ -541,19 +588,19 @@ def _parts(text: str) -> tuple[str, ...]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the suite, print (and optionally save) the JSON, compare with a baseline."""
-    p = argparse.ArgumentParser(description="the testbed's overhead regression suite")
-    p.add_argument("--quick", action="store_true", help="tiny runs: shows the suite works")
+    p = parser("benchmarks.overheads.regression", "the testbed's overhead regression suite",
+               quick="tiny runs: shows the suite works", json_help=None, out_help=None,
+               markdown_help="also write a Markdown page")
     p.add_argument("--rounds", type=int, default=None,
                    help=f"rounds of every part (default {FULL['rounds']}, quick "
                         f"{QUICK['rounds']})")
     p.add_argument("--parts", type=_parts, default=PARTS,
                    help=f"comma-separated, of {','.join(PARTS)} (default all)")
     p.add_argument("--baseline", type=Path, default=None, help="JSON of an earlier run")
-    p.add_argument("--against", type=checkout_type("benchmarks/overheads/regression.py"),
-                   default=None,
+    p.add_argument("--against", type=checkout_type("testbed/__main__.py"), default=None,
                    metavar="CHECKOUT",
-                   help="measure that checkout's code too, rounds interleaved with this one's, "
-                        "and compare this one against it")
+                   help="measure that checkout's code too, through its command line, rounds "
+                        "interleaved with this one's, and compare this one against it")
     p.add_argument("--margin", type=float, default=None,
                    help="relative shift below which nothing is called, for every figure "
                         "(default 0.10, and more for figures that drift: DRIFT_MARGINS)")
@@ -561,7 +608,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="JSON of per-figure margins (benchmarks.overheads.noise writes "
                         "margins.json)")
     p.add_argument("--out", type=Path, default=None, help="also write the JSON here")
-    p.add_argument("--markdown", type=Path, default=None, help="also write a Markdown page")
     p.add_argument("--as-user", default=None, metavar="USER",
                    help="as root: also measure as this unprivileged user, side by side")
     args = p.parse_args(argv)
@@ -584,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"overheads: {err}", file=sys.stderr)
         return 2
+    session = Session.start("benchmarks.overheads.regression", argv, None, None)
     plan = {**(QUICK if args.quick else FULL), "parts": args.parts}
     if args.rounds is not None:
         plan["rounds"] = args.rounds
@@ -607,15 +654,13 @@ def main(argv: list[str] | None = None) -> int:
                   "seconds": round(result["seconds"] + user["seconds"], 1),
                   "quick": args.quick, "root": result, "unprivileged": user}
     print(figures_table(result), file=sys.stderr)
-    text = json.dumps(result, indent=2)
-    print(text)
+    emit([result], True, indent=2)
     if args.out is not None:
-        args.out.write_text(text + "\n")
+        write_whole(args.out, json.dumps(result, indent=2) + "\n")
     margins = figure_margins(sample_sets(result), args.margin, given)
     findings = None if baseline is None else check(sample_sets(result), sample_sets(baseline),
                                                    margins=margins)
-    write_page(args.markdown, lambda: markdown(result, findings,
-                                               invocation("benchmarks.overheads.regression", argv)))
+    session.page(args.markdown, lambda: markdown(result, findings, session.command))
     return 0 if baseline is None else compare(result, baseline, margins, findings)
 
 

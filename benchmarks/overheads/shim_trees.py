@@ -2,8 +2,9 @@
 baseline checkout, e.g. ``git archive main``), interleaved round by round: does a change of the
 shim make a real program faster or slower?
 
-Every run is one ``testbed run`` from a tree (its own ``testbed`` package, hence its own shim,
-compiled from that tree's sources) of a workload holding two copies of the client with one
+Every run is one ``python -m testbed run`` from a tree (its command line, with the tree on
+``PYTHONPATH``: its own coordinator and shim, compiled from that tree's sources; nothing of the
+baseline is imported here) of a workload holding two copies of the client with one
 rank per PE (MPL 2), as ``benchmarks.programs.real_clients`` runs them; the client is the same
 executable for both trees.  Round r runs the trees in turn, the first one alternating with
 the round, so that drift of the machine spreads over both.
@@ -12,7 +13,9 @@ Figures of one run, per test and message size the client prints (``size time_us`
 ``real_clients.parse_latencies``): the time in us, the median over the two copies.  Per figure
 the runs of each tree make one sample, paired by round, summed up by
 ``testbed.experiments.comparison`` against the baseline (median with its interval, ratio with
-its interval, ``*`` where a difference is called).  Beside them, per tree, the shim's counts
+its interval, ``*`` where a difference is called).  When the baseline's ``testbed run``
+cannot run the workload (an option it lacks), it stops with exit 2 and says ``lacking:`` with
+the command's last error line.  Beside them, per tree, the shim's counts
 summed over the rounds and copies for each rank: blocks, sleeps ended by a ring
 (``wakes_rung``) and by the safety net (``wakes_timed``), from the runs' ``counters`` events.
 
@@ -30,8 +33,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import CLIENTS, REPO, Session, host, median, parser
-from benchmarks.programs.real_clients import build_c_client, parse_latencies
+from benchmarks.harness import REPO, Session, host, lacking, median, parser, testbed
+from benchmarks.programs.real_clients import CLIENTS, build_c_client, parse_latencies
 from testbed.experiments import comparison
 
 HERE = REPO
@@ -42,15 +45,14 @@ WAKES = ("blocks", "wakes_rung", "wakes_timed")
 
 def run_tree(tree: Path, argv: list[str], pes: int, scheduler: str, out: Path) -> None:
     """Run two copies of ``argv`` (``pes`` ranks each) under ``scheduler`` with the ``testbed``
-    package of ``tree`` into run directory ``out``."""
+    command of ``tree`` into run directory ``out``; ``CalledProcessError`` (with its error
+    output) when it fails."""
     out.parent.mkdir(parents=True, exist_ok=True)
     workload = out.with_name(f"{out.name}.workload")
     workload.write_text(f"# testbed: benchmark=shim_trees copies={COPIES}\n"
                         + f"0 {pes} {shlex.join(argv)}\n" * COPIES)
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    subprocess.run([sys.executable, "-m", "testbed.cli", "run", str(workload), "--scheduler",
-                    scheduler, "--mpl", str(MPL), "--out", str(out)],
-                   cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    testbed("run", str(workload), "--scheduler", scheduler, "--mpl", str(MPL), "--out",
+            str(out), checkout=tree)
 
 
 def read_run(run: Path) -> tuple[dict[str, float | None], dict[str, dict[str, int]]]:
@@ -94,8 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.rounds < 1:
         p.error("--rounds must be at least 1")
-    if not (args.baseline / "testbed" / "cli").is_dir():
-        p.error(f"--baseline {args.baseline}: not a testbed tree (no testbed/cli)")
+    if not (args.baseline / "testbed" / "__main__.py").is_file():
+        p.error(f"--baseline {args.baseline}: not a testbed tree (no testbed/__main__.py)")
     trees = {"this": HERE, "baseline": args.baseline.resolve()}
     client = [str(build_c_client(CLIENTS / args.client)), *shlex.split(args.args)]
     pes = len(os.sched_getaffinity(0))
@@ -108,7 +110,13 @@ def main(argv: list[str] | None = None) -> int:
         labels = list(trees) if number % 2 else list(reversed(trees))
         for label in labels:
             out = runs / f"{label}-{number}"
-            run_tree(trees[label], client, pes, args.scheduler, out)
+            try:
+                run_tree(trees[label], client, pes, args.scheduler, out)
+            except subprocess.CalledProcessError as err:
+                if label == "this":
+                    raise
+                print(f"shim_trees: {trees[label]} lacking: {lacking(err)}", file=sys.stderr)
+                return 2
             figures, run_counts = read_run(out)
             groups[label].add(figures, False, key=number)
             for rank, values in run_counts.items():

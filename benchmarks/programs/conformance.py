@@ -85,15 +85,17 @@ from typing import Any
 from benchmarks.harness import (
     CLIENTS,
     REPO,
+    Session,
     commit_of,
     default_out,
+    emit,
     host,
-    invocation,
     markdown_table,
     now_iso,
     page_head,
+    parser,
     table,
-    write_page,
+    write_whole,
 )
 from testbed.emulation.mpi_info import detect_mpi
 from testbed.policies import POLICIES
@@ -715,9 +717,10 @@ def _names(text: str, what: str) -> list[str]:
 
 
 def measure(args: argparse.Namespace, p: argparse.ArgumentParser,
-            argv: list[str] | None) -> dict[str, Any] | None:
+            session: Session) -> dict[str, Any] | None:
     """Obtain the suite and run it in every mode ``args`` choose; the JSON document (None when
-    the suite cannot be obtained, which is said on stderr)."""
+    the suite cannot be obtained, which is said on stderr); ``session``: the command that ran
+    it."""
     try:
         modes = [parse_mode(n) for n in dict.fromkeys(
             ["plain", *(args.modes or (QUICK_MODES if args.quick else all_modes()))])]
@@ -760,8 +763,7 @@ def measure(args: argparse.Namespace, p: argparse.ArgumentParser,
         copies, wall, error = run_mode(suite, mode, chosen, runs / mode.name, timeouts)
         records.append(summarise(mode, copies, wall, plain, plain_wall, error))
     return {"benchmark": "conformance", "host": host(), "date": date,
-            "command": invocation("benchmarks.programs.conformance", argv),
-            "commit": commit_of(ROOT),
+            "command": session.command, "commit": commit_of(ROOT),
             "mpi": {"vendor": mpi.vendor, "version": mpi.name(),
                     "library": mpi.library, "standard": mpi.standard, "mpi4py": mpi.mpi4py},
             "suite": {**source, "directory": str(directory)}, "ranks": RANKS,
@@ -814,9 +816,9 @@ def measure_elsewhere(name: str, args: argparse.Namespace, runs: Path) -> dict[s
 
 
 def measure_all(args: argparse.Namespace, p: argparse.ArgumentParser,
-                argv: list[str] | None) -> dict[str, Any] | None:
+                session: Session) -> dict[str, Any] | None:
     """Run the benchmark under every MPI of ``--mpi``; one document holding each's (None when
-    one could not be run)."""
+    one could not be run); ``session``: the command that ran it."""
     try:
         for name in args.mpi:
             if name != "here":
@@ -829,14 +831,14 @@ def measure_all(args: argparse.Namespace, p: argparse.ArgumentParser,
     docs = []
     for name in args.mpi:
         if name == "here":
-            one = measure(argparse.Namespace(**{**vars(args), "runs": runs / "here"}), p, argv)
+            one = measure(argparse.Namespace(**{**vars(args), "runs": runs / "here"}), p, session)
         else:
             one = measure_elsewhere(name, args, runs)
         if one is None:
             return None
         docs.append(one)
     return {"benchmark": "conformance", "host": host(), "date": date,
-            "command": invocation("benchmarks.programs.conformance", argv), "runs": str(runs),
+            "command": session.command, "runs": str(runs),
             "mpis": docs, "wall_s": round(time.monotonic() - began, 1)}
 
 
@@ -844,10 +846,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run the suite in every mode chosen (or read an earlier run's JSON with ``--from``),
     print the table and the differences and write the JSON (and the page); exit 0 when every
     mode is identical to plain, 1 when one is not, 2 when the suite cannot be obtained."""
-    p = argparse.ArgumentParser(description="mpi4py's test suite under every scheduler, "
-                                            "against plain mpiexec")
-    p.add_argument("--quick", action="store_true",
-                   help=f"modules {','.join(QUICK_MODULES)} under modes {','.join(QUICK_MODES)}")
+    p = parser("benchmarks.programs.conformance",
+               "mpi4py's test suite under every scheduler, against "
+               "plain mpiexec", quick=f"modules {','.join(QUICK_MODULES)} under modes "
+                                      f"{','.join(QUICK_MODES)}",
+               json_help=None, out_help=None, markdown_help="also write a Markdown page")
     p.add_argument("--modes", type=lambda t: _names(t, "--modes"), default=None,
                    help="comma-separated: plain, S, mpirun-S, pair-S (plain always runs first; "
                         "default: plain, every scheduler, mpirun-gang, mpirun-ics, pair-gang, "
@@ -869,7 +872,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", "--out", dest="json", default=None,
                    help="write the JSON here ('-': stdout, the table then goes to stderr; "
                         "default RUNS/conformance.json; with --from, only if given)")
-    p.add_argument("--markdown", type=Path, default=None, help="also write a Markdown page")
     p.add_argument("--from", dest="source", type=Path, default=None, metavar="JSON",
                    help="read the JSON of an earlier run instead of running (its page and "
                         "table again)")
@@ -878,26 +880,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache", type=Path, default=None,
                    help="where the fetched suite is kept (default ~/.cache/testbed)")
     args = p.parse_args(argv)
+    session = Session.start("benchmarks.programs.conformance", argv, None, None)
     if args.source is not None:
         try:
             doc = json.loads(args.source.read_text())
         except (OSError, ValueError) as err:
             p.error(f"--from {args.source}: {err}")
     else:
-        measured = (measure_all(args, p, argv) if args.mpi else measure(args, p, argv))
+        measured = (measure_all if args.mpi else measure)(args, p, session)
         if measured is None:
             return 2
         doc = measured
-    text = json.dumps(doc, indent=2)
     to_stdout = args.json == "-"
     print(render_all(doc), file=sys.stderr if to_stdout else sys.stdout)
-    write_page(args.markdown, lambda: markdown(doc, invocation("benchmarks.programs.conformance",
-                                                               argv)))
-    if to_stdout:
-        print(text)
-    elif args.json or args.source is None:
+    session.page(args.markdown, lambda: markdown(doc, session.command))
+    if not emit([doc], to_stdout, indent=2) and (args.json or args.source is None):
         out = Path(args.json) if args.json else Path(doc["runs"]) / "conformance.json"
-        out.write_text(text + "\n")
+        write_whole(out, json.dumps(doc, indent=2) + "\n")
         print(f"JSON: {out}\nlogs: {doc['runs']}")
     return 0 if identical(doc) else 1
 

@@ -18,7 +18,10 @@ ring and by the safety net, barrier meetings).  The rounds take every
 spreads over all.  Tables (``testbed.experiments.comparison``: medians with 95 % intervals,
 ratios with theirs, exact rank tests Holm-corrected over each table's comparisons): every
 scheduler of this checkout against the same scheduler of the other (``--against``), and this
-checkout's ics and fcs against its gang.
+checkout's ics and fcs against its gang.  The other checkout is driven only through its command
+line (``python -m testbed run``, ``harness.testbed``); when it cannot run the pair (a scheduler
+or an option it lacks), the benchmark stops with exit 2 and says ``lacking:`` with the
+command's last error line.
 
 Usage: ``python -m benchmarks.programs.progress_cost [--against CHECKOUT] [--rounds 5]
 [--schedulers gang,ics,fcs] [--iter 50000] [--time 10] [--imb PATH] [--quick] [--out DIR]
@@ -30,6 +33,7 @@ from __future__ import annotations
 import json
 import shlex
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -46,6 +50,7 @@ from benchmarks.harness import (
     host,
     invocation,
     jobs,
+    lacking,
     now_iso,
     page_head,
     parser,
@@ -153,15 +158,25 @@ def plan(sides: list[str], schedulers: list[str], rounds: int) -> list[tuple[int
     return run_order(sides, schedulers, rounds, "random", SEED)
 
 
+class Lacking(RuntimeError):
+    """The other checkout's ``testbed run`` cannot run the pair: what it lacks."""
+
+
 def measure(checkouts: dict[str, Path], schedulers: list[str], rounds: int, argv: list[str],
             runs: Path, progress: Any = None) -> list[dict[str, Any]]:
-    """Every run of the plan, as rows: round, side, scheduler, figures, statuses."""
+    """Every run of the plan, as rows: round, side, scheduler, figures, statuses.
+    ``Lacking`` when a side other than ``this`` cannot run the pair."""
     rows = []
     for number, side, scheduler in plan(list(checkouts), schedulers, rounds):
         if progress is not None:
             progress(f"round {number} of {rounds}: {side} {scheduler}")
-        done = run_one(checkouts[side], scheduler, argv,
-                       runs / f"{side}-{scheduler}-{number}")
+        try:
+            done = run_one(checkouts[side], scheduler, argv,
+                           runs / f"{side}-{scheduler}-{number}")
+        except subprocess.CalledProcessError as err:
+            if side == "this":
+                raise
+            raise Lacking(f"{checkouts[side]} lacking: {lacking(err)}") from err
         rows.append({"round": number, "side": side, "scheduler": scheduler, **done})
     return rows
 
@@ -242,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; 0, or 1 when a copy did not end done."""
     p = parser("benchmarks.programs.progress_cost", __doc__, raw=True,
                quick="2 rounds of tiny sweeps (shows that it works)")
-    p.add_argument("--against", type=checkout_type("testbed/cli/__init__.py"), default=None,
+    p.add_argument("--against", type=checkout_type("testbed/__main__.py"), default=None,
                    help="another checkout (e.g. a git worktree of an earlier commit)")
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--schedulers", default=",".join(SCHEDULERS))
@@ -257,8 +272,12 @@ def main(argv: list[str] | None = None) -> int:
     checkouts = {"this": HERE, **({"baseline": args.against.resolve()} if args.against else {})}
     started = time.time()
     copy, name = program(args.imb, iterations, args.time)
-    rows = measure(checkouts, schedulers, rounds, copy, out / "runs",
-                   lambda m: print(m, file=sys.stderr))
+    try:
+        rows = measure(checkouts, schedulers, rounds, copy, out / "runs",
+                       lambda m: print(m, file=sys.stderr))
+    except Lacking as err:
+        print(f"progress_cost: {err}", file=sys.stderr)
+        return 2
     doc = {"benchmark": "progress_cost", "host": host(), "date": now_iso(),
            "seconds": round(time.time() - started, 1), "quick": args.quick,
            "program": name, "argv": copy, "iter": iterations, "time": args.time,

@@ -83,14 +83,15 @@ from typing import Any
 
 from benchmarks.harness import (
     CLIENTS,
-    default_out,
+    Session,
+    emit,
     host,
-    invocation,
     jobs,
     median,
     page_head,
+    parser,
     run_workload,
-    write_page,
+    write_whole,
 )
 from testbed.emulation import build
 from testbed.emulation.mpi_info import detect_mpi
@@ -445,8 +446,9 @@ def _names(text: str, known: tuple[str, ...], what: str) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run every round of programs and schedulers (or read them back with ``--from``), print
     the tables and target verdicts and write the JSON."""
-    p = argparse.ArgumentParser(description="unmodified MPI programs under every scheduler")
-    p.add_argument("--quick", action="store_true", help="tiny sweeps: shows that it works")
+    p = parser("benchmarks.programs.real_clients", "unmodified MPI programs under every scheduler",
+               quick="tiny sweeps: shows that it works", json_help=None, out_help=None,
+               markdown_help="also write the tables as a Markdown page")
     p.add_argument("--schedulers", type=lambda t: _names(t, SCHEDULERS, "schedulers"),
                    default=list(SCHEDULERS),
                    help="comma-separated, default all; a name given twice runs twice (A/A)")
@@ -471,8 +473,6 @@ def main(argv: list[str] | None = None) -> int:
                    help="re-read the run directories of an earlier --runs DIR (nothing is run)")
     p.add_argument("--out", default=None,
                    help="write the JSON here ('-': stdout, the tables then go to stderr)")
-    p.add_argument("--markdown", type=Path, default=None,
-                   help="also write the tables as a Markdown page")
     args = p.parse_args(argv)
     if args.repeats < 1:
         p.error("--repeats must be >= 1")
@@ -484,7 +484,10 @@ def main(argv: list[str] | None = None) -> int:
     pes = len(os.sched_getaffinity(0))
     if pes < 2 and not args.source:
         p.error("the ping-pong clients need at least 2 PEs (CPUs)")
-    runs = args.source or args.runs or default_out("real-clients")
+    session = Session.start("benchmarks.programs.real_clients", argv, args.source or args.runs,
+                            None if args.source else "real-clients")
+    runs = session.out
+    assert runs is not None
     options = ["--timeslice", str(args.timeslice)]
     if args.job_timeout is not None:
         options += ["--job-timeout", str(args.job_timeout)]
@@ -531,18 +534,13 @@ def main(argv: list[str] | None = None) -> int:
            "date": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(first_run))}
     if not args.source:
         doc["wall_s"] = round(time.monotonic() - began, 1)
-    text = json.dumps(doc, indent=2)
     to_stdout = args.out == "-"
     tables = render(results, reference, args.quick)
     print(tables, file=sys.stderr if to_stdout else sys.stdout)
-    write_page(args.markdown, lambda: markdown(doc, tables,
-                                               invocation("benchmarks.programs.real_clients",
-                                                          argv)))
-    if to_stdout:
-        print(text)
-    else:
+    session.page(args.markdown, lambda: markdown(doc, tables, session.command))
+    if not emit([doc], to_stdout, indent=2):
         out = Path(args.out) if args.out else runs / "real_clients.json"
-        out.write_text(text + "\n")
+        write_whole(out, json.dumps(doc, indent=2) + "\n")
         print(f"JSON: {out}\nrun directories: {runs}")
     return 0
 

@@ -51,7 +51,7 @@ import numpy as np
 import psutil
 from scipy import stats as scipy_stats
 
-from benchmarks.harness import Session, emit, now_iso, parser, write_whole
+from benchmarks.harness import Session, emit, now_iso, page_head, parser, write_whole
 from benchmarks.reliability.chaos import TESTBED, survivors
 from testbed.emulation.launch_tmp import hydra_files
 from testbed.events import read_events
@@ -259,7 +259,9 @@ def verdicts(result: dict[str, Any]) -> list[str]:
 
 def markdown(result: dict[str, Any]) -> str:
     """The soak as a Markdown page: where and when it ran, the jobs, what was left, and the
-    memory, descriptor and thread curves (a row every tenth of the run)."""
+    memory, descriptor and thread curves (a row every tenth of the run).  Its head
+    (``page_head``) names the command that soaked and the host as the JSON keeps them (``?``
+    where an older file has none), so ``--from`` rebuilds the same page."""
     host = result.get("host", {})
     g = result["growth"]
     jobs = result["jobs"]
@@ -268,12 +270,13 @@ def markdown(result: dict[str, Any]) -> str:
         return "-" if value is None else f"{value:+.1%}"
 
     lines = [
-        "# Soak: the service under steady load", "",
-        f"Measured on {host.get('hostname', '?')} ({host.get('cpus', '?')} CPUs, kernel "
-        f"{host.get('kernel', '?')}) on {result['date']}, by `{result.get('command', '?')}`; "
-        "regenerate this page with `python -m benchmarks.reliability.soak --from FILE.json "
+        *page_head("Soak: the service under steady load", "benchmarks.reliability.soak",
+                   result.get("command", "?"),
+                   f"{host.get('hostname', '?')}, {host.get('cpus', '?')} CPUs, kernel "
+                   f"{host.get('kernel', '?')}", f"{result['date']}, {result['minutes']} min"),
+        "- regenerate this page with `python -m benchmarks.reliability.soak --from FILE.json "
         "--markdown "
-        "PAGE.md`.", "",
+        "PAGE.md`", "",
         f"- **{result['minutes']} minutes, {result['clients']} clients**: {jobs['arrived']} jobs "
         f"arrived ({result['jobs_per_s']} a second), {jobs['finished_once']} with exactly one "
         f"`finish`, {jobs['unaccounted']} without.",

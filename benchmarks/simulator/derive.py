@@ -1,16 +1,23 @@
-"""Deriving the results: the seconds ``jobs.csv`` and ``summary.json`` take from a saved log.
+"""Deriving the results: the seconds ``testbed report`` takes on a saved log.
 
 ``python -m benchmarks.simulator.derive --against CHECKOUT [--jobs 100000] [--pes 1024]
 [--policies easy,gang] [--repeats 3] [--json]`` simulates a Lublin-Feitelson workload under each
-policy once with this checkout (``benchmarks.simulator.speed``'s workload and settings), keeps each
-event log, then derives the results of each log ``--repeats`` times with this checkout's
-``testbed.results.report.write_results`` and as many with ``CHECKOUT``'s, each a fresh process
-timing the call alone (reading the log, building the columns, writing both files), the two
-sides taking turns.  It gives each side's median seconds with its interval and this side's
-over the other's (``testbed.experiments.stats``; with fewer than 6 runs an interval is the
-runs' range with its own, lower confidence), and says whether both sides wrote the same
-bytes.  The sides take turns a log at a time (which goes first alternating,
-``benchmarks.overheads.paired_walls``) and the ratio pairs them by turn.  Exit 1 when they did not.
+policy once with this checkout's ``testbed simulate`` (``benchmarks.simulator.speed``'s workload, as
+SWF with perfect estimates, and settings), keeps each event log, then derives the results of
+each log ``--repeats`` times with this checkout's ``python -m testbed report`` and as many with
+``CHECKOUT``'s, each on a directory holding the log alone, timed from outside from the
+command's start to its exit (starting Python, reading the log, building the columns, writing
+``jobs.csv`` and ``summary.json``, and the figures and ``trace.json`` the command writes beside
+them), the two sides taking turns.  The
+other checkout is driven only through its command line, which every checkout has, so any
+earlier one can be compared; where its ``testbed report`` fails, its row says ``lacking:``
+with the command's last error line.  It gives each side's median seconds with its interval
+and this side's over the other's (``testbed.experiments.stats``; with fewer than 6 runs an
+interval is the runs' range with its own, lower confidence), and says whether both sides
+wrote the same ``jobs.csv`` and ``summary.json``.  The sides take turns a log at a time
+(which goes first alternating, ``benchmarks.overheads.paired_walls``) and the ratio pairs them by
+turn.
+Exit 1 when they did not write the same bytes, or the other checkout lacked the command.
 """
 
 from __future__ import annotations
@@ -18,66 +25,93 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import REPO, checkout_type, commit_of, emit, host, parser, table
+from benchmarks.harness import checkout_type, commit_of, emit, host, lacking, parser, table
 from benchmarks.overheads import paired_walls
-from benchmarks.simulator.speed import lublin_workload, simulate
+from benchmarks.simulator.speed import HERE, LOAD, SEED, policy_options
 from testbed.experiments.stats import median_interval, ratio_interval
 
-TIMED = ("import sys, time\n"
-         "from pathlib import Path\n"
-         "from testbed.results.report import write_results\n"
-         "began = time.perf_counter()\n"
-         "write_results(Path(sys.argv[1]))\n"
-         "print(time.perf_counter() - began)\n")
+
+class Lacking(RuntimeError):
+    """The other checkout's ``testbed report`` failed: what it lacks (its last error line)."""
 
 
-def derive_in(checkout: Path, run_dir: Path) -> tuple[float, str]:
-    """Derive ``run_dir``'s results with ``checkout``'s testbed in a fresh process: the
-    seconds ``write_results`` took and a digest of the two files it wrote."""
-    done = subprocess.run([sys.executable, "-c", TIMED, str(run_dir)], cwd=checkout,
-                          env={**os.environ, "PYTHONPATH": str(checkout)}, capture_output=True,
-                          text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"deriving {run_dir} with {checkout} exited {done.returncode}: "
-                           f"{done.stderr.strip()[-500:]}")
-    digest = hashlib.sha256()
-    for name in ("jobs.csv", "summary.json"):
-        digest.update((run_dir / name).read_bytes())
-        (run_dir / name).unlink()
-    return float(done.stdout.strip().splitlines()[-1]), digest.hexdigest()
+def derive_in(checkout: Path, log: Path) -> tuple[float, str]:
+    """Derive the results of the event log ``log`` with ``checkout``'s ``python -m testbed
+    report``, on a fresh directory holding the log alone, in a fresh process: the seconds
+    from its start to its exit and a digest of the ``jobs.csv`` and ``summary.json`` it
+    wrote (the directory removed after).  ``CalledProcessError`` (with its error output) when
+    the command fails."""
+    run_dir = Path(tempfile.mkdtemp(prefix="derive-", dir=log.parent.parent))
+    try:
+        os.link(log, run_dir / "events.jsonl")
+        began = time.perf_counter()
+        done = subprocess.run([sys.executable, "-m", "testbed", "report", str(run_dir)],
+                              cwd=checkout, env={**os.environ, "PYTHONPATH": str(checkout)},
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+        seconds = time.perf_counter() - began
+        done.check_returncode()
+        digest = hashlib.sha256()
+        for name in ("jobs.csv", "summary.json"):
+            digest.update((run_dir / name).read_bytes())
+    finally:
+        shutil.rmtree(run_dir)
+    return seconds, digest.hexdigest()
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    """The logs made once, then derived ``args.repeats`` times a side, sides taking turns."""
-    sides = {"this": REPO, "against": args.against.resolve()}
+    """The logs made once, then derived ``args.repeats`` times a side, sides taking turns; a
+    policy whose log the other checkout cannot derive says so (``lacking``)."""
+    sides = {"this": HERE, "against": args.against.resolve()}
     runs: dict[str, dict[str, list[float]]] = {}
+    lacks: dict[str, str] = {}
     digests: dict[str, set[str]] = {p: set() for p in args.policies}
     sizes: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="testbed-derive-") as tmp:
-        workload = lublin_workload(args.jobs, args.pes)
+        swf = Path(tmp) / "lublin.swf"
+        subprocess.run([sys.executable, "-m", "testbed", "workload", "lublin", "--jobs",
+                        str(args.jobs), "--pes", str(args.pes), "--seed", str(SEED), "--load",
+                        str(LOAD), "--format", "swf", "--output", str(swf)],
+                       cwd=HERE, check=True, capture_output=True)
         for policy in args.policies:
             out = Path(tmp) / policy
-            out.mkdir()
-            simulate(workload, policy, args.pes, out)
+            subprocess.run([sys.executable, "-m", "testbed", "simulate", str(swf), "--scheduler",
+                            policy, "--pes", str(args.pes), "--estimates", "perfect",
+                            *policy_options(policy), "--out", str(out)],
+                           cwd=HERE, check=True, capture_output=True)
             sizes[policy] = (out / "events.jsonl").stat().st_size
         for policy in args.policies:
-            def side(checkout: Path, policy: str = policy) -> Callable[[str], float]:
+            def side(name: str, policy: str = policy) -> Callable[[str], float]:
                 def derive(_: str) -> float:
-                    seconds, digest = derive_in(checkout, Path(tmp) / policy)
+                    try:
+                        seconds, digest = derive_in(sides[name], Path(tmp) / policy /
+                                                    "events.jsonl")
+                    except subprocess.CalledProcessError as err:
+                        if name == "this":
+                            raise
+                        raise Lacking(lacking(err)) from err
                     digests[policy].add(digest)
                     return round(seconds, 3)
                 return derive
 
-            runs[policy] = paired_walls.interleaved(
-                args.repeats, {name: side(checkout) for name, checkout in sides.items()})
-    summary = []
+            try:
+                runs[policy] = paired_walls.interleaved(
+                    args.repeats, {name: side(name) for name in sides})
+            except Lacking as err:
+                lacks[policy] = str(err)
+                print(f"derive: {sides['against']} lacking: {err}", file=sys.stderr)
+    summary: list[dict[str, Any]] = [
+        {"policy": policy, "log_mib": round(sizes[policy] / 2**20, 1), "same_files": None,
+         "lacking": said} for policy, said in lacks.items()]
     for policy, found in runs.items():
         median = {side: median_interval(values) for side, values in found.items()}
         ratio = ratio_interval(found["this"], found["against"], paired=True)
@@ -105,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     """Measure and print the seconds the results take to derive, on both sides."""
     p = parser("benchmarks.simulator.derive", __doc__, json_help="print the whole record as JSON",
                out_help=None, markdown_help=None)
-    p.add_argument("--against", type=checkout_type("testbed/results/report.py"), required=True,
+    p.add_argument("--against", type=checkout_type("testbed/__main__.py"), required=True,
                    metavar="CHECKOUT")
     p.add_argument("--jobs", type=int, default=100_000)
     p.add_argument("--pes", type=int, default=1024)
@@ -119,7 +153,9 @@ def main(argv: list[str] | None = None) -> int:
     if not emit([document], args.json, indent=1):
         print(table(["policy", "log MiB", "this s", "against s", "this / against",
                      "same files"],
-                    [[s["policy"], s["log_mib"], _interval(s["this"]), _interval(s["against"]),
+                    [[s["policy"], s["log_mib"], "-", f"lacking: {s['lacking']}", "-", "-"]
+                     if "lacking" in s else
+                     [s["policy"], s["log_mib"], _interval(s["this"]), _interval(s["against"]),
                       _interval(s["this_over_against"]), "yes" if s["same_files"] else "NO"]
                      for s in document["summary"]]))
         print(f"host: {document['host']}")

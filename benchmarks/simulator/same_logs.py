@@ -8,8 +8,12 @@ few option sets (MPL and switch cost, job timeouts, the balancer, perfect estima
 stream), once with this checkout's code and once with ``CHECKOUT``'s, and compares the
 ``events.jsonl`` files byte for byte after removing what differs by nature (the run id, the
 wall-clock time, the command line and the directories), and the ``jobs.csv`` and
-``summary.json`` each side derives from its log byte for byte.  Exit 0 when every log is the same,
-1 when any differs (each named).  ``--quick`` runs four cases.
+``summary.json`` each side derives from its log byte for byte.  Each side is driven only
+through its command line (``python -m testbed simulate`` with its directory on
+``PYTHONPATH``), so any earlier checkout can be compared; a case the other checkout's command
+cannot run (a scheduler or an option it lacks) is said as ``lacking:`` with the command's last
+error line.  Exit 0 when every log is the same, 1 when any differs or is lacking (each named).
+``--quick`` runs four cases.
 
 Usage: ``python -m benchmarks.simulator.same_logs --against CHECKOUT [--quick] [--json]``
 """
@@ -97,7 +101,8 @@ def digest(run_dir: Path, workloads_dir: Path) -> str:
 
 def simulate(checkout: Path, case: tuple[str, str, list[str]], workloads_dir: Path,
              run_dir: Path) -> str:
-    """Simulate one case with ``checkout``'s code; the log's digest, or why there is none."""
+    """Simulate one case with ``checkout``'s ``testbed simulate``; the log's digest, or why
+    there is none (``lacking:`` and the command's last error line)."""
     scheduler, name, options = case
     command, env = _testbed(checkout)
     done = subprocess.run([*command, "simulate", "--scheduler", scheduler, "--pes",
@@ -105,7 +110,8 @@ def simulate(checkout: Path, case: tuple[str, str, list[str]], workloads_dir: Pa
                            str(workloads_dir / name)], capture_output=True, text=True, env=env,
                           cwd=checkout, timeout=600)
     if not (run_dir / "events.jsonl").exists():
-        return f"exit {done.returncode}: {done.stderr.strip()[-200:]}"
+        said = done.stderr.strip().splitlines()
+        return f"lacking: {said[-1][:200] if said else f'exit {done.returncode}'}"
     return digest(run_dir, workloads_dir)
 
 
@@ -122,8 +128,9 @@ def compare(against: Path, quick: bool) -> list[dict[str, Any]]:
             records.append({"scheduler": case[0], "workload": case[1],
                             "options": " ".join(case[2]), "this": this, "against": that,
                             "same": this == that})
-            print(f"[{i + 1}/{len(todo)}] {case[0]} {case[1]} {' '.join(case[2])}: "
-                  f"{'same' if this == that else 'DIFFERS'}", file=sys.stderr)
+            said = "same" if this == that else that if that.startswith("lacking:") else "DIFFERS"
+            print(f"[{i + 1}/{len(todo)}] {case[0]} {case[1]} {' '.join(case[2])}: {said}",
+                  file=sys.stderr)
         return records
     finally:
         shutil.rmtree(directory, ignore_errors=True)
@@ -136,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
                markdown_help=None)
     p.add_argument("--against", type=Path, required=True, help="another checkout's root")
     args = p.parse_args(argv)
-    if not (args.against / "testbed" / "driver.py").is_file():
+    if not (args.against / "testbed" / "__main__.py").is_file():
         print(f"same_logs: {args.against} is not a testbed checkout", file=sys.stderr)
         return 2
     records = compare(args.against.resolve(), args.quick)
@@ -145,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{len(records) - len(differing)} of {len(records)} simulated logs the same as "
               f"{args.against}'s")
         for r in differing:
-            print(f"  differs: {r['scheduler']} {r['workload']} {r['options']}: "
+            print(f"  {'lacking' if r['against'].startswith('lacking:') else 'differs'}: "
+                  f"{r['scheduler']} {r['workload']} {r['options']}: "
                   f"{r['this']} vs {r['against']}")
     return 1 if differing else 0
 
