@@ -1123,3 +1123,28 @@ def test_the_suite_is_found_under_its_name_in_any_checkout(tmp_path):
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "overheads.py").write_text("")
     assert regression.suite_module(tmp_path) == "benchmarks.overheads"      # before 2026-12-06
+
+
+def test_every_benchmark_command_the_docs_name_exists():
+    """Every ``python -m benchmarks...`` in README.md and docs/ (pages included) names a module
+    that exists (``--help`` of each is walked by the index's realtime test)."""
+    import importlib.util
+    import re
+    root = Path(__file__).parents[1]
+    pages = [root / "README.md", *(root / "docs").rglob("*.md")]
+    named = {m for page in pages
+             for m in re.findall(r"python -m (benchmarks[.\w]*)", page.read_text())}
+    named.discard("benchmarks.PACKAGE.NAME")
+    assert named and [m for m in sorted(named) if importlib.util.find_spec(m) is None] == []
+
+
+def test_nersc_busy_windows_end_at_a_window_edge_that_rounds_below_itself():
+    from benchmarks.papers.nersc import busy_windows
+    # 0.05 s in 7 windows: the event at 3/7 of it lies where int(t / width) says window 2
+    # but window 2 ends at t itself (an earlier reading looped there forever)
+    t = 3 * (0.05 / 7)
+    evs = [{"t": 0.0, "event": "arrival", "job": "a"},
+           {"t": 0.0, "event": "start", "job": "a", "pes": [0]},
+           {"t": t, "event": "finish", "job": "a"},
+           {"t": 0.05, "event": "arrival", "job": "b"}]
+    assert busy_windows(evs, 1, 7) == [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0]

@@ -230,11 +230,9 @@ def busy_windows(evs: list[dict[str, Any]], pes: int, windows: int) -> list[floa
     width = until / windows if until > 0 else 0.0
     busy = [0.0] * windows
     for begin, end, count in _pe_states(evs, pes, until):
-        while width > 0 and begin < end:
-            w = min(int(begin / width), windows - 1)
-            edge = min(end, (w + 1) * width) if w < windows - 1 else end
-            busy[w] += count["busy"] * (edge - begin)
-            begin = edge
+        for w in range(windows):
+            low, high = w * width, (w + 1) * width if w < windows - 1 else until
+            busy[w] += count["busy"] * max(0.0, min(end, high) - max(begin, low))
     return [round(b / (pes * width), 4) if width else 0.0 for b in busy]
 
 
