@@ -452,11 +452,11 @@ def _comparison(ctx: Context, launch: list[float]) -> dict[str, Finding]:
                         "mix:jobs=16,load=1,seed=4,compress=250,work_max=1500")
     out = ctx.runs / "compare"
     ctx.log(f"THESIS §5.4: {workload}, {len(SCHEDULERS)} schedulers x {repeats} repeats")
-    metrics = ("runtime_mean_long,runtime_mean_short,wait_mean_short,wait_mean_long,"
+    asked = ("runtime_mean_long,runtime_mean_short,wait_mean_short,wait_mean_long,"
                "slowdown_mean_long,response_mean_all,makespan")
     with contextlib.redirect_stdout(io.StringIO()):
         testbed("compare", workload, "--schedulers", ",".join(SCHEDULERS), "--repeats",
-                str(repeats), "--mpl", str(MPL), "--metrics", metrics, "--out", str(out))
+                str(repeats), "--mpl", str(MPL), "--metrics", asked, "--out", str(out))
     groups = {g.label: g for found in runner.groups_of(runner.collect(out))
               for g in found.groups}
     runtime = {s: groups[s].samples.get("runtime_mean_long", []) for s in SCHEDULERS}
