@@ -1136,6 +1136,8 @@ def test_every_benchmark_command_the_docs_name_exists():
              for m in re.findall(r"python -m (benchmarks[.\w]*)", page.read_text())}
     named.discard("benchmarks.PACKAGE.NAME")
     assert named and [m for m in sorted(named) if importlib.util.find_spec(m) is None] == []
+    from benchmarks.__main__ import commands
+    assert named - {"benchmarks"} <= set(commands())      # each one's --help is walked
 
 
 def test_nersc_busy_windows_end_at_a_window_edge_that_rounds_below_itself():
