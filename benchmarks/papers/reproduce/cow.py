@@ -221,7 +221,7 @@ def judge_records(set1: list[dict[str, Any]], set2: list[dict[str, Any]], setup:
         + f", 0.6 - 0.4: {_diff(ratio1.get(0.6), ratio1.get(0.4))}",
         every(*versus(largest + constant)), setup, plots)
     tie = _per_seed_ratio(rt2.get(("lgfs", (0.6, 2.0, 2.0))), rt2.get(("afcfs", (0.6, 2.0, 2.0))))
-    tie_interval = None if tie is None else paired_difference(tie, [0.0] * len(tie))
+    tie_interval = _mean_interval(tie)
     found["cow-equal-06-2"] = Finding(
         f"mean of the replications' RT ratio LGFS/AFCFS at (0.6, 2){m((0.6, 2.0, 2.0))}: "
         + (STOPPED if tie is None else show(tie_interval)),
@@ -288,22 +288,19 @@ def threshold(set1: list[dict[str, Any]], early: dict[tuple[str, Cell], Runs],
         free = cow.PES - c[2] / c[1]
         region = KEEPS_UP if free > ACCEPTABLE_PES + 1e-9 else above(1.0)
         for p in cow.POLICIES:
-            ratio = _per_seed_ratio(late.get((p, c)), early.get((p, c)))
-            interval = None if ratio is None else paired_difference(ratio, [0.0] * len(ratio))
+            interval = _mean_interval(_per_seed_ratio(late.get((p, c)), early.get((p, c))))
             decisions.append(judge(interval, region))
-            shown.append(f"{p} 1/λ'={num(c[1])} ({free:.4g} PEs left): {_growth_of(ratio)}")
+            shown.append(f"{p} 1/λ'={num(c[1])} ({free:.4g} PEs left): {_shown(interval)}")
     return Finding("RT of the second half's arrivals over the first's: " + "; ".join(shown),
                    every(decisions), setup, plots)
 
 
 def _growth(first: Runs, second: Runs) -> str:
-    return _growth_of(_per_seed_ratio(second, first))
+    return _shown(_mean_interval(_per_seed_ratio(second, first)))
 
 
-def _growth_of(ratio: Runs) -> str:
-    if ratio is None:
-        return STOPPED
-    return show(paired_difference(ratio, [0.0] * len(ratio)))
+def _shown(interval: Interval | None) -> str:
+    return STOPPED if interval is None else show(interval)
 
 
 Runs = list[float] | None
