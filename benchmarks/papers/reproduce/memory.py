@@ -250,7 +250,7 @@ def queueing_rows(points: list[dict[str, Any]], setup: str) -> dict[str, Finding
 def _fig5(ctx: Context) -> dict[str, Finding]:
     """Fig 5 at θ = 1 and 2: n jobs that fit in memory and 2n that do not, without admission
     and with it at C = 1 and 1.5, the configurations taking turns round after round."""
-    repeats = ctx.pick(1, 4, 6)
+    repeats = ctx.pick(1, 4, 4)
     fits = 4
     few, many = fig5_jobs(fits)
     fig6 = ctx.pick(False, False, True)
@@ -346,7 +346,7 @@ def _fig6(total: dict[tuple[float, int, str], list[float]], jobs: int,
 def _fig7(ctx: Context) -> dict[str, Finding]:
     """Fig 7 through ``benchmarks.papers.memory_fig7``: the mix at the higher loads with and without
     admission, repeated; mean response time and slowdown, C = 1 over unlimited."""
-    repeats, jobs = ctx.pick(1, 4, 5), ctx.pick(3, 8, 12)
+    repeats, jobs = ctx.pick(1, 4, 4), ctx.pick(3, 8, 12)
     mem_mb, accesses = ctx.pick(8, 64, 64), ctx.pick(2000, 30000, 30000)
     work_max = ctx.pick(40, 300, 900)
     loads = "1.0,1.4"

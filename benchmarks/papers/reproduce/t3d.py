@@ -139,11 +139,11 @@ SPECS = specs(
 )
 
 
-# The paper ran up to 100 batches.  The full size runs as many as fit the full run's simulated
-# budget (30 min on 2 workers, shared with T3E and COW): Fig 6's 56 points cost about 460 CPU s
-# at 6 batches and grow as batches^1.2 (load 0.9: 57 s at 6 batches, 212 s at 18), so 25
-# batches take about 2,500 CPU s.
-FULL_BATCHES = 25
+# The paper ran up to 100 batches.  The full size runs what fits the full run's 2 hours with
+# the emulated papers: Fig 6's 56 points grow as batches^1.2 (4,220 CPU s at 25 batches on
+# 2026-11-27), so 10 batches take about 1,400 CPU s; docs/comparisons.md says which cells
+# 25 batches decided and 10 leave open.
+FULL_BATCHES = 10
 
 
 def run(ctx: Context) -> dict[str, Finding]:

@@ -222,7 +222,7 @@ def _overheads(ctx: Context) -> dict[str, Finding]:
     mean
     runtime of k copies, taking turns round after round."""
     pes = len(os.sched_getaffinity(0))
-    rounds = ctx.pick(2, 5, 7)
+    rounds = ctx.pick(2, 5, 5)
     mpls = ctx.pick((1, 2, 4), (1, 2, 4, 8), (1, 2, 3, 4, 5, 6, 7, 8))
     work = ctx.pick(0.3, 1.0, 2.0)
     plan = {**regression.FULL, "launch_sizes": (1, pes), "launch_jobs": 3}
@@ -301,7 +301,7 @@ def _work_overhead(ctx: Context, launch: list[float]) -> dict[str, Finding]:
     Table 5.1 counts the launch overhead in the runtime, T_end - T_start) goes into ``launch``
     for §5.4.2's row."""
     pes = len(os.sched_getaffinity(0))
-    rounds = ctx.pick(2, 5, 7)
+    rounds = ctx.pick(2, 5, 5)
     works = ctx.pick((0.2, 1.0), (0.5, 4.0), (0.5, 4.0, 16.0))
     ctx.log(f"THESIS Table 5.2: {rounds} rounds of {pes}-rank jobs of "
             f"{', '.join(f'{w:g}' for w in works)} s")
@@ -339,7 +339,7 @@ def _work_overhead(ctx: Context, launch: list[float]) -> dict[str, Finding]:
 
 def _granularity(ctx: Context) -> dict[str, Finding]:
     """Table 5.3 through ``benchmarks.papers.granularity``, run again and again."""
-    repeats = ctx.pick(2, 6, 8)
+    repeats = ctx.pick(2, 6, 6)
     work = ctx.pick(0.3, 2.0, 5.0)
     ctx.log(f"THESIS Table 5.3: {repeats} runs of 5 jobs of {work:g} s")
     runs = [granularity.measure(work, "fcfs", ctx.runs / "granularity" / str(i))
