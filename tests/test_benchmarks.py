@@ -181,9 +181,12 @@ def test_fcs_classification_fit_variant_never_oversubscribes(tmp_path):
                       "0.3", "--timeslice", "0.05")
     rows = [line.split() for line in out.splitlines()[1:] if line.split()[:1] != ["note:"]
             and not line.startswith("run directory")]
-    assert len(rows) == 2 + 2 + 2 + 1 + 2 + 2
+    assert len(rows) == 2 + 2 + 2 + 1 + 2 + 2 + 1
     assert {int(row[2]) for row in rows} == {0, 1} and "oversubscribed" not in out
-    assert sorted({int(row[4]) for row in rows}) == list(range(6))  # one job a row
+    assert sorted({int(row[4]) for row in rows}) == list(range(6))
+    # Job 7 fills the PE job 4 leaves in its row: every PE holds one process of every row.
+    by_job = {row[0]: row for row in rows}
+    assert by_job["j7"][4] == by_job["j4"][4] and by_job["j7"][2] != by_job["j4"][2]
 
 
 @pytest.mark.realtime

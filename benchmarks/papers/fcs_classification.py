@@ -14,12 +14,20 @@ The buddy allocator rebuilds the Fig 5.2 matrix from the arrival order: row 0 ho
 Prints each process's class history and final class, and writes the run directory.  On a
 2-core machine the 4 PEs are oversubscribed (two PEs per CPU), which the table notes: that run
 mostly measures the oversubscription.  ``--variant fit`` runs the same six kinds of job scaled to
-2 PEs (two emulated nodes of one PE, MPL 6, one job a row), so no row holds more processes
-than a 2-core machine has CPUs:
+2 PEs (two emulated nodes of one PE, MPL 6), so no row holds more processes than a 2-core
+machine has CPUs:
 
 1. 2 PEs, medium grain; 2. 2 PEs, fine grain; 3. 2 PEs, fine grain, rank 1 computes 1.5x;
 4. 1 PE, no communication; 5. 2 PEs, medium grain, 75 % variance on rank 0;
-6. 2 PEs, coarse grain, 10 % variance.
+6. 2 PEs, coarse grain, 10 % variance; 7. 1 PE, no communication, in job 4's row.
+
+Job 7 fills the PE job 4 leaves free in its row, as Fig 5.2's matrix is full (job 3 shares job
+4's row there): every PE then holds one process of every row.  Without it PE 0 holds one
+process more than PE 1, and in the phases where a job's ranks are not coscheduled (INIT_DC, DC)
+the rank on PE 0 shares its CPU with one more process and is late at every exchange: the rank
+on PE 1 does all the waiting, ends CS on its W_DC / W_CS ratio while its partner ends DC, and
+then waits in its own slot for a partner that is not coscheduled (W_CS far above F_thresh):
+medium-grained job 1 ended F on rank 1 in every run of the quick report of 2026-12-06.
 
 Usage: ``python -m benchmarks.papers.fcs_classification [--variant thesis|fit] [--work 8]
 [--timeslice 0.1] [--out DIR]``
@@ -47,6 +55,7 @@ FIT_JOBS = (
     "1 bsp --work {w} --pattern none",
     "2 bsp --work {w} --granularity 0.5 --pattern aa --rank-variance 0:0.75",
     "2 bsp --work {w} --granularity 2.5 --pattern aa --variance 0.1",
+    "1 bsp --work {w} --pattern none",
 )
 VARIANTS = {
     "thesis": (JOBS, ("--pes", "4", "--nodes", "2", "--mpl", "4"), 2),
@@ -56,7 +65,7 @@ VARIANTS = {
 
 def classify(variant: str, work: float, timeslice: float, out: Path
              ) -> tuple[list[dict[str, Any]], bool]:
-    """Run the six jobs of ``variant`` (``work`` seconds each, timeslice in seconds) under fcs
+    """Run the jobs of ``variant`` (``work`` seconds each, timeslice in seconds) under fcs
     into the run directory ``out``.  Per process, in job and rank order: job, rank, PE, node,
     matrix row, class history (from INIT_CS on), final class and the job's runtime (s); and
     whether the machine was oversubscribed."""

@@ -403,7 +403,8 @@ def _classification(ctx: Context) -> dict[str, Finding]:
     for each job, the fraction of runs in which its ranks end in the expected classes."""
     repeats = ctx.pick(1, 6, 8)
     work = ctx.pick(0.5, 3.0, 8.0)
-    ctx.log(f"THESIS §5.3: {repeats} runs of the six jobs (fit variant), {work:g} s each")
+    ctx.log(f"THESIS §5.3: {repeats} runs of the six jobs and job 4's row-mate (fit variant), "
+            f"{work:g} s each")
     finals: dict[str, list[tuple[str, ...]]] = {job: [] for job in EXPECTED}
     for i in range(1, repeats + 1):
         processes, _ = fcs_classification.classify(
@@ -411,8 +412,10 @@ def _classification(ctx: Context) -> dict[str, Finding]:
         for job in EXPECTED:
             finals[job].append(tuple(q["final"] for q in processes if q["job"] == job))
     setup = (f"{repeats} runs of the six jobs scaled to 2 PEs (two nodes of one PE, MPL 6, "
-             f"T = 0.1 s), {work:g} s of work each; agrees when the expected class is the "
-             "usual outcome: 95 % interval of the fraction of runs > 0.5")
+             f"T = 0.1 s), {work:g} s of work each, and a second 1-PE job in job 4's row so "
+             "that every PE holds one process of every row, as in Fig 5.2's full matrix; "
+             "agrees when the expected class is the usual outcome: 95 % interval of the "
+             "fraction of runs > 0.5")
     found = {}
     for job, expected in EXPECTED.items():
         hits = sum(1 for classes in finals[job] if matches(classes, expected))
