@@ -18,7 +18,18 @@ def test_a_jobs_other_processes_are_those_named_by_an_mpi_rank():
             13: {"PMI_RANK": "0", "PMI_SPAWNED": "1"},         # a spawned process
             14: {"PMI_RANK": "1"},                             # a child of rank 1
             15: {}}                                            # read mid-exec: nothing
-    assert procs.extras(envs, ranks={11, 12}, launcher=Hydra("mpiexec")) == [13, 14]
+    assert procs.extras(envs, ranks={11, 12}, launcher=Hydra("mpiexec"), local={0, 1}) == [13, 14]
+
+
+def test_another_nodes_ranks_are_not_this_nodes_extras():
+    """Nodes emulated on one host: the node that launched the job sees every rank among its
+    launcher's descendants, but rank 1 and its child are node 1's to stop and continue (the
+    launching node took them for its own, and stopped and continued them with its own rank)."""
+    envs = {11: {"PMI_RANK": "0"}, 12: {"PMI_RANK": "1"},     # rank 0 here, rank 1 on node 1
+            13: {"PMI_RANK": "0", "PMI_SPAWNED": "1"},         # a spawned process
+            14: {"PMI_RANK": "1"}, 16: {"PMI_RANK": "0"}}      # children of ranks 1 and 0
+    assert procs.extras(envs, ranks={11}, launcher=Hydra("mpiexec"), local={0}) == [13, 16]
+    assert procs.extras(envs, ranks={12}, launcher=Hydra("mpiexec"), local={1}) == [13, 14]
 
 
 @pytest.mark.realtime

@@ -464,7 +464,8 @@ class NodeManager:
         else:
             return
         ranks = {rank.pid for rank in job.ranks.values()}
-        new = [pid for pid in procs.extras(envs, ranks, self.launcher) if pid not in job.extras]
+        new = [pid for pid in procs.extras(envs, ranks, self.launcher, job.local_pes)
+               if pid not in job.extras]
         job.launchers.update(pid for pid, env in envs.items()
                              if env and pid not in ranks and pid not in new)
         running = any(key[0] == job.job for key in self.active)

@@ -17,6 +17,7 @@ import ctypes
 import os
 import signal
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import psutil
@@ -316,11 +317,16 @@ def marked_ranks(run_id: str, job: str, unmarked: set[int], launcher: Launcher
     return found, others
 
 
-def extras(envs: dict[int, dict[str, str]], ranks: set[int], launcher: Launcher) -> list[int]:
+def extras(envs: dict[int, dict[str, str]], ranks: set[int], launcher: Launcher,
+           local: Collection[int]) -> list[int]:
     """Of a job's processes (pid -> environment), those that are neither its ranks (pids
-    ``ranks``) nor its launcher's: every process whose environment names an MPI rank as
-    ``launcher`` sets it, which is each process the job spawned and each one a rank started."""
-    return [pid for pid, env in envs.items() if pid not in ranks and launcher.names_rank(env)]
+    ``ranks``) nor its launcher's and that belong to this node: every process whose
+    environment names an MPI rank as ``launcher`` sets it, which is each process the job
+    spawned and each one a rank started, but of the job's own world only the ranks ``local``
+    (world ranks placed on this node) and what they started.  Another node's rank, and what it
+    started, are that node's to stop and continue, even when they run on this host."""
+    return [pid for pid, env in envs.items() if pid not in ranks and launcher.names_rank(env)
+            and launcher.world_rank(env) in (None, *local)]
 
 
 def kill_marked(run_id: str, job: str | None = None, rounds: int = 50) -> int:
