@@ -35,6 +35,8 @@ GROUPS: dict[str, tuple[str, tuple[Entry, ...]]] = {
               "admission", page="memory-fig5.md"),
         Entry("memory_fig7", "MEMORY Fig 7: response and slowdown against load, real paging"),
         Entry("memory_queueing", "MEMORY §4.3 simulated: the share admission keeps queued"),
+        Entry("memory_estimator", "MEMORY §2.1.3, Fig 2: the memory estimator replayed over "
+              "a workload log (the LANL CM-5's, --log)"),
         Entry("t3d_fig6", "T3D Fig 6 simulated: mean slowdown against load, five schedulers",
               "13 min", "t3d-fig6.md"),
         Entry("t3d_classes", "T3D's class mix on real processes: interactive response, "

@@ -13,13 +13,17 @@ or script, so that Python programs are told apart.
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
-import statistics
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TypeVar
 
 DEFAULT_PATH = Path.home() / ".local" / "share" / "testbed" / "memory-history.json"
+
+K = TypeVar("K")
 
 
 def program_of(argv: tuple[str, ...] | list[str]) -> str:
@@ -33,10 +37,33 @@ def program_of(argv: tuple[str, ...] | list[str]) -> str:
     return exe
 
 
-def _months_between(earlier: str, later: str) -> int:
+def months_between(earlier: str, later: str) -> int:
+    """How many months ``later`` (``YYYY-MM``) is after ``earlier`` (negative when before)."""
     y1, m1 = map(int, earlier.split("-"))
     y2, m2 = map(int, later.split("-"))
     return (y2 - y1) * 12 + (m2 - m1)
+
+
+def estimate_of(values: Sequence[float]) -> float:
+    """The estimate from earlier ``values`` (any one unit; the estimate is in it): the smaller
+    of their largest and their mean plus 3 standard deviations (of the values themselves, the
+    population's).  ``ValueError`` without values."""
+    if not values:
+        raise ValueError("no earlier values to estimate from")
+    mean = math.fsum(values) / len(values)
+    spread = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values))
+    return min(max(values), mean + 3 * spread)
+
+
+def aged(entries: dict[K, dict[str, list[float]]], months: int) -> dict[K, dict[str, list[float]]]:
+    """``entries`` (an identity's ``current`` and ``previous`` month's values) ``months``
+    months later: after one month the current values are the previous ones, after two or
+    more there are none, and an identity left without values is dropped.  ``entries`` is left
+    as it was."""
+    if months <= 0:
+        return entries
+    return {key: {"current": [], "previous": list(entry["current"])}
+            for key, entry in entries.items() if months == 1 and entry["current"]}
 
 
 class MemoryHistory:
@@ -52,15 +79,7 @@ class MemoryHistory:
                 stored, self.entries = data["month"], data["entries"]
             except (ValueError, KeyError, TypeError) as err:
                 raise ValueError(f"{path}: not a testbed memory history ({err})") from None
-            self._age(_months_between(stored, self.month))
-
-    def _age(self, months: int) -> None:
-        if months <= 0:
-            return
-        for entry in self.entries.values():
-            entry["previous"] = entry["current"] if months == 1 else []
-            entry["current"] = []
-        self.entries = {k: v for k, v in self.entries.items() if v["previous"]}
+            self.entries = aged(self.entries, months_between(stored, self.month))
 
     @staticmethod
     def keys(program: str, pes: int, user: str) -> list[str]:
@@ -73,8 +92,7 @@ class MemoryHistory:
             entry = self.entries.get(key)
             values = (entry["current"] + entry["previous"]) if entry else []
             if values:
-                spread = statistics.pstdev(values) if len(values) > 1 else 0.0
-                return min(max(values), statistics.fmean(values) + 3 * spread), key
+                return estimate_of(values), key
         return None
 
     def record(self, program: str, pes: int, user: str, peak_mb: float) -> None:

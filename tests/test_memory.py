@@ -326,3 +326,24 @@ def test_a_swap_file_that_stays_enabled_is_named_and_kept(tmp_path, monkeypatch)
     with pytest.raises(OSError, match=f"{swap} is still enabled .*Cannot allocate memory"):
         memory.remove_swap(str(swap))
     assert swaps.calls == memory.SWAPOFF_TRIES and swap.exists()
+
+
+def test_history_estimate_of_plain_values():
+    from testbed.memory_history import aged, estimate_of
+
+    assert estimate_of([2.0]) == 2.0
+    # mean 4, population sd 1: mean + 3 sd = 7 is above the largest value, which wins
+    assert estimate_of([3.0, 5.0, 3.0, 5.0]) == 5.0
+    # 9 x 100 and one 400: mean 130, sd 90, mean + 3 sd = 400 = the largest
+    assert estimate_of([100.0] * 9 + [400.0]) == 400.0
+    # 99 x 100 and one 1000: mean 109, variance (99 x 81 + 891^2) / 100 = 8019, so
+    # mean + 3 sd = 377.6, below the largest
+    assert estimate_of([100.0] * 99 + [1000.0]) == pytest.approx(109 + 3 * 8019 ** 0.5,
+                                                                 rel=1e-12)
+    with pytest.raises(ValueError):
+        estimate_of([])
+    entries = {"a": {"current": [1.0], "previous": [2.0]}, "b": {"current": [], "previous": [3.0]}}
+    assert aged(entries, 0) is entries
+    assert aged(entries, 1) == {"a": {"current": [], "previous": [1.0]}}
+    assert aged(entries, 2) == {}
+    assert entries["a"] == {"current": [1.0], "previous": [2.0]}

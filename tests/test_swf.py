@@ -103,3 +103,15 @@ def test_a_trace_workloads_estimates(tmp_path, perfect):
         [(40.0, 40.0), (25.0, 25.0), (10.0, 10.0)] if perfect
         else [(40.0, 60.0), (25.0, None), (10.0, None)])
     assert all(job.estimate is job.work for job in jobs) == perfect
+
+
+def test_a_gzipped_trace_reads_as_the_plain_one(tmp_path):
+    import gzip
+
+    (tmp_path / "t.swf").write_text(TRACE)
+    with gzip.open(tmp_path / "t.swf.gz", "wt") as f:
+        f.write(TRACE)
+    assert read_swf(tmp_path / "t.swf.gz") == read_swf(tmp_path / "t.swf")
+    (tmp_path / "bad.swf.gz").write_text(TRACE)
+    with pytest.raises(SwfError, match=re.escape("bad.swf.gz: cannot read: ")):
+        read_swf(tmp_path / "bad.swf.gz")

@@ -13,6 +13,8 @@ durations and pages).
   real paging
 * ``python -m benchmarks.papers.memory_queueing``: MEMORY §4.3 simulated: the share admission
   keeps queued
+* ``python -m benchmarks.papers.memory_estimator``: MEMORY §2.1.3, Fig 2: the memory estimator
+  replayed over a workload log (the LANL CM-5's, ``--log``)
 * ``python -m benchmarks.papers.t3d_fig6``: T3D Fig 6 simulated: mean slowdown against load,
   five schedulers
 * ``python -m benchmarks.papers.t3d_classes``: T3D's class mix on real processes: interactive

@@ -1,20 +1,22 @@
 """The Standard Workload Format (SWF v2.2 of the Parallel Workloads Archive).
 
 One job a line, 18 whitespace-separated numeric fields, -1 for unknown; header lines start
-with ``;``.  Importing maps each job to a BSP benchmark line (size capped or scaled to the
-machine, times divided by the compression factor, granularity/variance/pattern drawn as in
-THESIS §4.6 or fixed by options); exporting writes a run's jobs back as SWF with the times
+with ``;``; a file whose name ends in ``.gz`` is read through gzip (the archive's form).
+Importing maps each job to a BSP benchmark line (size capped or scaled to the machine, times
+divided by the compression factor, granularity/variance/pattern drawn as in THESIS §4.6 or
+fixed by options); exporting writes a run's jobs back as SWF with the times
 multiplied by the run's compression factor again, so that a trace survives import -> run ->
 export with its ids, sizes and submit times.
 """
 
 from __future__ import annotations
 
+import gzip
 import math
 import random
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn
 
 import numpy as np
 
@@ -73,6 +75,13 @@ def read_swf(path: str | Path) -> tuple[list[str], list[SwfJob]]:
     return header, [SwfJob(*values) for values in zip(*columns.values(), strict=True)]
 
 
+def open_swf(path: str | Path) -> IO[str]:
+    """An SWF file opened for reading text, through gzip when its name ends in ``.gz``."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt")
+    return open(path)
+
+
 def swf_columns(path: str | Path) -> tuple[list[str], dict[str, list[Any]]]:
     """The header comment lines and the jobs of an SWF file field by field: a list a field of
     ``FIELDS``, a value a job (ints for ``INTEGER_FIELDS``, floats for the others, times in
@@ -81,8 +90,9 @@ def swf_columns(path: str | Path) -> tuple[list[str], dict[str, list[Any]]]:
     numbers: list[int] = []
     words: list[str] = []
     try:
-        lines = Path(path).read_text().splitlines()
-    except (OSError, UnicodeDecodeError) as err:
+        with open_swf(path) as f:
+            lines = f.read().splitlines()
+    except (OSError, EOFError, UnicodeDecodeError) as err:
         raise SwfError(f"{path}: cannot read: {err}") from None
     for number, text in enumerate(lines, start=1):
         found = text.split()

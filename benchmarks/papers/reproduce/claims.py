@@ -258,13 +258,13 @@ def unavailable(reason: str) -> Decision:
     return Decision(CANNOT_TELL, reason)
 
 
-def proportion(successes: int, trials: int) -> Interval:
-    """The fraction of ``trials`` that succeeded with its 95 % Clopper-Pearson interval (no
-    interval for 0 trials)."""
+def proportion(successes: int, trials: int, confidence: float = CONFIDENCE) -> Interval:
+    """The fraction of ``trials`` that succeeded with its Clopper-Pearson interval at
+    ``confidence`` (95 % unless told; no interval for 0 trials)."""
     if trials == 0:
-        return Interval(math.nan, None, None)
-    ci = binomtest(successes, trials).proportion_ci(confidence_level=CONFIDENCE)
-    return Interval(successes / trials, float(ci.low), float(ci.high))
+        return Interval(math.nan, None, None, confidence)
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence)
+    return Interval(successes / trials, float(ci.low), float(ci.high), confidence)
 
 
 def plus_minus(mean: float | None, half_width: float | None) -> Interval | None:
