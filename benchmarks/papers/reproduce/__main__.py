@@ -80,7 +80,7 @@ class Paper:
 
 PAPERS = (Paper("THESIS", thesis, True, (90.0, 560.0, 1700.0)),
           Paper("MEMORY", memory, True, (62.0, 780.0, 1900.0)),
-          Paper("T3D", t3d, False, (5.0, 290.0, 3000.0)),
+          Paper("T3D", t3d, False, (5.0, 290.0, 5600.0)),
           Paper("T3E", t3e, False, (6.0, 44.0, 113.0)),
           Paper("COW", cow, False, (5.0, 100.0, 800.0)))
 
