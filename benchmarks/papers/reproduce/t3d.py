@@ -140,10 +140,11 @@ SPECS = specs(
 
 
 # The paper ran up to 100 batches.  The full size runs 25: Fig 6's 56 points grow as
-# batches^1.2 (4,220 CPU s at 25 batches on 2026-11-27).  Fewer batches do not fit Lublin's
-# heavy tail: at 10 (2026-12-07) a few huge jobs late in the sequence raised the second half's
-# realized load, so every scheme's queue "grew" from load 0.2 (gang with 99.8 % of the
-# offered load delivered called saturated) where at 25 batches none did below 0.6.
+# batches^1.2 (4,220 CPU s at 25 batches on 2026-11-27).  Fewer do not average out the Lublin
+# sequence's own swings: its first 10 batches offer 1.28 times as much work in their second
+# half as in their first (25 batches: 0.99), so at 10 (2026-12-07) every scheme's queue "grew"
+# from load 0.2 (gang, delivering 99.8 % of the offered load, called saturated), where at 25
+# none did below 0.6.
 FULL_BATCHES = 25
 
 
