@@ -8,6 +8,7 @@ import json
 import math
 import subprocess
 import sys
+from concurrent.futures.process import BrokenProcessPool
 
 import pytest
 
@@ -504,6 +505,17 @@ def test_a_failed_part_loses_only_its_own_rows(tmp_path):
     assert found["a"].decision == Decision(CANNOT_TELL,
                                            "the run failed: testbed run exited 1 (runs/x)")
     assert failure(ValueError("bad walk")) == "bad walk"
+
+
+def test_a_dead_worker_ends_the_run_rather_than_failing_one_paper(tmp_path):
+    # A Ctrl-C kills the pool's workers too: the paper must not be kept as failed rows.
+    ctx = Context("quick", tmp_path, tmp_path)
+
+    def interrupted(_: Context) -> dict[str, Finding]:
+        raise BrokenProcessPool("a worker died")
+
+    with pytest.raises(BrokenProcessPool):
+        ctx.attempt(interrupted, ["a"])
 
 
 def test_a_figure_row_checks_the_magnitude_and_says_when_a_miniature_cannot_match():

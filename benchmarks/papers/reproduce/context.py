@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,9 +69,13 @@ class Context:
     def attempt(self, part: Callable[[Context], dict[str, Finding]], keys: Iterable[str]
                 ) -> dict[str, Finding]:
         """``part``'s findings; when it fails, every claim of ``keys`` says so ("cannot
-        tell"), so that one experiment's failure loses no other's rows."""
+        tell"), so that one experiment's failure loses no other's rows.  A worker process
+        that died (``BrokenProcessPool``: a Ctrl-C reaches the workers too) ends the whole
+        run instead, so that an interrupted paper is not kept as failed rows."""
         try:
             return part(self)
+        except BrokenProcessPool:
+            raise
         except Exception as err:  # noqa: BLE001 - any failure becomes the rows' reason
             self.log(f"failed: {err!r}")
             return {key: Finding("-", unavailable(f"the run failed: {failure(err)}"))
