@@ -176,8 +176,10 @@ def test_a_blocked_rank_is_woken_by_its_peers_doorbell(late):
         blocking = [r.counters() for r, spin in zip(records, late, strict=True) if spin == BLOCKS]
     for counters in blocking:
         # 2 communicators x 9 waits for a late peer (the receive after a probe finds its
-        # message), all blocking after 1 ms of 50; every sleep ended by a ring.
-        assert counters.blocks >= 18 and counters.wakes_timed == 0, counters
+        # message), each blocking after 1 ms of 50; every sleep ended by a ring.  On a loaded
+        # machine the waiter itself may start a wait late, after its peer's message came, so
+        # only most of the 18 are asked to block (a CI run beside two busy workers saw 17).
+        assert counters.blocks >= 12 and counters.wakes_timed == 0, counters
         assert counters.wakes_rung >= counters.blocks // 2, counters
         assert 0 < counters.blocked_cpu_s < counters.blocked_s, counters
 
