@@ -4,6 +4,7 @@ report."""
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import subprocess
@@ -505,6 +506,17 @@ def test_a_failed_part_loses_only_its_own_rows(tmp_path):
     assert found["a"].decision == Decision(CANNOT_TELL,
                                            "the run failed: testbed run exited 1 (runs/x)")
     assert failure(ValueError("bad walk")) == "bad walk"
+
+
+def test_each_invocation_has_run_directories_of_its_own(tmp_path):
+    # A paper run again into the same --runs met its first run's directories, which
+    # `testbed run` refuses to overwrite (T3D's production figures failed so, 2026-12-07).
+    began = datetime.datetime(2026, 12, 7, 1, 45, 7, tzinfo=datetime.UTC)
+    first = cli.invocation_runs(tmp_path, began)
+    assert first == tmp_path / "20261207T014507Z"
+    first.mkdir()
+    second = cli.invocation_runs(tmp_path, began)
+    assert second != first and second.parent == tmp_path and not second.exists()
 
 
 def test_a_dead_worker_ends_the_run_rather_than_failing_one_paper(tmp_path):

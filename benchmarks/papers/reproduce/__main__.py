@@ -146,6 +146,19 @@ def run_all(papers: list[Paper], ctx: Context, command: str,
     return done
 
 
+def invocation_runs(base: Path, began: datetime.datetime) -> Path:
+    """This invocation's own directory for run directories under ``base``: named by when it
+    began (UTC), with a suffix when another invocation of the same second has it, so that a
+    paper run again never meets the run directories of an earlier run (``testbed run`` never
+    overwrites one)."""
+    stamp = began.strftime("%Y%m%dT%H%M%SZ")
+    path, n = base / stamp, 1
+    while path.exists():
+        n += 1
+        path = base / f"{stamp}-{n}"
+    return path
+
+
 def rebuild(out: Path, command: str) -> list[Row]:
     """Rebuild ``out``'s report.md and claims.json from every paper file in it; the rows."""
     found = parts.present(out, [p.name for p in PAPERS])
@@ -165,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--resume", action="store_true",
                    help="skip the papers whose file is already in --out (at the same size)")
     p.add_argument("--runs", type=Path, default=None,
-                   help="where the run directories go (default: OUT/runs)")
+                   help="where the run directories go, in a directory of this invocation's "
+                        "own (default: OUT/runs)")
     p.add_argument("--workers", type=int, default=None,
                    help="processes for the simulated papers' runs (default: one per core)")
     p.add_argument("--slurm", action="store_true",
@@ -192,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     session = Session.start("benchmarks.papers.reproduce", argv, args.out, "reproduce")
     out = session.out
     assert out is not None
-    runs = args.runs or out / "runs"
+    runs = invocation_runs(args.runs or out / "runs", datetime.datetime.now(datetime.UTC))
     try:
         kept = parts.present(out, [paper.name for paper in PAPERS])
     except parts.PartError as err:
