@@ -14,8 +14,9 @@ The buddy allocator rebuilds the Fig 5.2 matrix from the arrival order: row 0 ho
 Prints each process's class history and final class, and writes the run directory.  On a
 2-core machine the 4 PEs are oversubscribed (two PEs per CPU), which the table notes: that run
 mostly measures the oversubscription.  ``--variant fit`` runs the same six kinds of job scaled to
-2 PEs (two emulated nodes of one PE, MPL 6), so no row holds more processes than a 2-core
-machine has CPUs:
+2 PEs (one node of 2 PEs, MPL 6), so no row holds more processes than a 2-core machine has CPUs
+and, as in Fig 5.2, the two ranks of job 1 share a node and are switched by one node manager
+(the thesis's 4-PE jobs 5 and 6 span both its nodes; here no job crosses a node):
 
 1. 2 PEs, medium grain; 2. 2 PEs, fine grain; 3. 2 PEs, fine grain, rank 1 computes 1.5x;
 4. 1 PE, no communication; 5. 2 PEs, medium grain, 75 % variance on rank 0;
@@ -59,7 +60,7 @@ FIT_JOBS = (
 )
 VARIANTS = {
     "thesis": (JOBS, ("--pes", "4", "--nodes", "2", "--mpl", "4"), 2),
-    "fit": (FIT_JOBS, ("--pes", "2", "--nodes", "2", "--mpl", "6"), 1),
+    "fit": (FIT_JOBS, ("--pes", "2", "--nodes", "1", "--mpl", "6"), 2),
 }
 
 

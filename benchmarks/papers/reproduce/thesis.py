@@ -411,7 +411,7 @@ def _classification(ctx: Context) -> dict[str, Finding]:
             "fit", work, 0.1, ctx.runs / "fcs-classification" / str(i))
         for job in EXPECTED:
             finals[job].append(tuple(q["final"] for q in processes if q["job"] == job))
-    setup = (f"{repeats} runs of the six jobs scaled to 2 PEs (two nodes of one PE, MPL 6, "
+    setup = (f"{repeats} runs of the six jobs scaled to 2 PEs (one node of 2 PEs, MPL 6, "
              f"T = 0.1 s), {work:g} s of work each, and a second 1-PE job in job 4's row so "
              "that every PE holds one process of every row, as in Fig 5.2's full matrix; "
              "agrees when the expected class is the usual outcome: 95 % interval of the "
