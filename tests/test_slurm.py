@@ -14,7 +14,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
@@ -135,6 +137,43 @@ def test_the_engine_gives_every_result_once_in_workers():
         assert sorted(spread(_square, range(20))) == [x * x for x in range(20)]
     with engine.spreading(1) as spread:
         assert list(spread(_square, [3, 1])) == [9, 1]
+
+
+def _hold(root: Path) -> None:
+    """Sit in a temporary directory of ``root`` holding this worker's pid, for a minute."""
+    with tempfile.TemporaryDirectory(dir=root) as held:
+        (Path(held) / "pid").write_text(str(os.getpid()))
+        time.sleep(60)
+
+
+def _held(root: Path, count: int) -> list[int]:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        pids = [p.read_text() for p in root.glob("*/pid")]
+        if len(pids) == count and all(pids):
+            return [int(pid) for pid in pids]
+        time.sleep(0.05)
+    raise AssertionError(f"the workers did not start: {list(root.iterdir())}")
+
+
+@pytest.mark.realtime
+@pytest.mark.parametrize("stop", ["caller", "worker"])
+def test_stopping_the_engine_stops_its_items_and_removes_their_temporary_files(tmp_path, stop):
+    # "caller": the caller leaves on an exception (a Ctrl-C's KeyboardInterrupt) while two
+    # minute-long items run: it must not wait for them, and their temporary directories go.
+    # "worker": a worker alone is sent SIGTERM: the caller hears of it as a broken pool.
+    began = time.monotonic()
+    with pytest.raises(KeyboardInterrupt if stop == "caller" else BrokenProcessPool), \
+            engine.spreading(2) as spread:
+        results = spread(_hold, [tmp_path, tmp_path])
+        pids = _held(tmp_path, 2)
+        if stop == "caller":
+            raise KeyboardInterrupt
+        os.kill(pids[0], signal.SIGTERM)
+        list(results)
+    assert time.monotonic() - began < 45
+    assert list(tmp_path.iterdir()) == []
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]
 
 
 def test_a_block_stops_before_its_next_run_once_its_job_is_no_longer_running(tmp_path):

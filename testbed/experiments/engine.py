@@ -6,25 +6,42 @@
 results as they finish, in any order: one after another in this process when ``workers`` is 1,
 else over a pool of ``workers`` processes.  ``work`` and the items must pickle (a module-level
 function, ``functools.partial`` of one, a dataclass).  Leaving the ``with`` cancels the items
-not started; a worker dies at once on SIGTERM or SIGINT and the caller handles them, so a
-Ctrl-C stops the parent, which stops the pool.
+not started.  Leaving it on an exception (a Ctrl-C, the caller's SIGTERM, a failure) also
+stops the items running: the pool's workers ignore SIGINT (a Ctrl-C reaches the whole process
+group; the caller decides) and take SIGTERM as ``SystemExit``, which unwinds the item so its
+``with`` blocks and ``finally`` clauses run (temporary directories go), and the caller sends
+each of its workers SIGTERM.  An item stopped so, by anyone, surfaces in the caller as
+``BrokenProcessPool``, as a worker killed outright does.
 """
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 Spread = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 
 
 def _worker_signals() -> None:
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
+def _results(futures: list[Future[Any]]) -> Iterator[Any]:
+    """The futures' results as they finish; an item a signal stopped in its worker (its
+    ``SystemExit``) as ``BrokenProcessPool``."""
+    for future in as_completed(futures):
+        error = future.exception()
+        if isinstance(error, SystemExit):
+            raise BrokenProcessPool(f"a worker process was stopped (exit {error.code})")
+        yield future.result()
 
 
 def cores() -> int:
@@ -39,9 +56,17 @@ def spreading(workers: int) -> Iterator[Spread]:
     if workers <= 1:
         yield map
         return
+    others = set(multiprocessing.active_children())
     pool = ProcessPoolExecutor(workers, initializer=_worker_signals)
     try:
-        yield lambda work, items: (f.result() for f in
-                                   as_completed([pool.submit(work, item) for item in items]))
+        yield lambda work, items: _results([pool.submit(work, item) for item in items])
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        workers_left = set(multiprocessing.active_children()) - others
+        for worker in workers_left:
+            worker.terminate()
+        for worker in workers_left:
+            worker.join()
+        raise
     finally:
         pool.shutdown(cancel_futures=True)

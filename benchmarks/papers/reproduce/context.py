@@ -70,8 +70,8 @@ class Context:
                 ) -> dict[str, Finding]:
         """``part``'s findings; when it fails, every claim of ``keys`` says so ("cannot
         tell"), so that one experiment's failure loses no other's rows.  A worker process
-        that died (``BrokenProcessPool``: a Ctrl-C reaches the workers too) ends the whole
-        run instead, so that an interrupted paper is not kept as failed rows."""
+        that died or was stopped (``BrokenProcessPool``) ends the whole run instead, so that
+        an interrupted paper is not kept as failed rows."""
         try:
             return part(self)
         except BrokenProcessPool:
