@@ -69,7 +69,7 @@ class Paper:
     """A paper's module, whether its runs are emulated (real processes, timed), and roughly
     how long its rows take at each size (tiny, quick, full): seconds on 2 cores when
     emulated, else CPU seconds (T3D's full size counts its production figures, real processes
-    for about 640 s, as twice that, so that the estimate over 2 workers gives their wall time);
+    for about 610 s, as twice that, so that the estimate over 2 workers gives their wall time);
     the full figures are the last full run's parts (docs/results/reproduce-full)."""
 
     name: str
@@ -78,11 +78,11 @@ class Paper:
     seconds: tuple[float, float, float]
 
 
-PAPERS = (Paper("THESIS", thesis, True, (90.0, 560.0, 1700.0)),
-          Paper("MEMORY", memory, True, (62.0, 780.0, 1900.0)),
-          Paper("T3D", t3d, False, (5.0, 290.0, 5600.0)),
-          Paper("T3E", t3e, False, (6.0, 44.0, 113.0)),
-          Paper("COW", cow, False, (5.0, 100.0, 800.0)))
+PAPERS = (Paper("THESIS", thesis, True, (90.0, 560.0, 1580.0)),
+          Paper("MEMORY", memory, True, (62.0, 780.0, 1720.0)),
+          Paper("T3D", t3d, False, (5.0, 290.0, 3700.0)),
+          Paper("T3E", t3e, False, (6.0, 44.0, 210.0)),
+          Paper("COW", cow, False, (5.0, 100.0, 730.0)))
 
 
 def choose(only: str | None) -> list[Paper]:
