@@ -13,7 +13,6 @@ import csv
 import io
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -222,14 +221,6 @@ def host() -> dict[str, Any]:
     """The host the figures were measured on."""
     return {"cpus": len(os.sched_getaffinity(0)), "python": sys.version.split()[0],
             "uname": " ".join(os.uname())}
-
-
-def exit_on_sigterm() -> None:
-    """Make SIGTERM exit this process as ``sys.exit(143)`` does, so ``with`` blocks and
-    ``finally`` clauses (temporary directories, stopped runs) are undone; Python's default
-    ends the process on the spot.  Call it in a benchmark's main and in its pool workers
-    (as the pool's ``initializer``)."""
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
 
 def checkout_type(needs: str) -> Callable[[str], Path]:

@@ -5,10 +5,14 @@ usable MPI (or the shim cannot be built); 4 the machine cannot provide what was 
 memory or swap without root or cgroups, node managers that cannot be started); 5 a file of
 the run could not be written; 130 the run was interrupted (its partial results are kept and
 say so).  Kept apart from ``testbed.run`` so that the light clients (``testbed mpirun``, the
-service's protocol) share them without importing the run library.
+service's protocol) share them without importing the run library.  Also how a process exits
+on SIGTERM (``exit_on_sigterm``: 128 + the signal, as a shell reports it).
 """
 
 from __future__ import annotations
+
+import signal
+import sys
 
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -33,3 +37,10 @@ def run_exit_code(status: str) -> int:
     if status == "interrupted":
         return EXIT_INTERRUPTED
     return EXIT_FAILED if status == "error" else 0
+
+
+def exit_on_sigterm() -> None:
+    """Make SIGTERM exit this process as ``sys.exit(143)`` does, so ``with`` blocks and
+    ``finally`` clauses (temporary directories, stopped runs) are undone; Python's default
+    ends the process on the spot.  For a command's main, a rank program and pool workers."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))

@@ -105,7 +105,6 @@ from typing import Any
 from benchmarks.harness import (
     Session,
     emit,
-    exit_on_sigterm,
     host,
     now_iso,
     page_head,
@@ -113,6 +112,7 @@ from benchmarks.harness import (
     table,
 )
 from testbed.events import EventLog, iter_events
+from testbed.exit_codes import exit_on_sigterm
 from testbed.experiments import engine
 from testbed.owners import OWNER_PICKS, OwnerStream
 from testbed.policies import PolicyConfig

@@ -85,7 +85,6 @@ from scipy.stats import t as student
 from benchmarks.harness import (
     Session,
     emit,
-    exit_on_sigterm,
     host,
     page_head,
     parser,
@@ -95,6 +94,7 @@ from benchmarks.harness import (
 )
 from testbed import run
 from testbed.events import EventLog, iter_events
+from testbed.exit_codes import exit_on_sigterm
 from testbed.experiments import engine
 from testbed.experiments.engine import Spread
 from testbed.policies import PolicyConfig, make_policy

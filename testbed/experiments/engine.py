@@ -20,18 +20,19 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+from testbed.exit_codes import exit_on_sigterm
 
 Spread = Callable[[Callable[[Any], Any], Iterable[Any]], Iterable[Any]]
 
 
 def _worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    exit_on_sigterm()
 
 
 def _results(futures: list[Future[Any]]) -> Iterator[Any]:

@@ -41,12 +41,12 @@ import json
 import os
 import random
 import resource
-import signal
 import sys
 import time
 from collections.abc import Callable
 
 from testbed.bsp_options import build_parser
+from testbed.exit_codes import exit_on_sigterm
 
 TYPE_CHECKING = False       # typing itself would cost every rank its import
 if TYPE_CHECKING:
@@ -269,14 +269,10 @@ def write_records(records: list[dict[str, Any]], path: str | None) -> None:
     os.replace(tmp, path)
 
 
-def _terminate(signum: int, _frame: Any) -> None:
-    raise SystemExit(128 + signum)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Parse options, run the benchmark on every rank, report; abort the job on an error."""
     args = build_parser().parse_args(argv)
-    signal.signal(signal.SIGTERM, _terminate)
+    exit_on_sigterm()
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD

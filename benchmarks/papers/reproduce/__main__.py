@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from benchmarks.harness import Session, exit_on_sigterm, parser
+from benchmarks.harness import Session, parser
 from benchmarks.papers.reproduce import (
     claims,
     cluster,
@@ -60,6 +60,7 @@ from benchmarks.papers.reproduce import (
 from benchmarks.papers.reproduce.claims import Finding, Row
 from benchmarks.papers.reproduce.context import SIZES, Context, sized
 from benchmarks.papers.reproduce.parts import Part
+from testbed.exit_codes import exit_on_sigterm
 from testbed.experiments import load, slurm_spread
 from testbed.experiments.slurm import Settings, SlurmError
 
